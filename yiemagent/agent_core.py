@@ -1,0 +1,459 @@
+"""The per-call tool pipeline: prepare -> execute -> finalize, run sequentially or in parallel.
+
+Spec sections 8-12. Every public function here returns a result for every call and never raises
+to its caller, whatever a tool or hook does: failures become error results fed back to the model.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from typing import Any
+
+import attrs
+
+from yiemagent.content import AgentToolCall, TextContent, content_list
+from yiemagent.emit import Emit, SafeEmitter, safe_emitter
+from yiemagent.events import ToolExecEndEvent, ToolExecStartEvent, ToolExecUpdateEvent
+from yiemagent.messages import AssistantMessage, ToolResultMessage
+from yiemagent.tool_types import (
+    AbortSignal,
+    AfterToolCallContext,
+    AfterToolCallResult,
+    AgentContext,
+    AgentLoopConfig,
+    AgentToolCallBatch,
+    AgentToolResult,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+    ExecutedOutcome,
+    FinalizedOutcome,
+    ImmediateOutcome,
+    PreparedToolCall,
+)
+from yiemagent.validation import (
+    ToolArgumentError,
+    format_arguments,
+    prepare_tool_call_arguments,
+    validate_tool_arguments,
+)
+
+__all__ = [
+    "create_error_tool_result",
+    "create_tool_result_message",
+    "emit_tool_execution_end",
+    "execute_prepared_tool_call",
+    "execute_tool_calls",
+    "execute_tool_calls_parallel",
+    "execute_tool_calls_sequential",
+    "finalize_executed_tool_call",
+    "prepare_tool_call",
+    "should_terminate",
+]
+
+
+def create_error_tool_result(msg: str) -> AgentToolResult:
+    """Return a result holding one text block with ``msg`` and empty details."""
+    return AgentToolResult([TextContent(msg)], {})
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _is_aborted(signal: AbortSignal | None) -> bool:
+    return signal is not None and signal.aborted
+
+
+def _aborted_outcome(name: str) -> tuple[AgentToolResult, bool]:
+    return create_error_tool_result(f'Tool "{name}" was not run: the operation was aborted.'), True
+
+
+def _parsed_call(tool_call: AgentToolCall) -> AgentToolCall:
+    """Return the call if its arguments are an object; raise ``ToolArgumentError`` otherwise."""
+    args = tool_call.arguments
+    if isinstance(args, dict):
+        return tool_call
+    if isinstance(args, Mapping):
+        return attrs.evolve(tool_call, arguments=dict(args))
+    if isinstance(args, str):
+        try:
+            args = json.loads(args)
+        except ValueError as exc:
+            raise ToolArgumentError(
+                f'The arguments for tool "{tool_call.name}" are not valid JSON ({exc}). '
+                f"Received: {args!r}. Send the arguments as one JSON object."
+            ) from None
+        if isinstance(args, dict):
+            return attrs.evolve(tool_call, arguments=args)
+    raise ToolArgumentError(
+        f'The arguments for tool "{tool_call.name}" must be a JSON object, got '
+        f"{type(args).__name__}: {format_arguments(args)}"
+    )
+
+
+def _before_hook_block(
+    config: AgentLoopConfig, ctx: BeforeToolCallContext, signal: AbortSignal | None
+) -> str | None:
+    """Run ``before_tool_call``; return the block reason, or ``None`` to proceed."""
+    if config.before_tool_call is None:
+        return None
+    before = config.before_tool_call(ctx, signal)
+    if before is None:
+        return None
+    if isinstance(before, BeforeToolCallResult):
+        block, reason = before.block, before.reason
+    elif isinstance(before, Mapping):
+        block, reason = bool(before.get("block", False)), before.get("reason")
+    else:
+        raise TypeError(
+            f"before_tool_call returned {type(before).__name__}; expected None, "
+            "a BeforeToolCallResult or a dict with 'block' and 'reason'"
+        )
+    return (str(reason) if reason else "Tool execution was blocked") if block else None
+
+
+def prepare_tool_call(
+    context: AgentContext,
+    assistant_message: AssistantMessage,
+    tool_call: AgentToolCall,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+) -> PreparedToolCall | ImmediateOutcome:
+    """Resolve the tool, prepare and validate the arguments, and run ``before_tool_call``.
+
+    Returns a ``PreparedToolCall`` ready to execute, or an error ``ImmediateOutcome`` when the
+    tool is unknown, the arguments are invalid, the hook blocks or fails, or the signal is
+    aborted. Never raises.
+    """
+    name = tool_call.name
+    if _is_aborted(signal):
+        return ImmediateOutcome(*_aborted_outcome(name))
+    tool = context.tools.get(name)
+    if tool is None:
+        known = ", ".join(context.tools) or "(none)"
+        return ImmediateOutcome(
+            create_error_tool_result(f'Tool "{name}" not found. Available tools: {known}.'), True
+        )
+    try:
+        call = prepare_tool_call_arguments(tool, _parsed_call(tool_call))
+        args = validate_tool_arguments(tool, call)
+    except ToolArgumentError as exc:
+        return ImmediateOutcome(create_error_tool_result(str(exc)), True)
+    except Exception as exc:
+        msg = f'Preparing the arguments for tool "{name}" failed: {_describe(exc)}'
+        return ImmediateOutcome(create_error_tool_result(msg), True)
+    try:
+        reason = _before_hook_block(
+            config, BeforeToolCallContext(assistant_message, tool_call, args, context), signal
+        )
+    except Exception as exc:
+        msg = f'before_tool_call hook failed for tool "{name}": {_describe(exc)}'
+        return ImmediateOutcome(create_error_tool_result(msg), True)
+    if _is_aborted(signal):
+        return ImmediateOutcome(*_aborted_outcome(name))
+    if reason is not None:
+        return ImmediateOutcome(create_error_tool_result(reason), True)
+    return PreparedToolCall(tool, tool_call, args)
+
+
+class _UpdateGate:
+    """Forwards partial results as update events until closed (the spec's ``accepting`` guard)."""
+
+    __slots__ = ("_emit", "_lock", "_open", "_prep")
+
+    def __init__(self, prep: PreparedToolCall, emit: SafeEmitter) -> None:
+        self._prep, self._emit = prep, emit
+        self._lock = threading.Lock()
+        self._open = True
+
+    def report(self, partial: Any) -> None:
+        with self._lock:
+            if self._open and self._emit.active:
+                call = self._prep.tool_call
+                self._emit(ToolExecUpdateEvent(call.id, call.name, call.arguments, partial))
+
+    def close(self) -> None:
+        with self._lock:
+            self._open = False
+
+
+_PENDING = object()
+
+
+def _call_with_timeout(fn: Callable[[], Any], timeout_s: float, name: str) -> Any:
+    """Run ``fn`` on its own daemon thread; return its value, re-raise its error, or time out.
+
+    On timeout the thread is left to finish and ``TimeoutError`` is raised here.
+    """
+    done = threading.Event()
+    box: list[Any] = [_PENDING, None]
+
+    def target() -> None:
+        try:
+            box[0] = fn()
+        except BaseException as exc:  # reported to the waiting caller, not lost in the thread
+            box[1] = exc
+        finally:
+            done.set()
+
+    threading.Thread(target=target, name=f"yiemagent-tool-{name}", daemon=True).start()
+    if not done.wait(timeout_s):
+        raise TimeoutError
+    if box[1] is not None:
+        raise box[1]
+    return box[0]
+
+
+def execute_prepared_tool_call(
+    prep: PreparedToolCall,
+    signal: AbortSignal | None,
+    emit: Emit | None,
+    timeout_s: float | None = None,
+) -> ExecutedOutcome:
+    """Call ``prep.tool.execute`` and turn whatever happens into an ``ExecutedOutcome``.
+
+    Partial results become ``ToolExecUpdateEvent``s until ``execute`` returns; later ones are
+    dropped. An exception, a wrong return type, an abort before the start, or running past the
+    tool's ``timeout_s`` (else ``timeout_s`` given here) become error results. Never raises.
+    """
+    name = prep.tool_call.name
+    if _is_aborted(signal):
+        return ExecutedOutcome(*_aborted_outcome(name))
+    gate = _UpdateGate(prep, safe_emitter(emit))
+    limit = prep.tool.timeout_s if prep.tool.timeout_s is not None else timeout_s
+
+    def run() -> Any:
+        return prep.tool.execute(prep.tool_call.id, prep.args, signal, gate.report)
+
+    try:
+        result = run() if limit is None else _call_with_timeout(run, limit, name)
+    except TimeoutError:
+        gate.close()
+        if limit is None:  # the tool itself raised TimeoutError
+            return ExecutedOutcome(create_error_tool_result(f'Tool "{name}" failed: TimeoutError'), True)
+        return ExecutedOutcome(
+            create_error_tool_result(f'Tool "{name}" timed out after {limit:g} s.'), True
+        )
+    except (Exception, SystemExit) as exc:
+        gate.close()
+        return ExecutedOutcome(create_error_tool_result(f'Tool "{name}" failed: {_describe(exc)}'), True)
+    gate.close()
+    if not isinstance(result, AgentToolResult):
+        msg = (f'Tool "{name}" returned {type(result).__name__}; its execute function must '
+               "return an AgentToolResult.")
+        return ExecutedOutcome(create_error_tool_result(msg), True)
+    return ExecutedOutcome(result, False)
+
+
+def _merge_after(result: AgentToolResult, is_error: bool, after: Any) -> tuple[AgentToolResult, bool]:
+    """Apply an ``after_tool_call`` return value; omitted fields keep their values."""
+    if after is None:
+        return result, is_error
+    if isinstance(after, AfterToolCallResult):
+        changes = {k: v for k, v in attrs.asdict(after, recurse=False).items() if v is not None}
+    elif isinstance(after, Mapping):
+        allowed = {"content", "details", "usage", "terminate", "is_error"}
+        unknown = set(after) - allowed
+        if unknown:
+            raise ValueError(f"after_tool_call returned unknown fields {sorted(unknown)}; "
+                             f"allowed: {sorted(allowed)}")
+        changes = dict(after)
+    else:
+        raise TypeError(f"after_tool_call returned {type(after).__name__}; expected None, "
+                        "an AfterToolCallResult or a dict")
+    is_error = bool(changes.pop("is_error", is_error))
+    if "content" in changes:
+        changes["content"] = content_list(changes["content"])
+    return attrs.evolve(result, **changes), is_error
+
+
+def finalize_executed_tool_call(
+    context: AgentContext,
+    assistant_message: AssistantMessage,
+    prep: PreparedToolCall,
+    executed: ExecutedOutcome,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+) -> FinalizedOutcome:
+    """Run ``after_tool_call`` and merge what it returns; never raises (a failing hook gives an
+    error result)."""
+    result, is_error = executed.result, executed.is_error
+    if config.after_tool_call is not None:
+        ctx = AfterToolCallContext(assistant_message, prep.tool_call, prep.args, result, is_error,
+                                   context)
+        try:
+            result, is_error = _merge_after(result, is_error, config.after_tool_call(ctx, signal))
+        except Exception as exc:
+            msg = f'after_tool_call hook failed for tool "{prep.tool_call.name}": {_describe(exc)}'
+            result, is_error = create_error_tool_result(msg), True
+    return FinalizedOutcome(prep.tool_call, result, is_error)
+
+
+def emit_tool_execution_end(finalized: FinalizedOutcome, emit: Emit | None) -> None:
+    """Emit the ``ToolExecEndEvent`` of a finalized call."""
+    if emit is not None:
+        call = finalized.tool_call
+        emit(ToolExecEndEvent(call.id, call.name, finalized.result, finalized.is_error))
+
+
+def _added_tool_names(details: Mapping[str, Any]) -> list[str]:
+    added = details.get("addedToolNames") if isinstance(details, Mapping) else None
+    if not added:
+        return []
+    return [added] if isinstance(added, str) else [str(n) for n in added]
+
+
+def create_tool_result_message(f: FinalizedOutcome) -> ToolResultMessage:
+    """Wrap a finalized call as the ``ToolResultMessage`` that enters the history."""
+    return ToolResultMessage(
+        tool_call_id=f.tool_call.id,
+        tool_name=f.tool_call.name,
+        content=f.result.content,
+        details=f.result.details,
+        usage=f.result.usage,
+        added_tool_names=_added_tool_names(f.result.details),
+        is_error=f.is_error,
+    )
+
+
+def should_terminate(finalized: Sequence[FinalizedOutcome]) -> bool:
+    """True only when the batch is non-empty and every result asked to terminate."""
+    return bool(finalized) and all(f.result.terminate for f in finalized)
+
+
+def _execute_and_finalize(
+    context: AgentContext,
+    assistant_message: AssistantMessage,
+    prep: PreparedToolCall,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: SafeEmitter,
+) -> FinalizedOutcome:
+    executed = execute_prepared_tool_call(prep, signal, emit, config.tool_timeout_s)
+    finalized = finalize_executed_tool_call(context, assistant_message, prep, executed, config,
+                                            signal)
+    emit_tool_execution_end(finalized, emit)
+    return finalized
+
+
+def _start_and_prepare(
+    context: AgentContext,
+    assistant_message: AssistantMessage,
+    tool_call: AgentToolCall,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: SafeEmitter,
+) -> PreparedToolCall | FinalizedOutcome:
+    """Emit the start event and prepare; an immediate outcome is finalized and its end emitted."""
+    if emit.active:
+        emit(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
+    prep = prepare_tool_call(context, assistant_message, tool_call, config, signal)
+    if isinstance(prep, PreparedToolCall):
+        return prep
+    finalized = FinalizedOutcome(tool_call, prep.result, prep.is_error)
+    emit_tool_execution_end(finalized, emit)
+    return finalized
+
+
+def _batch(finalized: list[FinalizedOutcome]) -> AgentToolCallBatch:
+    return AgentToolCallBatch([create_tool_result_message(f) for f in finalized],
+                              should_terminate(finalized))
+
+
+def execute_tool_calls_sequential(
+    context: AgentContext,
+    assistant_message: AssistantMessage,
+    tool_calls: Sequence[AgentToolCall],
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Emit | None,
+) -> AgentToolCallBatch:
+    """Run the calls one after another; every call gets exactly one result, in call order.
+
+    After an abort, the remaining calls get "aborted" error results (with their start and end
+    events) instead of being skipped. Never raises.
+    """
+    sink = safe_emitter(emit)
+    finalized: list[FinalizedOutcome] = []
+    for tool_call in tool_calls:
+        prep = _start_and_prepare(context, assistant_message, tool_call, config, signal, sink)
+        if isinstance(prep, PreparedToolCall):
+            prep = _execute_and_finalize(context, assistant_message, prep, config, signal, sink)
+        finalized.append(prep)
+    return _batch(finalized)
+
+
+def _pool_size(config: AgentLoopConfig, jobs: int) -> int:
+    cap = config.max_parallel_tools
+    return jobs if cap is None else max(1, min(cap, jobs))
+
+
+def execute_tool_calls_parallel(
+    context: AgentContext,
+    assistant_message: AssistantMessage,
+    tool_calls: Sequence[AgentToolCall],
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Emit | None,
+) -> AgentToolCallBatch:
+    """Prepare the calls in order, then execute the prepared ones concurrently on a thread pool.
+
+    The pool has one thread per prepared call unless ``config.max_parallel_tools`` caps it.
+    Results come back in call order; the sink is never entered by two threads at once.
+    Never raises.
+    """
+    sink = safe_emitter(emit)
+    entries = [_start_and_prepare(context, assistant_message, tc, config, signal, sink)
+               for tc in tool_calls]
+    jobs = [e for e in entries if isinstance(e, PreparedToolCall)]
+    if len(jobs) <= 1:
+        finalized = [
+            _execute_and_finalize(context, assistant_message, e, config, signal, sink)
+            if isinstance(e, PreparedToolCall) else e
+            for e in entries
+        ]
+        return _batch(finalized)
+    with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
+        futures = {
+            id(job): pool.submit(_execute_and_finalize, context, assistant_message, job, config,
+                                 signal, sink)
+            for job in jobs
+        }
+        finalized = [_outcome(futures[id(e)], e) if isinstance(e, PreparedToolCall) else e
+                     for e in entries]
+    return _batch(finalized)
+
+
+def _outcome(future: Future[FinalizedOutcome], prep: PreparedToolCall) -> FinalizedOutcome:
+    try:
+        return future.result()
+    except Exception as exc:  # defensive: _execute_and_finalize does not raise
+        msg = f'Tool "{prep.tool_call.name}" failed: {_describe(exc)}'
+        return FinalizedOutcome(prep.tool_call, create_error_tool_result(msg), True)
+
+
+def execute_tool_calls(
+    context: AgentContext,
+    assistant_message: AssistantMessage,
+    tool_calls: Sequence[AgentToolCall],
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Emit | None,
+) -> AgentToolCallBatch:
+    """Run a batch sequentially if the config says so or any known tool in it is not parallel,
+    else in parallel (spec section 9). Never raises."""
+    has_sequential = False
+    for tc in tool_calls:
+        tool = context.tools.get(tc.name)
+        if tool is not None and not tool.parallel_tool_execute:
+            has_sequential = True
+            break
+    if config.tool_execution == "sequential" or has_sequential:
+        return execute_tool_calls_sequential(context, assistant_message, tool_calls, config,
+                                             signal, emit)
+    return execute_tool_calls_parallel(context, assistant_message, tool_calls, config, signal,
+                                       emit)

@@ -1,0 +1,161 @@
+"""Message content blocks: text, images, thinking and typed tool calls.
+
+Each block is a frozen attrs class with ``to_dict``/``from_dict`` for a plain, JSON-ready form.
+Assistant content may also hold the spec's raw dict blocks (``{"type": "tool_calls", ...}``);
+those are kept as given and pass through serialisation unchanged.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Iterable, Mapping
+from typing import Any, ClassVar
+
+import attrs
+
+__all__ = [
+    "AgentToolCall",
+    "ContentBlock",
+    "ImageContent",
+    "MessageContent",
+    "TextContent",
+    "ThinkingContent",
+    "content_from_dict",
+    "content_list",
+    "content_to_dict",
+    "text_of",
+]
+
+
+@attrs.define(frozen=True)
+class MessageContent:
+    """Base class of every typed content block (spec ``messageContent``)."""
+
+    block_type: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the block as a JSON-ready dict with a ``type`` key."""
+        raise NotImplementedError
+
+
+@attrs.define(frozen=True)
+class TextContent(MessageContent):
+    """Plain text (spec ``textContent``)."""
+
+    text: str
+    block_type: ClassVar[str] = "text"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type": "text", "text": ...}``."""
+        return {"type": "text", "text": self.text}
+
+
+@attrs.define(frozen=True)
+class ImageContent(MessageContent):
+    """An image as base64 ``data`` with its ``mime_type`` (spec ``imageContent``)."""
+
+    data: str
+    mime_type: str = "image/png"
+    block_type: ClassVar[str] = "image"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type": "image", "data": ..., "mime_type": ...}``."""
+        return {"type": "image", "data": self.data, "mime_type": self.mime_type}
+
+
+@attrs.define(frozen=True)
+class ThinkingContent(MessageContent):
+    """Model reasoning; ``signature`` carries a provider's opaque token when it sends one."""
+
+    thinking: str
+    signature: str | None = None
+    block_type: ClassVar[str] = "thinking"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type": "thinking", "thinking": ...}`` plus the signature when set."""
+        out: dict[str, Any] = {"type": "thinking", "thinking": self.thinking}
+        if self.signature is not None:
+            out["signature"] = self.signature
+        return out
+
+
+@attrs.define(frozen=True)
+class AgentToolCall(MessageContent):
+    """A tool call requested by the model (spec ``agentToolCall``); also a typed content block.
+
+    ``arguments`` is the parsed argument object. When a provider sent arguments that are not valid
+    JSON, the raw string is kept here so the pipeline can report it to the model.
+    """
+
+    id: str
+    name: str
+    arguments: Any = attrs.field(factory=dict)
+    type: str = "function"
+    block_type: ClassVar[str] = "toolCall"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type": "toolCall", "id", "name", "arguments"}`` (JSON-ready)."""
+        out: dict[str, Any] = {
+            "type": "toolCall",
+            "id": self.id,
+            "name": self.name,
+            "arguments": copy.deepcopy(self.arguments),
+        }
+        if self.type != "function":
+            out["call_type"] = self.type
+        return out
+
+
+# A content entry is a typed block or one of the spec's raw dict blocks.
+ContentBlock = MessageContent | dict[str, Any]
+
+
+def content_to_dict(block: ContentBlock) -> dict[str, Any]:
+    """Return a JSON-ready dict for a typed block, or a deep copy of a raw dict block."""
+    if isinstance(block, MessageContent):
+        return block.to_dict()
+    if isinstance(block, Mapping):
+        return copy.deepcopy(dict(block))
+    raise TypeError(f"content block must be a MessageContent or a dict, got {type(block).__name__}")
+
+
+def content_from_dict(data: Mapping[str, Any]) -> ContentBlock:
+    """Rebuild a block from ``content_to_dict`` output; unknown types stay plain dicts."""
+    kind = data.get("type")
+    if kind == "text":
+        return TextContent(str(data.get("text", "")))
+    if kind == "image":
+        mime = data.get("mime_type", data.get("mimeType", "image/png"))
+        return ImageContent(str(data.get("data", "")), str(mime))
+    if kind == "thinking":
+        return ThinkingContent(str(data.get("thinking", "")), data.get("signature"))
+    if kind == "toolCall":
+        return AgentToolCall(
+            id=str(data.get("id", "")),
+            name=str(data.get("name", "")),
+            arguments=copy.deepcopy(data.get("arguments", {})),
+            type=str(data.get("call_type", "function")),
+        )
+    return copy.deepcopy(dict(data))
+
+
+def content_list(value: str | Iterable[ContentBlock] | None) -> list[ContentBlock]:
+    """Normalise message content: a string becomes one ``TextContent``; ``None`` an empty list."""
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [TextContent(value)]
+    if isinstance(value, MessageContent):
+        return [value]
+    return list(value)
+
+
+def text_of(content: Iterable[ContentBlock]) -> str:
+    """Join the text of every text block (typed or dict form), one per line."""
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+    return "\n".join(parts)

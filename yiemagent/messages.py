@@ -1,0 +1,231 @@
+"""Conversation messages, token usage and model descriptions (spec section 18, message types).
+
+Messages are frozen attrs classes. ``to_dict`` gives a JSON-ready dict and ``from_dict`` rebuilds
+an equal message, so histories can be saved and compared losslessly.
+"""
+
+from __future__ import annotations
+
+import copy
+import time
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
+import attrs
+
+from yiemagent.content import ContentBlock, content_from_dict, content_list, content_to_dict
+
+__all__ = [
+    "AgentMessage",
+    "AssistantMessage",
+    "LlmModel",
+    "LlmUsage",
+    "ToolResultMessage",
+    "UserMessage",
+    "now_ms",
+]
+
+
+def now_ms() -> int:
+    """Milliseconds since the Unix epoch, the timestamp unit of every message."""
+    return time.time_ns() // 1_000_000
+
+
+@attrs.define(frozen=True)
+class LlmUsage:
+    """Token counts (and optional cost) reported by a provider for one call."""
+
+    input: int = 0
+    output: int = 0
+    cache_read: int = 0
+    cache_write: int = 0
+    total_tokens: int = 0
+    cost: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the usage as a JSON-ready dict."""
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LlmUsage:
+        """Rebuild usage from ``to_dict`` output; missing counts are zero."""
+        names = {f.name for f in attrs.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _usage_or_none(data: Mapping[str, Any] | None) -> LlmUsage | None:
+    return None if data is None else LlmUsage.from_dict(data)
+
+
+@attrs.define(frozen=True)
+class LlmModel:
+    """Which model an agent talks to; only ``name`` is essential."""
+
+    name: str
+    provider: str = ""
+    api: str = ""
+    base_url: str | None = None
+    context_window: int | None = None
+    max_tokens: int | None = None
+    reasoning: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the model description as a JSON-ready dict."""
+        return attrs.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> LlmModel:
+        """Rebuild a model description from ``to_dict`` output."""
+        names = {f.name for f in attrs.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+def _check_role(expected: str) -> Any:
+    def check(_inst: Any, _attr: Any, value: str) -> None:
+        if value != expected:
+            raise ValueError(f"role must be {expected!r}, got {value!r}")
+
+    return check
+
+
+@attrs.define(frozen=True)
+class AgentMessage:
+    """Base class of every conversation message (spec ``agentMessage``)."""
+
+    role_name: ClassVar[str] = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the message as a JSON-ready dict with a ``role`` key."""
+        raise NotImplementedError
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> AgentMessage:
+        """Rebuild a message from ``to_dict`` output, choosing the class by ``role``."""
+        role = data.get("role")
+        for sub in (UserMessage, AssistantMessage, ToolResultMessage):
+            if role == sub.role_name and issubclass(sub, cls):
+                return sub._from_dict(data)
+        expected = cls.role_name or "user, assistant or toolResult"
+        raise ValueError(f"cannot read a message of role {role!r} as {cls.__name__}; "
+                         f"expected role {expected}")
+
+    @classmethod
+    def _from_dict(cls, data: Mapping[str, Any]) -> AgentMessage:
+        raise NotImplementedError
+
+
+def _contents(data: Mapping[str, Any]) -> list[ContentBlock]:
+    return [content_from_dict(block) for block in data.get("content") or []]
+
+
+@attrs.define(frozen=True)
+class UserMessage(AgentMessage):
+    """A user turn (spec ``userMessage``); a string ``content`` becomes one text block."""
+
+    content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)
+    timestamp: int = attrs.field(factory=now_ms)
+    role: str = attrs.field(default="user", kw_only=True, validator=_check_role("user"))
+    role_name: ClassVar[str] = "user"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"role": "user", "content": [...], "timestamp": ...}``."""
+        return {
+            "role": "user",
+            "content": [content_to_dict(b) for b in self.content],
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def _from_dict(cls, data: Mapping[str, Any]) -> UserMessage:
+        return cls(content=_contents(data), timestamp=int(data.get("timestamp") or now_ms()))
+
+
+@attrs.define(frozen=True)
+class AssistantMessage(AgentMessage):
+    """A model reply (spec ``assistantMessage``): content blocks plus provider metadata."""
+
+    content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)
+    api: str = ""
+    provider: str = ""
+    model: str = ""
+    usage: LlmUsage | None = None
+    stop_reason: str = "stop"
+    error_message: str | None = None
+    timestamp: int = attrs.field(factory=now_ms)
+    role: str = attrs.field(default="assistant", kw_only=True, validator=_check_role("assistant"))
+    role_name: ClassVar[str] = "assistant"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the reply as a JSON-ready dict (usage as a nested dict or ``None``)."""
+        return {
+            "role": "assistant",
+            "content": [content_to_dict(b) for b in self.content],
+            "api": self.api,
+            "provider": self.provider,
+            "model": self.model,
+            "usage": None if self.usage is None else self.usage.to_dict(),
+            "stop_reason": self.stop_reason,
+            "error_message": self.error_message,
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def _from_dict(cls, data: Mapping[str, Any]) -> AssistantMessage:
+        return cls(
+            content=_contents(data),
+            api=str(data.get("api") or ""),
+            provider=str(data.get("provider") or ""),
+            model=str(data.get("model") or ""),
+            usage=_usage_or_none(data.get("usage")),
+            stop_reason=str(data.get("stop_reason") or "stop"),
+            error_message=data.get("error_message"),
+            timestamp=int(data.get("timestamp") or now_ms()),
+        )
+
+
+@attrs.define(frozen=True)
+class ToolResultMessage(AgentMessage):
+    """The result of one tool call as it enters the history (spec ``toolResultMessage``).
+
+    The role is ``"toolResult"`` inside the library; ``format_msg_for_llm`` sends it as ``"tool"``.
+    """
+
+    tool_call_id: str
+    tool_name: str
+    content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)
+    details: dict[str, Any] = attrs.field(factory=dict)
+    usage: LlmUsage | None = None
+    added_tool_names: list[str] = attrs.field(factory=list)
+    is_error: bool = False
+    timestamp: int = attrs.field(factory=now_ms)
+    role: str = attrs.field(
+        default="toolResult", kw_only=True, validator=_check_role("toolResult")
+    )
+    role_name: ClassVar[str] = "toolResult"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the result as a JSON-ready dict (details deep-copied)."""
+        return {
+            "role": "toolResult",
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "content": [content_to_dict(b) for b in self.content],
+            "details": copy.deepcopy(self.details),
+            "usage": None if self.usage is None else self.usage.to_dict(),
+            "added_tool_names": list(self.added_tool_names),
+            "is_error": self.is_error,
+            "timestamp": self.timestamp,
+        }
+
+    @classmethod
+    def _from_dict(cls, data: Mapping[str, Any]) -> ToolResultMessage:
+        return cls(
+            tool_call_id=str(data.get("tool_call_id", "")),
+            tool_name=str(data.get("tool_name", "")),
+            content=_contents(data),
+            details=copy.deepcopy(dict(data.get("details") or {})),
+            usage=_usage_or_none(data.get("usage")),
+            added_tool_names=list(data.get("added_tool_names") or []),
+            is_error=bool(data.get("is_error", False)),
+            timestamp=int(data.get("timestamp") or now_ms()),
+        )

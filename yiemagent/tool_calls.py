@@ -1,0 +1,67 @@
+"""Reading tool calls out of an assistant message's content (spec section 7, DESIGN point 2).
+
+Accepted forms: the spec's ``{"type": "tool_calls", "tool_calls": [...]}`` list, its single
+``{"type": "tool_call", ...}`` block, the OpenAI wire form ``{"id", "type": "function",
+"function": {"name", "arguments"}}`` (alone or inside the list), and typed ``AgentToolCall`` blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from yiemagent.content import AgentToolCall, ContentBlock
+
+__all__ = ["extract_tool_calls", "parse_arguments"]
+
+
+def parse_arguments(raw: Any) -> Any:
+    """Return parsed arguments: a dict stays, a JSON string is decoded, empty means ``{}``.
+
+    A string that is not valid JSON is returned unchanged so that the pipeline can tell the model
+    exactly what was wrong; never raises.
+    """
+    if raw is None or raw == "":
+        return {}
+    if isinstance(raw, str):
+        try:
+            return json.loads(raw)
+        except ValueError:
+            return raw
+    return raw
+
+
+def _call_from_entry(entry: Mapping[str, Any]) -> AgentToolCall:
+    function = entry.get("function")
+    if isinstance(function, Mapping):
+        name, raw = function.get("name"), function.get("arguments")
+    else:
+        name, raw = entry.get("name"), entry.get("arguments")
+    call_id = entry.get("id") or f"call_{uuid.uuid4().hex[:24]}"
+    return AgentToolCall(id=str(call_id), name=str(name or ""), arguments=parse_arguments(raw))
+
+
+def _calls_in_block(block: ContentBlock) -> Iterable[AgentToolCall]:
+    if isinstance(block, AgentToolCall):
+        yield block
+        return
+    if not isinstance(block, Mapping):
+        return
+    kind = block.get("type")
+    if kind == "tool_calls":
+        for entry in block.get("tool_calls") or []:
+            if isinstance(entry, Mapping):
+                yield _call_from_entry(entry)
+    elif kind == "tool_call" or (kind == "function" and isinstance(block.get("function"), Mapping)):
+        yield _call_from_entry(block)
+
+
+def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[AgentToolCall]]:
+    """Return ``(has_tool_calls, calls)`` for every tool call in ``content``, in order.
+
+    Calls without an id get a generated one; never raises on malformed blocks (they are skipped).
+    """
+    calls = [call for block in content for call in _calls_in_block(block)]
+    return bool(calls), calls

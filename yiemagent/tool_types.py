@@ -1,0 +1,349 @@
+"""Tools, tool calls, results, pipeline outcomes, contexts and the abort signal.
+
+These are the spec's tool and lifecycle types (section 18) as attrs classes. Results, outcomes and
+batches are frozen; contexts, state and config are plain mutable records.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Literal
+
+import attrs
+import jsonschema
+import jsonschema.exceptions
+import jsonschema.validators
+
+from yiemagent.content import AgentToolCall, ContentBlock, content_list
+from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, LlmUsage, ToolResultMessage
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+__all__ = [
+    "AbortSignal",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentContext",
+    "AgentLoopConfig",
+    "AgentState",
+    "AgentTool",
+    "AgentToolCallBatch",
+    "AgentToolResult",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "ExecutedOutcome",
+    "FinalizedOutcome",
+    "ImmediateOutcome",
+    "PreparedToolCall",
+    "ToolMapping",
+    "tool_mapping",
+]
+
+ToolExecution = Literal["sequential", "parallel"]
+
+
+@attrs.define(frozen=True)
+class AgentToolResult:
+    """What a tool returns (spec ``agentToolResult``); a string ``content`` becomes one text block.
+
+    ``details["addedToolNames"]`` names tools the call registered; it reaches the result
+    message's ``added_tool_names``.
+    """
+
+    content: list[ContentBlock] = attrs.field(converter=content_list)
+    details: dict[str, Any] = attrs.field(factory=dict)
+    usage: LlmUsage | None = None
+    terminate: bool = False
+
+
+def compile_schema_validator(name: str, schema: Any) -> Validator:
+    """Return a jsonschema validator for ``schema``; raise ``ValueError`` naming the tool if invalid."""
+    if not isinstance(schema, Mapping):
+        raise ValueError(
+            f'Tool "{name}": input_schema must be a JSON Schema object (a dict), '
+            f"got {type(schema).__name__}"
+        )
+    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    try:
+        cls.check_schema(dict(schema))
+    except jsonschema.exceptions.SchemaError as exc:
+        where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
+        raise ValueError(
+            f'Tool "{name}": input_schema is not a valid JSON Schema: {exc.message} (at {where})'
+        ) from None
+    return cls(dict(schema))
+
+
+def _check_name(_inst: Any, _attr: Any, value: Any) -> None:
+    if not isinstance(value, str) or not value:
+        raise ValueError(f"tool name must be a non-empty string, got {value!r}")
+
+
+def _check_callable(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f'Tool "{inst.name}": {attr.name} must be callable, got {value!r}')
+
+
+@attrs.define(frozen=True, eq=False)
+class AgentTool:
+    """A tool the model may call (spec ``agentTool``), compared by identity.
+
+    ``execute(tool_call_id, args, signal, on_partial_result)`` returns an ``AgentToolResult``.
+    ``input_schema`` is checked when the tool is created: an invalid schema raises ``ValueError``
+    naming the tool. ``timeout_s`` bounds one call (beyond the spec); ``None`` uses the loop's
+    default.
+    """
+
+    name: str = attrs.field(validator=_check_name)
+    label: str
+    description: str
+    input_schema: dict[str, Any]
+    execute: Callable[..., Any] = attrs.field(validator=_check_callable)
+    prepare_arguments: Callable[[dict[str, Any]], Any] | None = attrs.field(
+        default=None, validator=_check_callable
+    )
+    validate_required_args: Callable[[dict[str, Any]], str | None] | None = attrs.field(
+        default=None, validator=_check_callable
+    )
+    parallel_tool_execute: bool = False
+    timeout_s: float | None = None
+    schema_validator: Validator = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.timeout_s is not None and not self.timeout_s > 0:
+            raise ValueError(f'Tool "{self.name}": timeout_s must be positive, got {self.timeout_s}')
+        object.__setattr__(
+            self, "schema_validator", compile_schema_validator(self.name, self.input_schema)
+        )
+
+
+ToolMapping = dict[str, AgentTool]
+
+
+def tool_mapping(tools: Mapping[str, AgentTool] | Iterable[AgentTool] | None) -> ToolMapping:
+    """Return an ordered ``name -> AgentTool`` dict from a mapping or an iterable of tools.
+
+    A plain ``dict`` is used as given (no copy: contexts share the state's mapping, as in the
+    spec); any other mapping or iterable is checked and copied into a new dict.
+    """
+    if tools is None:
+        return {}
+    if type(tools) is dict:
+        return tools
+    if isinstance(tools, Mapping):
+        items = list(tools.items())
+    else:
+        items = [(getattr(t, "name", None), t) for t in tools]
+    out: ToolMapping = {}
+    for name, tool in items:
+        if not isinstance(tool, AgentTool):
+            raise TypeError(f"tools must hold AgentTool instances, got {type(tool).__name__}")
+        out[str(name)] = tool
+    return out
+
+
+@attrs.define(frozen=True)
+class AgentToolCallBatch:
+    """The result messages of one batch of tool calls and whether the loop should stop."""
+
+    messages: list[ToolResultMessage]
+    terminate: bool = False
+
+
+@attrs.define(frozen=True)
+class PreparedToolCall:
+    """A call that passed preparation: the resolved tool, the call, and the validated arguments."""
+
+    tool: AgentTool
+    tool_call: AgentToolCall
+    args: dict[str, Any]
+
+
+@attrs.define(frozen=True)
+class ImmediateOutcome:
+    """A call that ended during preparation (not found, invalid, blocked, aborted)."""
+
+    result: AgentToolResult
+    is_error: bool = False
+
+
+@attrs.define(frozen=True)
+class ExecutedOutcome:
+    """A call after ``execute`` and before ``after_tool_call``."""
+
+    result: AgentToolResult
+    is_error: bool = False
+
+
+@attrs.define(frozen=True)
+class FinalizedOutcome:
+    """A call after every phase: the call, its final result and whether it failed."""
+
+    tool_call: AgentToolCall
+    result: AgentToolResult
+    is_error: bool = False
+
+
+@attrs.define
+class AgentContext:
+    """What one LLM call sees: system prompt, messages and an ordered ``name -> tool`` mapping.
+
+    ``wire_cache`` lets the default ``format_msg_for_llm`` reuse what it converted on earlier
+    turns; the default ``prepare_context`` sets it, custom ones may leave it ``None``.
+    """
+
+    system_prompt: str = ""
+    messages: list[AgentMessage] = attrs.field(factory=list)
+    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping)
+    wire_cache: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+
+
+@attrs.define
+class AgentState:
+    """The agent's mutable runtime state (spec ``agentState``); ``messages`` is the history."""
+
+    system_prompt: str = "You are helpful assistant."
+    model: LlmModel | None = None
+    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping)
+    messages: list[AgentMessage] = attrs.field(factory=list)
+    pending_tool_calls: set[str] = attrs.field(factory=set)
+    active_run: bool = False
+    error_message: str | None = None
+    wire_cache: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
+
+
+@attrs.define(frozen=True)
+class BeforeToolCallResult:
+    """What ``before_tool_call`` may return to block a call (``reason`` is shown to the model)."""
+
+    block: bool = False
+    reason: str | None = None
+
+
+@attrs.define(frozen=True)
+class AfterToolCallResult:
+    """Fields ``after_tool_call`` overrides; ``None`` keeps the executed value."""
+
+    content: list[ContentBlock] | None = None
+    details: dict[str, Any] | None = None
+    usage: LlmUsage | None = None
+    terminate: bool | None = None
+    is_error: bool | None = None
+
+
+@attrs.define(frozen=True)
+class BeforeToolCallContext:
+    """What ``before_tool_call`` sees: the assistant message, the call, its arguments, the context."""
+
+    message: AssistantMessage
+    tool_call: AgentToolCall
+    args: dict[str, Any]
+    context: AgentContext
+
+    @property
+    def assistant_message(self) -> AssistantMessage:
+        """The assistant message that requested the call (alias of ``message``)."""
+        return self.message
+
+
+@attrs.define(frozen=True)
+class AfterToolCallContext:
+    """What ``after_tool_call`` sees: the call, its arguments, result and error flag, the context."""
+
+    message: AssistantMessage
+    tool_call: AgentToolCall
+    args: dict[str, Any]
+    result: AgentToolResult
+    is_error: bool
+    context: AgentContext
+
+    @property
+    def assistant_message(self) -> AssistantMessage:
+        """The assistant message that requested the call (alias of ``message``)."""
+        return self.message
+
+
+BeforeHook = Callable[[BeforeToolCallContext, "AbortSignal | None"], Any]
+AfterHook = Callable[[AfterToolCallContext, "AbortSignal | None"], Any]
+
+
+@attrs.define
+class AgentLoopConfig:
+    """How a batch runs: tools, hooks, mode, and (beyond the spec) timeouts and pool size.
+
+    ``tool_timeout_s`` is the default per-call timeout for tools without their own;
+    ``max_parallel_tools`` caps the thread pool (``None``: one thread per call in the batch).
+    """
+
+    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping)
+    before_tool_call: BeforeHook | None = None
+    after_tool_call: AfterHook | None = None
+    tool_execution: ToolExecution = attrs.field(default="sequential")
+    tool_timeout_s: float | None = None
+    max_parallel_tools: int | None = None
+
+    @tool_execution.validator
+    def _check_mode(self, _attr: Any, value: str) -> None:
+        if value not in ("sequential", "parallel"):
+            raise ValueError(f"tool_execution must be 'sequential' or 'parallel', got {value!r}")
+
+
+@attrs.define(init=False, eq=False)
+class AbortSignal:
+    """A thread-safe abort flag (spec ``abortSignal``): ``abort()`` once, read ``aborted`` anywhere.
+
+    Callbacks registered with ``on_abort`` run once, on the aborting thread (immediately if the
+    signal is already aborted); ``wait`` blocks until abort or timeout.
+    """
+
+    _event: threading.Event
+    _lock: threading.Lock
+    _callbacks: list[Callable[[], None]]
+    reason: str | None
+
+    def __init__(self, aborted: bool = False, reason: str | None = None) -> None:
+        self._event = threading.Event()
+        self._lock = threading.Lock()
+        self._callbacks = []
+        self.reason = None
+        if aborted:
+            self.abort(reason)
+
+    @property
+    def aborted(self) -> bool:
+        """Whether ``abort`` has been called."""
+        return self._event.is_set()
+
+    def abort(self, reason: str | None = None) -> None:
+        """Set the flag (idempotent) and run the registered callbacks once."""
+        with self._lock:
+            if self._event.is_set():
+                return
+            self.reason = reason
+            self._event.set()
+            callbacks, self._callbacks = self._callbacks, []
+        for callback in callbacks:
+            callback()
+
+    def on_abort(self, callback: Callable[[], None]) -> Callable[[], None]:
+        """Run ``callback`` on abort; return a function that unregisters it."""
+        with self._lock:
+            if not self._event.is_set():
+                self._callbacks.append(callback)
+                return lambda: self._remove(callback)
+        callback()
+        return lambda: None
+
+    def _remove(self, callback: Callable[[], None]) -> None:
+        with self._lock:
+            if callback in self._callbacks:
+                self._callbacks.remove(callback)
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until aborted or ``timeout`` seconds pass; return ``aborted``."""
+        return self._event.wait(timeout)
+
+    def __repr__(self) -> str:
+        return f"AbortSignal(aborted={self.aborted})"

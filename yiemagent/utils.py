@@ -1,0 +1,229 @@
+"""Default context preparation and OpenAI chat formatting (spec section 14, DESIGN points 4-6).
+
+``format_msg_for_llm`` turns an ``AgentContext`` into an OpenAI chat request. Converted messages
+are cached across turns (messages are immutable and the history only grows), so a turn costs the
+same whether the history holds ten messages or thousands.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from yiemagent.content import (
+    ContentBlock,
+    ImageContent,
+    TextContent,
+    content_to_dict,
+)
+from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.tool_calls import extract_tool_calls
+from yiemagent.tool_types import AgentContext, AgentState, ToolMapping
+
+__all__ = [
+    "LlmRequest",
+    "WireCache",
+    "format_msg_for_llm",
+    "message_to_openai",
+    "openai_to_user_message",
+    "prepare_context",
+    "tools_to_openai",
+]
+
+WireMessage = dict[str, Any]
+
+
+class LlmRequest(dict[str, Any]):
+    """The dict given to ``llm_call``: OpenAI chat fields, plus the source ``context``.
+
+    It compares and serialises as the plain dict it is; ``context`` lets provider clients with
+    another wire format (Anthropic) convert from the library's own messages. Treat it as
+    read-only: its message dicts are cached and reused on later turns.
+    """
+
+    context: AgentContext | None = None
+
+
+def _image_url(block: ImageContent) -> str:
+    if block.data.startswith(("data:", "http://", "https://")):
+        return block.data
+    return f"data:{block.mime_type};base64,{block.data}"
+
+
+def _part(block: ContentBlock) -> dict[str, Any] | None:
+    if isinstance(block, TextContent):
+        return {"type": "text", "text": block.text}
+    if isinstance(block, ImageContent):
+        return {"type": "image_url", "image_url": {"url": _image_url(block)}}
+    if isinstance(block, Mapping) and isinstance(block.get("text"), str):
+        return {"type": "text", "text": block["text"]}
+    return None
+
+
+def _parts(content: list[ContentBlock]) -> list[dict[str, Any]]:
+    return [p for p in map(_part, content) if p is not None]
+
+
+def _arguments_json(arguments: Any) -> str:
+    if isinstance(arguments, str):  # invalid JSON from the model: send back exactly what it sent
+        return arguments
+    return json.dumps(arguments, ensure_ascii=False)
+
+
+def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:
+    text = "".join(p["text"] for p in _parts(msg.content) if p["type"] == "text")
+    _, calls = extract_tool_calls(msg.content)
+    out: WireMessage = {"role": "assistant", "content": text if text or not calls else None}
+    if calls:
+        out["tool_calls"] = [
+            {"id": c.id, "type": "function",
+             "function": {"name": c.name, "arguments": _arguments_json(c.arguments)}}
+            for c in calls
+        ]
+    return out
+
+
+def _tool_result_to_openai(msg: ToolResultMessage) -> list[WireMessage]:
+    texts = [p for p in _parts(msg.content) if p["type"] == "text"]
+    images = [p for p in _parts(msg.content) if p["type"] == "image_url"]
+    if not texts:
+        texts = [{"type": "text", "text": "(see attached image)" if images else "(no output)"}]
+    out = [{"role": "tool", "tool_call_id": msg.tool_call_id, "content": texts}]
+    if images:  # OpenAI tool messages cannot carry images: attach them in a user turn
+        intro = {"type": "text", "text": f"Image(s) returned by tool {msg.tool_name}:"}
+        out.append({"role": "user", "content": [intro, *images]})
+    return out
+
+
+def message_to_openai(msg: AgentMessage) -> list[WireMessage]:
+    """Convert one library message to its OpenAI chat message(s); unknown kinds give none."""
+    if isinstance(msg, UserMessage):
+        return [{"role": "user", "content": _parts(msg.content)}]
+    if isinstance(msg, AssistantMessage):
+        return [_assistant_to_openai(msg)]
+    if isinstance(msg, ToolResultMessage):
+        return _tool_result_to_openai(msg)
+    return []
+
+
+class WireCache:
+    """Remembers the OpenAI form of a history so only messages added since are converted.
+
+    A new history whose start is the remembered one (compared by identity first, then by value)
+    reuses the converted prefix; any other history is converted afresh. Not thread-safe: one
+    cache belongs to one agent's worker.
+    """
+
+    __slots__ = ("_sources", "_wire")
+
+    def __init__(self) -> None:
+        self._sources: list[AgentMessage] = []
+        self._wire: list[WireMessage] = []
+
+    def convert(self, messages: list[AgentMessage]) -> list[WireMessage]:
+        """Return a new list of the OpenAI messages for ``messages``."""
+        known = len(self._sources)
+        if len(messages) < known or messages[:known] != self._sources:
+            self._sources, self._wire, known = [], [], 0
+        for msg in messages[known:]:
+            self._wire.extend(message_to_openai(msg))
+        self._sources.extend(messages[known:])
+        return list(self._wire)
+
+
+def tools_to_openai(tools: ToolMapping) -> list[dict[str, Any]]:
+    """Return the OpenAI ``tools`` array (``function`` tools with each ``input_schema``)."""
+    return [
+        {"type": "function",
+         "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+        for t in tools.values()
+    ]
+
+
+def prepare_context(state: AgentState) -> AgentContext:
+    """Default ``prepare_context``: the state's prompt, a copy of the message list, its tools.
+
+    Copies the list, not the (immutable) messages, so the cost does not grow with the history.
+    """
+    if state.wire_cache is None:
+        state.wire_cache = WireCache()
+    return AgentContext(state.system_prompt, list(state.messages), state.tools,
+                        wire_cache=state.wire_cache)
+
+
+def format_msg_for_llm(ctx: AgentContext) -> LlmRequest:
+    """Default ``format_msg_for_llm``: an OpenAI chat request ``{"messages", "tools"?}``.
+
+    The system prompt becomes a system message with text parts; user messages keep text and
+    image parts; assistant tool calls carry JSON-string ``arguments``; tool results become
+    ``tool`` messages. ``tools`` is present only when the context has tools.
+    """
+    messages: list[WireMessage] = []
+    if ctx.system_prompt:
+        messages.append({"role": "system",
+                         "content": [{"type": "text", "text": ctx.system_prompt}]})
+    cache = ctx.wire_cache if isinstance(ctx.wire_cache, WireCache) else WireCache()
+    messages.extend(cache.convert(ctx.messages))
+    request = LlmRequest(messages=messages)
+    if ctx.tools:
+        request["tools"] = tools_to_openai(ctx.tools)
+    request.context = ctx
+    return request
+
+
+_DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
+
+
+def _user_part(part: Any) -> ContentBlock:
+    if isinstance(part, str):
+        return TextContent(part)
+    if isinstance(part, (TextContent, ImageContent)):
+        return part
+    if not isinstance(part, Mapping):
+        raise TypeError(f"a content part must be a dict or a string, got {type(part).__name__}")
+    kind = part.get("type")
+    if kind == "text" and isinstance(part.get("text"), str):
+        return TextContent(part["text"])
+    if kind == "image_url":
+        url = part.get("image_url")
+        url = url.get("url") if isinstance(url, Mapping) else url
+        match = _DATA_URL.match(url) if isinstance(url, str) else None
+        if match is None:
+            raise ValueError("an image_url part must hold a base64 data URL "
+                             "('data:image/png;base64,...'); remote URLs are not fetched")
+        return ImageContent(match.group(2), match.group(1))
+    if kind == "image" and isinstance(part.get("data"), str):
+        return ImageContent(part["data"], str(part.get("mime_type") or part.get("mimeType")
+                                              or "image/png"))
+    raise ValueError(f"unsupported content part {content_to_dict(dict(part))!r}; use "
+                     "{'type': 'text', 'text': ...} or {'type': 'image_url', 'image_url': "
+                     "{'url': 'data:...'}}")
+
+
+def openai_to_user_message(msg: Any) -> UserMessage:
+    """Convert a user input to a ``UserMessage``; raise ``TypeError``/``ValueError`` if unusable.
+
+    Accepts a string, a ``UserMessage`` (returned as is), or an OpenAI-style dict
+    ``{"role": "user", "content": str | [parts]}`` with text and base64 image parts.
+    """
+    if isinstance(msg, UserMessage):
+        return msg
+    if isinstance(msg, str):
+        return UserMessage([TextContent(msg)])
+    if not isinstance(msg, Mapping):
+        raise TypeError("a message must be a string, a UserMessage or a dict like "
+                        f"{{'role': 'user', 'content': ...}}, got {type(msg).__name__}")
+    role = msg.get("role", "user")
+    if role != "user":
+        raise ValueError(f"only user messages can be sent to an agent, got role {role!r}")
+    if "content" not in msg:
+        raise ValueError("a user message dict needs a 'content' (a string or a list of parts)")
+    content = msg["content"]
+    if isinstance(content, str):
+        return UserMessage([TextContent(content)])
+    if not isinstance(content, list):
+        raise TypeError(f"'content' must be a string or a list of parts, got "
+                        f"{type(content).__name__}")
+    return UserMessage([_user_part(p) for p in content])

@@ -1,0 +1,103 @@
+"""Argument preparation and validation for tool calls (spec section 8.1, DESIGN point 3).
+
+The default validator checks the whole JSON Schema and lists every violation with its path, then
+the arguments received, so the model can correct its call.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import TYPE_CHECKING, Any
+
+import attrs
+import jsonschema.exceptions
+
+from yiemagent.content import AgentToolCall
+from yiemagent.tool_types import AgentTool, compile_schema_validator
+
+if TYPE_CHECKING:
+    from jsonschema.protocols import Validator
+
+__all__ = [
+    "ToolArgumentError",
+    "format_arguments",
+    "prepare_tool_call_arguments",
+    "validate_required_args",
+    "validate_tool_arguments",
+]
+
+
+class ToolArgumentError(ValueError):
+    """The arguments of a tool call are unusable; the message is written for the model."""
+
+
+def format_arguments(args: Any) -> str:
+    """Render arguments as indented JSON for error messages (``repr`` if not JSON-ready)."""
+    try:
+        return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError):
+        return repr(args)
+
+
+def _error_path(error: jsonschema.exceptions.ValidationError) -> str:
+    path = "args"
+    for part in error.absolute_path:
+        path += f"[{part}]" if isinstance(part, int) else f".{part}"
+    return path
+
+
+def _violations(validator: Validator, args: Any) -> str | None:
+    if validator.is_valid(args):
+        return None
+    errors: Iterable[jsonschema.exceptions.ValidationError] = validator.iter_errors(args)
+    lines = sorted(f"{_error_path(e)}: {e.message}" for e in errors)
+    return "\n".join(f"  - {line}" for line in lines)
+
+
+def validate_required_args(args: Any, input_schema: Mapping[str, Any]) -> str | None:
+    """Check ``args`` against the whole ``input_schema``; return ``None`` or every violation.
+
+    Each violation is one line ``  - <path>: <message>`` with paths like ``args.items[0].name``.
+    Never raises for invalid arguments; raises ``ValueError`` only if the schema itself is invalid.
+    """
+    return _violations(compile_schema_validator("(schema)", input_schema), args)
+
+
+def prepare_tool_call_arguments(tool: AgentTool, tool_call: AgentToolCall) -> AgentToolCall:
+    """Apply ``tool.prepare_arguments`` and return the call with the prepared arguments.
+
+    Returns ``tool_call`` itself when the tool has no hook or the arguments did not change; raises
+    ``ToolArgumentError`` when the hook does not return a dict.
+    """
+    if tool.prepare_arguments is None:
+        return tool_call
+    prepared = tool.prepare_arguments(tool_call.arguments)
+    if not isinstance(prepared, dict):
+        raise ToolArgumentError(
+            f'prepare_arguments of tool "{tool.name}" returned {type(prepared).__name__}; '
+            "it must return the arguments as a dict"
+        )
+    if prepared is tool_call.arguments:
+        return tool_call
+    return attrs.evolve(tool_call, arguments=prepared)
+
+
+def validate_tool_arguments(tool: AgentTool, tool_call: AgentToolCall) -> dict[str, Any]:
+    """Return the call's arguments if valid, else raise ``ToolArgumentError`` for the model.
+
+    Uses the tool's own ``validate_required_args`` when it has one, else the full schema check.
+    The error names the tool, lists what is wrong and shows the arguments received.
+    """
+    args = tool_call.arguments
+    if tool.validate_required_args is not None:
+        problem: Any = tool.validate_required_args(args)
+        detail = f"  - {problem}" if problem else None
+    else:
+        detail = _violations(tool.schema_validator, args)
+    if detail is None:
+        return dict(args)
+    raise ToolArgumentError(
+        f'Validation failed for tool "{tool.name}":\n{detail}\n\n'
+        f"Received arguments:\n{format_arguments(args)}"
+    )
