@@ -5,6 +5,7 @@ worker thread fed by channels, and a prepare -> execute -> finalize pipeline for
 Every public name of DESIGN.md is importable from here.
 """
 
+from yiemagent.agent import AgentClosedError, YiemAgent, follow_up, run_agent, take_response
 from yiemagent.agent_core import (
     create_error_tool_result,
     create_tool_result_message,
@@ -45,6 +46,7 @@ from yiemagent.messages import (
     ToolResultMessage,
     UserMessage,
 )
+from yiemagent.session import SessionError
 from yiemagent.tool_calls import extract_tool_calls
 from yiemagent.tool_types import (
     AbortSignal,
@@ -82,6 +84,7 @@ __all__ = [
     "AbortSignal",
     "AfterToolCallContext",
     "AfterToolCallResult",
+    "AgentClosedError",
     "AgentContext",
     "AgentEndEvent",
     "AgentEvent",
@@ -108,6 +111,7 @@ __all__ = [
     "MessageStartEvent",
     "MessageUpdateEvent",
     "PreparedToolCall",
+    "SessionError",
     "TextContent",
     "ThinkingContent",
     "ToolArgumentError",
@@ -118,6 +122,7 @@ __all__ = [
     "TurnEndEvent",
     "TurnStartEvent",
     "UserMessage",
+    "YiemAgent",
     "create_error_tool_result",
     "create_tool_result_message",
     "emit_tool_execution_end",
@@ -127,12 +132,15 @@ __all__ = [
     "execute_tool_calls_sequential",
     "extract_tool_calls",
     "finalize_executed_tool_call",
+    "follow_up",
     "format_msg_for_llm",
     "openai_to_user_message",
     "prepare_context",
     "prepare_tool_call",
     "prepare_tool_call_arguments",
+    "run_agent",
     "should_terminate",
+    "take_response",
     "validate_required_args",
     "validate_tool_arguments",
 ]

@@ -1,0 +1,336 @@
+"""The agent runtime: ``YiemAgent``, its channels and the worker thread (spec sections 5-6).
+
+Each agent owns three ``queue.Queue`` channels (input 16, follow-up 32, output 16) and one worker
+thread running ``_agent_loop``. Channel semantics are DESIGN point 8: ``run_agent`` while idle
+starts a run and during a run joins it before its next LLM call; ``follow_up`` starts a run of its
+own after the active run's response is out; every run puts exactly one response on the output.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import inspect
+import itertools
+import logging
+import os
+import queue
+import threading
+import uuid
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, Literal
+
+from yiemagent.emit import Emit, SafeEmitter
+from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
+from yiemagent.run import _process_message, describe_error
+from yiemagent.tool_types import AbortSignal, AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
+from yiemagent.utils import format_msg_for_llm as default_format_msg_for_llm
+from yiemagent.utils import openai_to_user_message
+from yiemagent.utils import prepare_context as default_prepare_context
+
+__all__ = ["AgentClosedError", "YiemAgent", "follow_up", "run_agent", "take_response"]
+
+logger = logging.getLogger("yiemagent")
+
+INPUT_CAPACITY, FOLLOW_UP_CAPACITY, OUTPUT_CAPACITY = 16, 32, 16
+DEFAULT_SYSTEM_PROMPT = "You are helpful assistant."
+
+_Queued = tuple[int, UserMessage]  # (arrival number, message)
+
+
+class AgentClosedError(RuntimeError):
+    """The agent was shut down: it takes no new messages and has no responses left."""
+
+
+def _accepts(fn: Callable[..., Any], name: str) -> bool:
+    try:
+        params = inspect.signature(fn).parameters.values()
+    except (TypeError, ValueError):
+        return False
+    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _model(model: LlmModel | str | None) -> LlmModel | None:
+    if model is None or isinstance(model, LlmModel):
+        return model
+    if isinstance(model, str):
+        return LlmModel(model)
+    raise TypeError(f"model must be an LlmModel, a model name or None, got {type(model).__name__}")
+
+
+class YiemAgent:
+    """An agent with its history, tools, hooks, channels and worker thread (spec ``yiemAgent``).
+
+    The worker starts at construction and runs until ``shutdown``. Use ``run_agent``/
+    ``follow_up`` to send, ``take_response`` to receive, or ``prompt`` for both. Every run ends
+    with exactly one ``AssistantMessage`` response; failures become responses whose
+    ``stop_reason`` is ``"error"``, and the worker never dies.
+    """
+
+    def __init__(
+        self,
+        *,
+        llm_call: Callable[..., AssistantMessage] | None = None,
+        system_prompt: str = DEFAULT_SYSTEM_PROMPT,
+        model: LlmModel | str | None = None,
+        tools: Mapping[str, AgentTool] | Iterable[AgentTool] | None = None,
+        messages: Iterable[AgentMessage] | None = None,
+        agent_event_sink: Emit | None = None,
+        tool_store: Any = None,
+        prepare_context: Callable[[AgentState], Any] | None = None,
+        format_msg_for_llm: Callable[[Any], Any] | None = None,
+        before_tool_call: BeforeHook | None = None,
+        after_tool_call: AfterHook | None = None,
+        session_id: str | None = None,
+        max_retry_delay_ms: int | None = None,
+        tool_execution: Literal["sequential", "parallel"] = "sequential",
+        max_turns: int = 50,
+        tool_timeout_s: float | None = None,
+        max_parallel_tools: int | None = None,
+    ) -> None:
+        if llm_call is None or not callable(llm_call):
+            raise TypeError("YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
+                            f"{type(llm_call).__name__}")
+        if tool_execution not in ("sequential", "parallel"):
+            raise ValueError(f"tool_execution must be 'sequential' or 'parallel', got {tool_execution!r}")
+        if not isinstance(max_turns, int) or max_turns < 1:
+            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+        if tools is None and tool_store is not None:
+            tools = tool_store.tools
+        self._state = AgentState(system_prompt, _model(model), dict(tool_mapping(tools)),
+                                 list(messages or []))
+        self.llm_call = llm_call
+        self.agent_event_sink = agent_event_sink
+        self.tool_store = tool_store
+        self.prepare_context = prepare_context or default_prepare_context
+        self.format_msg_for_llm = format_msg_for_llm or default_format_msg_for_llm
+        self.before_tool_call = before_tool_call
+        self.after_tool_call = after_tool_call
+        self.session_id = session_id or uuid.uuid4().hex
+        self.max_retry_delay_ms = max_retry_delay_ms
+        self.tool_execution: Literal["sequential", "parallel"] = tool_execution
+        self.max_turns = max_turns
+        self.tool_timeout_s = tool_timeout_s
+        self.max_parallel_tools = max_parallel_tools
+        self._llm_accepts_on_update = _accepts(llm_call, "on_update")
+        self._llm_accepts_signal = _accepts(llm_call, "signal")
+        self._emit = SafeEmitter(agent_event_sink)
+        self.input_channel: queue.Queue[_Queued] = queue.Queue(INPUT_CAPACITY)
+        self.follow_up_channel: queue.Queue[_Queued] = queue.Queue(FOLLOW_UP_CAPACITY)
+        self.output_channel: queue.Queue[AssistantMessage | None] = queue.Queue(OUTPUT_CAPACITY)
+        self._cond = threading.Condition()
+        self._arrivals = itertools.count()
+        self._stopping = False
+        self._signal: AbortSignal | None = None
+        self._finished = threading.Event()
+        self._worker = threading.Thread(target=_agent_loop, args=(self,), daemon=True,
+                                        name=f"yiemagent-{self.session_id[:8]}")
+        self._worker.start()
+
+    # -- state -------------------------------------------------------------------------------
+
+    @property
+    def messages(self) -> list[AgentMessage]:
+        """The conversation history (the live list; read it, do not change it during a run)."""
+        return self._state.messages
+
+    @property
+    def system_prompt(self) -> str:
+        """The system prompt sent on every LLM call."""
+        return self._state.system_prompt
+
+    @property
+    def model(self) -> LlmModel | None:
+        """The model description, if one was given."""
+        return self._state.model
+
+    @property
+    def tools(self) -> dict[str, AgentTool]:
+        """The agent's active tools, by name, in order."""
+        return self._state.tools
+
+    @property
+    def is_running(self) -> bool:
+        """Whether a run is active."""
+        return self._state.active_run
+
+    # -- channels ----------------------------------------------------------------------------
+
+    def _enqueue(self, channel: queue.Queue[_Queued], msg: Any, follow: bool) -> None:
+        user = openai_to_user_message(msg)  # bad input fails here, in the caller's thread
+        with self._cond:
+            while True:
+                if self._stopping:
+                    raise AgentClosedError("the agent was shut down; it takes no new messages")
+                target = channel
+                if follow and not self._state.active_run:
+                    target = self.input_channel  # follow_up while idle is run_agent
+                if not target.full():
+                    target.put_nowait((next(self._arrivals), user))
+                    self._cond.notify_all()
+                    return
+                self._cond.wait()  # the worker notifies when it takes a message
+
+    def run_agent(self, msg: Any) -> None:
+        """Send a user message: starts a run when idle, else joins the active run before its next
+        LLM call. ``msg`` is a string, an OpenAI-style user dict or a ``UserMessage``; anything
+        else raises ``TypeError``/``ValueError`` here. Blocks while the input channel is full;
+        raises ``AgentClosedError`` after ``shutdown``."""
+        self._enqueue(self.input_channel, msg, follow=False)
+
+    def follow_up(self, msg: Any) -> None:
+        """Queue a message that starts a run of its own once the active run's response is out
+        (while idle it is ``run_agent``). Same input forms and errors as ``run_agent``."""
+        self._enqueue(self.follow_up_channel, msg, follow=True)
+
+    def take_response(self, timeout: float | None = None) -> AssistantMessage:
+        """Return the next run's response, waiting up to ``timeout`` seconds (forever if None).
+
+        Raises ``TimeoutError`` when the timeout passes, and ``AgentClosedError`` once the agent
+        is shut down and every delivered response has been taken.
+        """
+        if self._finished.is_set():
+            try:
+                item = self.output_channel.get_nowait()
+            except queue.Empty:
+                raise AgentClosedError("the agent was shut down and has no responses left") from None
+        else:
+            try:
+                item = self.output_channel.get(timeout=timeout)
+            except queue.Empty:
+                raise TimeoutError(f"no response within {timeout} s") from None
+        if item is None:  # the worker's closing mark: pass it on to other waiting takers
+            self.output_channel.put_nowait(None)
+            raise AgentClosedError("the agent was shut down and has no responses left")
+        return item
+
+    def prompt(self, text: Any, timeout: float | None = None) -> AssistantMessage:
+        """Send ``text`` and wait for its response (for plain blocking code with one caller)."""
+        self.run_agent(text)
+        return self.take_response(timeout)
+
+    def abort(self) -> None:
+        """Abort the active run (tools and hooks see the signal; calls not yet run get aborted
+        results; the run's response has ``stop_reason="aborted"``). No effect when idle."""
+        with self._cond:
+            signal = self._signal
+        if signal is not None:
+            signal.abort("aborted by the caller")
+
+    def shutdown(self, wait: bool = True, abort: bool = False) -> list[UserMessage]:
+        """Stop taking messages and return those queued and never processed, in arrival order.
+
+        The active run finishes (or is aborted when ``abort``) and its response is delivered.
+        With ``wait`` the worker thread has ended on return. Calling it again is harmless.
+        """
+        with self._cond:
+            self._stopping = True
+            queued = _drain(self.input_channel) + _drain(self.follow_up_channel)
+            self._cond.notify_all()
+        if abort:
+            self.abort()
+        if wait and threading.current_thread() is not self._worker:
+            self._worker.join()
+        return [msg for _, msg in sorted(queued, key=lambda item: item[0])]
+
+    def __enter__(self) -> YiemAgent:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    # -- sessions ----------------------------------------------------------------------------
+
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write the session (id, system prompt, model, messages) to ``path`` atomically."""
+        from yiemagent.session import save_session
+
+        save_session(self, path)
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> YiemAgent:
+        """Create an agent from a saved session; ``kwargs`` are constructor arguments
+        (``llm_call`` is required, ``tools`` and hooks as usual). Raises ``SessionError``
+        naming the file when it is damaged or of an unknown version."""
+        from yiemagent.session import load_session
+
+        data = load_session(path)
+        kwargs.setdefault("system_prompt", data.system_prompt)
+        kwargs.setdefault("model", data.model)
+        return cls(session_id=data.session_id, messages=data.messages, **kwargs)
+
+    # -- worker side -------------------------------------------------------------------------
+
+    def _next_message(self) -> UserMessage | None:
+        """Block until a message starts a run (input first, then follow-ups); ``None`` on stop."""
+        with self._cond:
+            while not self._stopping:
+                for channel in (self.input_channel, self.follow_up_channel):
+                    if not channel.empty():
+                        _, msg = channel.get_nowait()
+                        self._state.active_run = True
+                        self._signal = AbortSignal()
+                        self._cond.notify_all()
+                        return msg
+                self._cond.wait()
+            return None
+
+    def _take_joining_input(self) -> list[AgentMessage]:
+        """Messages sent with ``run_agent`` during the run (none once shutting down)."""
+        with self._cond:
+            if self._stopping or self.input_channel.empty():
+                return []
+            taken = [msg for _, msg in _drain(self.input_channel)]
+            self._cond.notify_all()
+            return list(taken)
+
+    def _end_run(self) -> None:
+        with self._cond:
+            self._state.active_run = False
+            self._signal = None
+
+    def __repr__(self) -> str:
+        return (f"YiemAgent(session_id={self.session_id!r}, tools={list(self.tools)}, "
+                f"messages={len(self.messages)}, running={self.is_running})")
+
+
+def _drain(channel: queue.Queue[_Queued]) -> list[_Queued]:
+    items: list[_Queued] = []
+    while True:
+        try:
+            items.append(channel.get_nowait())
+        except queue.Empty:
+            return items
+
+
+def _agent_loop(agent: YiemAgent) -> None:
+    """The worker: take a message, run it, deliver the response; until shutdown. Never dies."""
+    try:
+        while (first := agent._next_message()) is not None:
+            signal = agent._signal or AbortSignal()
+            try:
+                response = _process_message(agent, first, signal, agent._take_joining_input)
+            except Exception as exc:  # defensive: _process_message does not raise
+                logger.exception("agent %s: run failed", agent.session_id)
+                response = AssistantMessage(stop_reason="error",
+                                            error_message=f"the run failed: {describe_error(exc)}")
+            agent._end_run()
+            agent.output_channel.put(response)
+    finally:
+        agent._finished.set()
+        with contextlib.suppress(queue.Full):  # a full channel has no blocked takers to wake
+            agent.output_channel.put_nowait(None)
+
+
+def run_agent(agent: YiemAgent, msg: Any) -> None:
+    """Send a user message to ``agent`` (see ``YiemAgent.run_agent``)."""
+    agent.run_agent(msg)
+
+
+def follow_up(agent: YiemAgent, msg: Any) -> None:
+    """Queue a follow-up message for ``agent`` (see ``YiemAgent.follow_up``)."""
+    agent.follow_up(msg)
+
+
+def take_response(agent: YiemAgent, timeout: float | None = None) -> AssistantMessage:
+    """Take the next response of ``agent`` (see ``YiemAgent.take_response``)."""
+    return agent.take_response(timeout)

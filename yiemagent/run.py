@@ -1,0 +1,197 @@
+"""One run of an agent: the six steps of spec section 6, repeated until the model stops.
+
+``_process_message`` takes the user message that started the run and returns the run's single
+response. It never raises: a failing ``llm_call`` or hook ends the run with an error response
+(DESIGN point 10), and the worker thread goes on to the next message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from yiemagent.agent_core import execute_tool_calls
+from yiemagent.content import ContentBlock, TextContent
+from yiemagent.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage
+from yiemagent.tool_calls import extract_tool_calls
+from yiemagent.tool_types import AbortSignal, AgentContext, AgentLoopConfig, AgentToolCallBatch
+
+if TYPE_CHECKING:
+    from yiemagent.agent import YiemAgent
+
+__all__ = ["RunError", "build_terminated_response", "describe_error"]
+
+
+def describe_error(exc: BaseException) -> str:
+    """``"<Type>: <text>"`` for an exception (just the type when the text is empty)."""
+    text = str(exc)
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class RunError(Exception):
+    """A step of the run failed; the message says which step and why."""
+
+
+def _step(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    try:
+        return fn(*args, **kwargs)
+    except Exception as exc:
+        raise RunError(f"{name} failed: {describe_error(exc)}") from exc
+
+
+class _Run:
+    """The state of one run: its agent, abort signal, event sink and the messages it added."""
+
+    def __init__(self, agent: YiemAgent, signal: AbortSignal) -> None:
+        self.agent = agent
+        self.state = agent._state
+        self.signal = signal
+        self.emit = agent._emit
+        self.added: list[AgentMessage] = []
+
+    def aborted(self) -> bool:
+        """Whether the run's signal was aborted (read afresh on every call)."""
+        return self.signal.aborted
+
+    def add(self, msg: AgentMessage, started: bool = False) -> None:
+        """Append a message to the history, with its start (unless ``started``) and end events."""
+        if self.emit.active and not started:
+            self.emit(MessageStartEvent(msg))
+        self.state.messages.append(msg)
+        self.added.append(msg)
+        if self.emit.active:
+            self.emit(MessageEndEvent(msg))
+
+    def made_up(self, stop_reason: str, error_message: str | None,
+                content: list[ContentBlock] | None = None) -> AssistantMessage:
+        """A response the runtime makes itself (error, aborted, max_turns); not added to history."""
+        model = self.state.model
+        return AssistantMessage(
+            content=content or [],
+            model=model.name if model is not None else "",
+            provider=model.provider if model is not None else "",
+            api=model.api if model is not None else "",
+            stop_reason=stop_reason,
+            error_message=error_message,
+        )
+
+    def call_llm(self) -> AssistantMessage:
+        """Steps 2-4: prepare the context, format it and call the model.
+
+        Raises ``RunError`` naming the step (``prepare_context``, ``format_msg_for_llm`` or
+        ``llm_call``) and the exception's type and text.
+        """
+        agent = self.agent
+        ctx = _step("prepare_context", agent.prepare_context, self.state)
+        request = _step("format_msg_for_llm", agent.format_msg_for_llm, ctx)
+        if self.emit.active:
+            self.emit(MessageStartEvent(None))
+        kwargs: dict[str, Any] = {}
+        if agent._llm_accepts_on_update:
+            kwargs["on_update"] = self.emit if self.emit.active else None
+        if agent._llm_accepts_signal:
+            kwargs["signal"] = self.signal
+        response = _step("llm_call", agent.llm_call, request, **kwargs)
+        if not isinstance(response, AssistantMessage):
+            raise RunError(f"llm_call returned {type(response).__name__}; it must return an "
+                           "AssistantMessage")
+        return response
+
+    def run_tools(self, response: AssistantMessage, calls: list[Any]) -> AgentToolCallBatch:
+        """Step 6: execute the calls and add their results (and any tools they added)."""
+        state, agent = self.state, self.agent
+        context = AgentContext(state.system_prompt, state.messages, state.tools)
+        config = AgentLoopConfig(state.tools, agent.before_tool_call, agent.after_tool_call,
+                                 agent.tool_execution, agent.tool_timeout_s,
+                                 agent.max_parallel_tools)
+        batch = execute_tool_calls(context, response, calls, config, self.signal, self.emit)
+        for msg in batch.messages:
+            self.add(msg)
+            self.adopt_added_tools(msg)
+        return batch
+
+    def adopt_added_tools(self, msg: ToolResultMessage) -> None:
+        """Make tools a call registered in the agent's store callable from the next turn."""
+        store = self.agent.tool_store
+        if store is None or not msg.added_tool_names:
+            return
+        for name in msg.added_tool_names:
+            tool = store.tools.get(name)
+            if tool is not None:
+                self.state.tools[name] = tool
+
+
+def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMessage) -> AssistantMessage:
+    """The final response of a terminated batch (spec section 10): the tools' text after
+    ``Tool execution completed.``, ``error_message`` set when any call failed."""
+    content: list[ContentBlock] = [TextContent("Tool execution completed.")]
+    for msg in batch.messages:
+        for block in msg.content:
+            if isinstance(block, TextContent):
+                content.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                content.append(TextContent(block["text"]))
+    failed = any(m.is_error for m in batch.messages)
+    return AssistantMessage(
+        content=content, api=response.api, provider=response.provider, model=response.model,
+        usage=response.usage, stop_reason="tool_use_terminated",
+        error_message="One or more tool calls failed" if failed else None,
+    )
+
+
+def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> AssistantMessage:
+    agent, turn = run.agent, 0
+    while True:
+        if run.aborted():
+            return run.made_up("aborted", "The run was aborted.")
+        if turn >= agent.max_turns:
+            return run.made_up("max_turns", f"Stopped after {agent.max_turns} LLM calls "
+                               f"(max_turns={agent.max_turns}).")
+        for msg in take_input():  # step 1: messages sent during the run join it here
+            run.add(msg)
+        turn += 1
+        if run.emit.active:
+            run.emit(TurnStartEvent(turn))
+        try:
+            response = run.call_llm()
+        except RunError as exc:
+            return run.made_up("error", str(exc))
+        if run.aborted():  # aborted while the model was answering
+            return run.made_up("aborted", "The run was aborted.")
+        run.add(response, started=True)
+        has_calls, calls = extract_tool_calls(response.content)
+        if not has_calls:
+            if run.emit.active:
+                run.emit(TurnEndEvent(response, []))
+            return response
+        batch = run.run_tools(response, calls)
+        if run.emit.active:
+            run.emit(TurnEndEvent(response, batch.messages))
+        if batch.terminate:
+            return build_terminated_response(batch, response)
+
+
+def _process_message(agent: YiemAgent, first: AgentMessage, signal: AbortSignal,
+                     take_input: Callable[[], list[AgentMessage]]) -> AssistantMessage:
+    """Run the agent on ``first`` (plus anything ``take_input`` yields before each LLM call)
+    until the model answers without tool calls, a batch terminates, the run is aborted, or
+    ``max_turns`` LLM calls were made. Returns exactly one response; never raises."""
+    run = _Run(agent, signal)
+    if run.emit.active:
+        run.emit(AgentStartEvent())
+    try:
+        run.add(first)
+        response = _turns(run, take_input)
+    except Exception as exc:  # a hook of the runtime itself failed (prepare_context, a sink...)
+        response = run.made_up("error", f"the run failed: {describe_error(exc)}")
+    if run.emit.active:
+        run.emit(AgentEndEvent(list(run.added)))
+    return response

@@ -1,0 +1,104 @@
+"""Saving and restoring an agent's session as versioned JSON, written atomically.
+
+The file holds the session id, system prompt, model description and messages (``to_dict`` form).
+It never holds an API key: clients are not part of a session.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from typing import TYPE_CHECKING, Any
+
+import attrs
+
+from yiemagent.messages import AgentMessage, LlmModel
+
+if TYPE_CHECKING:
+    from yiemagent.agent import YiemAgent
+
+__all__ = ["SESSION_FORMAT", "SESSION_VERSION", "SessionData", "SessionError", "load_session",
+           "save_session"]
+
+SESSION_FORMAT = "yiemagent.session"
+SESSION_VERSION = 1
+
+
+class SessionError(ValueError):
+    """A session file cannot be read: damaged, not a session, or of an unknown version."""
+
+
+@attrs.define(frozen=True)
+class SessionData:
+    """What a session file holds, read back."""
+
+    session_id: str
+    system_prompt: str
+    model: LlmModel | None
+    messages: list[AgentMessage]
+
+
+def session_to_dict(agent: YiemAgent) -> dict[str, Any]:
+    """The JSON-ready session document of ``agent`` (a snapshot of its current history)."""
+    model = agent.model
+    return {
+        "format": SESSION_FORMAT,
+        "version": SESSION_VERSION,
+        "session_id": agent.session_id,
+        "system_prompt": agent.system_prompt,
+        "model": None if model is None else model.to_dict(),
+        "messages": [m.to_dict() for m in list(agent.messages)],
+    }
+
+
+def save_session(agent: YiemAgent, path: str | os.PathLike[str]) -> None:
+    """Write ``agent``'s session to ``path`` atomically: a crash mid-write leaves the old file
+    whole (the text goes to a temporary file in the same folder, is synced, then replaces it)."""
+    text = json.dumps(session_to_dict(agent), ensure_ascii=False, indent=1)
+    target = os.fspath(path)
+    folder = os.path.dirname(os.path.abspath(target))
+    fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def load_session(path: str | os.PathLike[str]) -> SessionData:
+    """Read a session file; raise ``SessionError`` naming the file if it cannot be used."""
+    name = os.fspath(path)
+    try:
+        with open(name, encoding="utf-8") as f:
+            data = json.load(f)
+    except OSError as exc:
+        raise SessionError(f"{name}: cannot read session file: {exc.strerror or exc}") from exc
+    except ValueError as exc:
+        raise SessionError(f"{name}: damaged session file (not valid JSON: {exc})") from exc
+    if not isinstance(data, dict) or data.get("format") != SESSION_FORMAT:
+        raise SessionError(f"{name}: not a yiemagent session file")
+    version = data.get("version")
+    if version != SESSION_VERSION:
+        raise SessionError(f"{name}: session format version {version!r} is not supported; this "
+                           f"yiemagent reads version {SESSION_VERSION}")
+    try:
+        model = data.get("model")
+        return SessionData(
+            session_id=str(data["session_id"]),
+            system_prompt=str(data["system_prompt"]),
+            model=None if model is None else LlmModel.from_dict(model),
+            messages=[AgentMessage.from_dict(m) for m in data["messages"]],
+        )
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise SessionError(f"{name}: damaged session file ({describe(exc)})") from exc
+
+
+def describe(exc: BaseException) -> str:
+    """``"<Type>: <text>"`` for an exception."""
+    return f"{type(exc).__name__}: {exc}"
