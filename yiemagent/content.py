@@ -139,15 +139,31 @@ def content_from_dict(data: Mapping[str, Any]) -> ContentBlock:
     return copy.deepcopy(dict(data))
 
 
-def content_list(value: str | Iterable[ContentBlock] | None) -> list[ContentBlock]:
-    """Normalise message content: a string becomes one ``TextContent``; ``None`` an empty list."""
+def _block(item: Any) -> ContentBlock:
+    if isinstance(item, str):
+        return TextContent(item)
+    if isinstance(item, (MessageContent, dict)):
+        return item
+    if isinstance(item, Mapping):
+        return dict(item)
+    raise TypeError(
+        f"content blocks must be MessageContent instances, dicts or strings, got {type(item).__name__}"
+    )
+
+
+def content_list(value: str | Iterable[ContentBlock | str] | None) -> list[ContentBlock]:
+    """Normalise message content: a string becomes one ``TextContent``; ``None`` an empty list.
+
+    Strings inside a list become ``TextContent`` too; anything else that is not a block raises
+    ``TypeError`` here, when the message is built, rather than later when it is serialised.
+    """
     if value is None:
         return []
     if isinstance(value, str):
         return [TextContent(value)]
     if isinstance(value, MessageContent):
         return [value]
-    return list(value)
+    return [_block(item) for item in value]
 
 
 def text_of(content: Iterable[ContentBlock]) -> str:

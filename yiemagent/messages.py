@@ -118,6 +118,16 @@ def _contents(data: Mapping[str, Any]) -> list[ContentBlock]:
     return [content_from_dict(block) for block in data.get("content") or []]
 
 
+def _str_or(value: Any, default: str) -> str:
+    return default if value is None else str(value)
+
+
+def _timestamp(data: Mapping[str, Any]) -> int:
+    # ``is None``, not ``or``: a timestamp of 0 is a value to keep, not a missing one.
+    value = data.get("timestamp")
+    return now_ms() if value is None else int(value)
+
+
 @attrs.define(frozen=True)
 class UserMessage(AgentMessage):
     """A user turn (spec ``userMessage``); a string ``content`` becomes one text block."""
@@ -137,7 +147,7 @@ class UserMessage(AgentMessage):
 
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> UserMessage:
-        return cls(content=_contents(data), timestamp=int(data.get("timestamp") or now_ms()))
+        return cls(content=_contents(data), timestamp=_timestamp(data))
 
 
 @attrs.define(frozen=True)
@@ -177,9 +187,9 @@ class AssistantMessage(AgentMessage):
             provider=str(data.get("provider") or ""),
             model=str(data.get("model") or ""),
             usage=_usage_or_none(data.get("usage")),
-            stop_reason=str(data.get("stop_reason") or "stop"),
+            stop_reason=_str_or(data.get("stop_reason"), "stop"),
             error_message=data.get("error_message"),
-            timestamp=int(data.get("timestamp") or now_ms()),
+            timestamp=_timestamp(data),
         )
 
 
@@ -227,5 +237,5 @@ class ToolResultMessage(AgentMessage):
             usage=_usage_or_none(data.get("usage")),
             added_tool_names=list(data.get("added_tool_names") or []),
             is_error=bool(data.get("is_error", False)),
-            timestamp=int(data.get("timestamp") or now_ms()),
+            timestamp=_timestamp(data),
         )
