@@ -6,6 +6,7 @@ batches are frozen; contexts, state and config are plain mutable records.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Literal
@@ -42,6 +43,7 @@ __all__ = [
 ]
 
 ToolExecution = Literal["sequential", "parallel"]
+logger = logging.getLogger("yiemagent")
 
 
 @attrs.define(frozen=True)
@@ -295,7 +297,8 @@ class AbortSignal:
     """A thread-safe abort flag (spec ``abortSignal``): ``abort()`` once, read ``aborted`` anywhere.
 
     Callbacks registered with ``on_abort`` run once, on the aborting thread (immediately if the
-    signal is already aborted); ``wait`` blocks until abort or timeout.
+    signal is already aborted); one that raises is logged and the others still run.
+    ``wait`` blocks until abort or timeout.
     """
 
     _event: threading.Event
@@ -325,7 +328,10 @@ class AbortSignal:
             self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
-            callback()
+            try:
+                callback()
+            except Exception:  # one broken callback must not skip the others or fail abort()
+                logger.exception("an on_abort callback raised")
 
     def on_abort(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` on abort; return a function that unregisters it."""
