@@ -6,6 +6,7 @@ the arguments received, so the model can correct its call.
 
 from __future__ import annotations
 
+import copy
 import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -67,18 +68,19 @@ def validate_required_args(args: Any, input_schema: Mapping[str, Any]) -> str | 
 def prepare_tool_call_arguments(tool: AgentTool, tool_call: AgentToolCall) -> AgentToolCall:
     """Apply ``tool.prepare_arguments`` and return the call with the prepared arguments.
 
-    Returns ``tool_call`` itself when the tool has no hook or the arguments did not change; raises
-    ``ToolArgumentError`` when the hook does not return a dict.
+    The hook gets a deep copy, so one that edits the arguments in place cannot change the call
+    stored in the assistant message. Returns ``tool_call`` itself when the tool has no hook or the
+    arguments did not change; raises ``ToolArgumentError`` when the hook does not return a dict.
     """
     if tool.prepare_arguments is None:
         return tool_call
-    prepared = tool.prepare_arguments(tool_call.arguments)
+    prepared = tool.prepare_arguments(copy.deepcopy(tool_call.arguments))
     if not isinstance(prepared, dict):
         raise ToolArgumentError(
             f'prepare_arguments of tool "{tool.name}" returned {type(prepared).__name__}; '
             "it must return the arguments as a dict"
         )
-    if prepared is tool_call.arguments:
+    if prepared == tool_call.arguments:
         return tool_call
     return attrs.evolve(tool_call, arguments=prepared)
 
@@ -87,9 +89,10 @@ def validate_tool_arguments(tool: AgentTool, tool_call: AgentToolCall) -> dict[s
     """Return the call's arguments if valid, else raise ``ToolArgumentError`` for the model.
 
     Uses the tool's own ``validate_required_args`` when it has one, else the full schema check.
-    The error names the tool, lists what is wrong and shows the arguments received.
+    Validators and the tool work on a deep copy, so none of them can change the call in the
+    history. The error names the tool, lists what is wrong and shows the arguments received.
     """
-    args = tool_call.arguments
+    args = copy.deepcopy(tool_call.arguments)
     if tool.validate_required_args is not None:
         problem: Any = tool.validate_required_args(args)
         detail = f"  - {problem}" if problem else None
@@ -99,5 +102,5 @@ def validate_tool_arguments(tool: AgentTool, tool_call: AgentToolCall) -> dict[s
         return dict(args)
     raise ToolArgumentError(
         f'Validation failed for tool "{tool.name}":\n{detail}\n\n'
-        f"Received arguments:\n{format_arguments(args)}"
+        f"Received arguments:\n{format_arguments(tool_call.arguments)}"
     )
