@@ -20,16 +20,26 @@ __all__ = ["extract_tool_calls", "parse_arguments"]
 def parse_arguments(raw: Any) -> Any:
     """Return parsed arguments: a dict stays, a JSON string is decoded, empty means ``{}``.
 
-    A string that is not valid JSON is returned unchanged so that the pipeline can tell the model
-    exactly what was wrong; never raises.
+    A string that is not valid JSON, or whose JSON value is a string, is returned unchanged so that
+    the pipeline can tell the model exactly what was wrong (double-encoded JSON objects are
+    decoded); never raises.
     """
     if raw is None or raw == "":
         return {}
     if isinstance(raw, str):
         try:
-            return json.loads(raw)
+            parsed = json.loads(raw)
         except ValueError:
             return raw
+        if isinstance(parsed, str):
+            # A JSON string: either double-encoded JSON (decode once more) or not an object at
+            # all. Keep the raw text then, so the model is told what it really sent.
+            try:
+                inner = json.loads(parsed)
+            except ValueError:
+                return raw
+            return inner if isinstance(inner, dict) else raw
+        return parsed
     return raw
 
 
