@@ -184,10 +184,14 @@ class _UpdateGate:
 _PENDING = object()
 
 
+class _TimedOut(Exception):
+    """Raised by ``_call_with_timeout`` only; distinct from a ``TimeoutError`` the tool raises."""
+
+
 def _call_with_timeout(fn: Callable[[], Any], timeout_s: float, name: str) -> Any:
     """Run ``fn`` on its own daemon thread; return its value, re-raise its error, or time out.
 
-    On timeout the thread is left to finish and ``TimeoutError`` is raised here.
+    On timeout the thread is left to finish and ``_TimedOut`` is raised here.
     """
     done = threading.Event()
     box: list[Any] = [_PENDING, None]
@@ -202,7 +206,7 @@ def _call_with_timeout(fn: Callable[[], Any], timeout_s: float, name: str) -> An
 
     threading.Thread(target=target, name=f"yiemagent-tool-{name}", daemon=True).start()
     if not done.wait(timeout_s):
-        raise TimeoutError
+        raise _TimedOut
     if box[1] is not None:
         raise box[1]
     return box[0]
@@ -231,10 +235,8 @@ def execute_prepared_tool_call(
 
     try:
         result = run() if limit is None else _call_with_timeout(run, limit, name)
-    except TimeoutError:
+    except _TimedOut:
         gate.close()
-        if limit is None:  # the tool itself raised TimeoutError
-            return ExecutedOutcome(create_error_tool_result(f'Tool "{name}" failed: TimeoutError'), True)
         return ExecutedOutcome(
             create_error_tool_result(f'Tool "{name}" timed out after {limit:g} s.'), True
         )
@@ -254,20 +256,24 @@ def _merge_after(result: AgentToolResult, is_error: bool, after: Any) -> tuple[A
     if after is None:
         return result, is_error
     if isinstance(after, AfterToolCallResult):
-        changes = {k: v for k, v in attrs.asdict(after, recurse=False).items() if v is not None}
+        given: Mapping[str, Any] = attrs.asdict(after, recurse=False)
     elif isinstance(after, Mapping):
         allowed = {"content", "details", "usage", "terminate", "is_error"}
         unknown = set(after) - allowed
         if unknown:
             raise ValueError(f"after_tool_call returned unknown fields {sorted(unknown)}; "
                              f"allowed: {sorted(allowed)}")
-        changes = dict(after)
+        given = after
     else:
         raise TypeError(f"after_tool_call returned {type(after).__name__}; expected None, "
                         "an AfterToolCallResult or a dict")
+    # ``None`` means "keep", in the dict form as in the object form.
+    changes = {k: v for k, v in given.items() if v is not None}
     is_error = bool(changes.pop("is_error", is_error))
     if "content" in changes:
         changes["content"] = content_list(changes["content"])
+    if "terminate" in changes:
+        changes["terminate"] = bool(changes["terminate"])
     return attrs.evolve(result, **changes), is_error
 
 
