@@ -25,7 +25,6 @@ from yiemagent import (
     AfterToolCallResult,
     AgentContext,
     AgentLoopConfig,
-    AgentToolCall,
     AgentToolResult,
     AssistantMessage,
     BeforeToolCallContext,
@@ -225,7 +224,8 @@ def test_before_hook_that_raises_gives_an_error_result() -> None:
     batch, rec = run([tool], calls, AgentLoopConfig([tool], before))
     assert_batch_well_formed(calls, batch, rec.events)
     assert batch.messages[0].is_error
-    assert text(batch.messages[0]) == 'before_tool_call hook failed for tool "t": RuntimeError: policy service down'
+    assert text(batch.messages[0]) == (
+        'before_tool_call hook failed for tool "t": RuntimeError: policy service down')
     assert counter.calls == []
 
 
@@ -459,7 +459,8 @@ def test_after_hook_overrides_one_field_and_keeps_the_others(
         override: dict[str, Any], field: str, expected: Any, form: str) -> None:
     returned = AfterToolCallResult(**override) if form == "object" else dict(override)
     tool = make_tool("t", lambda *a: BASE)
-    batch, rec = run([tool], [call("c1", "t")], AgentLoopConfig([tool], after_tool_call=lambda c, s: returned))
+    config = AgentLoopConfig([tool], after_tool_call=lambda c, s: returned)
+    batch, rec = run([tool], [call("c1", "t")], config)
     msg = batch.messages[0]
     final = {"content": msg.content, "details": msg.details, "usage": msg.usage,
              "terminate": rec.of(ToolExecEndEvent)[0].result.terminate, "is_error": msg.is_error}
