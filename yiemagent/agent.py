@@ -155,17 +155,14 @@ class YiemAgent:
 
     # -- channels ----------------------------------------------------------------------------
 
-    def _enqueue(self, channel: queue.Queue[_Queued], msg: Any, follow: bool) -> None:
+    def _enqueue(self, channel: queue.Queue[_Queued], msg: Any) -> None:
         user = openai_to_user_message(msg)  # bad input fails here, in the caller's thread
         with self._cond:
             while True:
                 if self._stopping:
                     raise AgentClosedError("the agent was shut down; it takes no new messages")
-                target = channel
-                if follow and not self._state.active_run:
-                    target = self.input_channel  # follow_up while idle is run_agent
-                if not target.full():
-                    target.put_nowait((next(self._arrivals), user))
+                if not channel.full():
+                    channel.put_nowait((next(self._arrivals), user))
                     self._cond.notify_all()
                     return
                 self._cond.wait()  # the worker notifies when it takes a message
@@ -175,12 +172,13 @@ class YiemAgent:
         LLM call. ``msg`` is a string, an OpenAI-style user dict or a ``UserMessage``; anything
         else raises ``TypeError``/``ValueError`` here. Blocks while the input channel is full;
         raises ``AgentClosedError`` after ``shutdown``."""
-        self._enqueue(self.input_channel, msg, follow=False)
+        self._enqueue(self.input_channel, msg)
 
     def follow_up(self, msg: Any) -> None:
         """Queue a message that starts a run of its own once the active run's response is out
-        (while idle it is ``run_agent``). Same input forms and errors as ``run_agent``."""
-        self._enqueue(self.follow_up_channel, msg, follow=True)
+        (while idle it starts a run at once, like ``run_agent``, but never joins a run). Same
+        input forms and errors as ``run_agent``."""
+        self._enqueue(self.follow_up_channel, msg)
 
     def take_response(self, timeout: float | None = None) -> AssistantMessage:
         """Return the next run's response, waiting up to ``timeout`` seconds (forever if None).

@@ -1,0 +1,111 @@
+"""Saving and loading sessions: exact round trips, atomic writes, clear errors."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import pytest
+from agent_helpers import WAIT, ScriptedLLM, last_user_text, reply, text
+
+from yiemagent import (
+    AgentToolCall,
+    AssistantMessage,
+    ImageContent,
+    LlmModel,
+    LlmUsage,
+    SessionError,
+    TextContent,
+    ThinkingContent,
+    ToolResultMessage,
+    UserMessage,
+    YiemAgent,
+)
+
+HISTORY = [
+    UserMessage([TextContent("look"), ImageContent("iVBORw0KGgo=", "image/png")], timestamp=1),
+    AssistantMessage(
+        content=[ThinkingContent("hmm", signature="sig"), TextContent("checking"),
+                 AgentToolCall("call_1", "inspect", {"deep": {"list": [1, 2.5, None, "x"]}}),
+                 {"type": "tool_calls", "tool_calls": [{"id": "call_2", "name": "t", "arguments": {}}]}],
+        api="openai-completions", provider="openai", model="gpt-x",
+        usage=LlmUsage(10, 5, 1, 0, 16, 0.001), stop_reason="toolUse", timestamp=2),
+    ToolResultMessage("call_1", "inspect", [TextContent("found"), ImageContent("AAAA", "image/jpeg")],
+                      details={"rows": [{"id": 1}], "addedToolNames": ["x"]}, added_tool_names=["x"],
+                      is_error=True, timestamp=3),
+]
+
+
+def test_save_load_round_trip_is_exact(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    agent = YiemAgent(llm_call=ScriptedLLM(), system_prompt="Be terse.", model=LlmModel("gpt-x", "openai"),
+                      messages=HISTORY, session_id="abc")
+    agent.save(path)
+    agent.shutdown()
+    loaded = YiemAgent.load(path, llm_call=ScriptedLLM())
+    try:
+        assert loaded.session_id == "abc"
+        assert loaded.system_prompt == "Be terse."
+        assert loaded.model == LlmModel("gpt-x", "openai")
+        assert loaded.messages == HISTORY
+    finally:
+        loaded.shutdown()
+
+
+def test_loaded_agent_continues_the_conversation(tmp_path: Path) -> None:
+    path = str(tmp_path / "chat.json")
+    with YiemAgent(llm_call=ScriptedLLM()) as agent:
+        agent.prompt("remember me", timeout=WAIT)
+        agent.save(path)
+    llm = ScriptedLLM(lambda req: reply(f"{len(req['messages'])} msgs, last {last_user_text(req)}"))
+    with YiemAgent.load(path, llm_call=llm) as again:
+        assert text(again.prompt("still there?", timeout=WAIT)) == "4 msgs, last still there?"
+
+
+def test_session_file_holds_no_callables_or_keys(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    with YiemAgent(llm_call=ScriptedLLM(), messages=HISTORY) as agent:
+        agent.save(path)
+    data = json.loads(path.read_text())
+    assert data["format"] == "yiemagent.session" and data["version"] == 1
+    assert set(data) == {"format", "version", "session_id", "system_prompt", "model", "messages"}
+
+
+def test_crash_mid_write_leaves_old_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "s.json"
+    with YiemAgent(llm_call=ScriptedLLM(), messages=HISTORY[:1]) as agent:
+        agent.save(path)
+        before = path.read_bytes()
+        agent.prompt("more", timeout=WAIT)
+
+        def crash(*_: Any) -> None:
+            raise OSError("disk pulled")
+
+        monkeypatch.setattr(os, "replace", crash)
+        with pytest.raises(OSError, match="disk pulled"):
+            agent.save(path)
+    assert path.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]  # no temporary left behind
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("{not json", "damaged session file"),
+    ('{"format": "yiemagent.session", "version": 99}', "version 99 is not supported"),
+    ('{"format": "something else"}', "not a yiemagent session"),
+    ('{"format": "yiemagent.session", "version": 1, "session_id": "a", "system_prompt": "",'
+     ' "model": null, "messages": [{"role": "robot"}]}', "damaged session file"),
+    ('{"format": "yiemagent.session", "version": 1}', "damaged session file"),
+])
+def test_bad_session_files_are_named_in_the_error(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    with pytest.raises(SessionError, match=message) as info:
+        YiemAgent.load(path, llm_call=ScriptedLLM())
+    assert str(path) in str(info.value)
+
+
+def test_missing_session_file(tmp_path: Path) -> None:
+    with pytest.raises(SessionError, match="cannot read"):
+        YiemAgent.load(tmp_path / "nope.json", llm_call=ScriptedLLM())
