@@ -23,8 +23,8 @@ from yiemagent.emit import Emit, SafeEmitter
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
 from yiemagent.run import _process_message, describe_error
 from yiemagent.tool_types import AbortSignal, AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
+from yiemagent.utils import WireCache, openai_to_user_message
 from yiemagent.utils import format_msg_for_llm as default_format_msg_for_llm
-from yiemagent.utils import openai_to_user_message
 from yiemagent.utils import prepare_context as default_prepare_context
 
 __all__ = ["AgentClosedError", "YiemAgent", "follow_up", "run_agent", "take_response"]
@@ -114,6 +114,7 @@ class YiemAgent:
         self._llm_accepts_on_update = _accepts(llm_call, "on_update")
         self._llm_accepts_signal = _accepts(llm_call, "signal")
         self._emit = SafeEmitter(agent_event_sink)
+        self._prime_wire_cache()
         self.input_channel: queue.Queue[_Queued] = queue.Queue(INPUT_CAPACITY)
         self.follow_up_channel: queue.Queue[_Queued] = queue.Queue(FOLLOW_UP_CAPACITY)
         self.output_channel: queue.Queue[AssistantMessage | None] = queue.Queue(OUTPUT_CAPACITY)
@@ -152,6 +153,14 @@ class YiemAgent:
     def is_running(self) -> bool:
         """Whether a run is active."""
         return self._state.active_run
+
+    def _prime_wire_cache(self) -> None:
+        """Convert a history given at construction once, now, so that the first turn costs the
+        same as any other (only the default prepare/format functions use the cache)."""
+        if (self._state.messages and self.prepare_context is default_prepare_context
+                and self.format_msg_for_llm is default_format_msg_for_llm):
+            self._state.wire_cache = WireCache()
+            self._state.wire_cache.convert(self._state.messages)
 
     # -- channels ----------------------------------------------------------------------------
 

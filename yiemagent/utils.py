@@ -123,14 +123,17 @@ class WireCache:
         self._wire: list[WireMessage] = []
 
     def convert(self, messages: list[AgentMessage]) -> list[WireMessage]:
-        """Return a new list of the OpenAI messages for ``messages``."""
+        """Return the OpenAI messages for ``messages``: the cache's own list, to be copied by the
+        caller before it is kept or changed."""
         known = len(self._sources)
         if len(messages) < known or messages[:known] != self._sources:
             self._sources, self._wire, known = [], [], 0
-        for msg in messages[known:]:
-            self._wire.extend(message_to_openai(msg))
-        self._sources.extend(messages[known:])
-        return list(self._wire)
+        if len(messages) > known:
+            added = messages[known:]
+            for msg in added:
+                self._wire.extend(message_to_openai(msg))
+            self._sources.extend(added)
+        return self._wire
 
 
 def tools_to_openai(tools: ToolMapping) -> list[dict[str, Any]]:
@@ -160,12 +163,13 @@ def format_msg_for_llm(ctx: AgentContext) -> LlmRequest:
     image parts; assistant tool calls carry JSON-string ``arguments``; tool results become
     ``tool`` messages. ``tools`` is present only when the context has tools.
     """
-    messages: list[WireMessage] = []
-    if ctx.system_prompt:
-        messages.append({"role": "system",
-                         "content": [{"type": "text", "text": ctx.system_prompt}]})
     cache = ctx.wire_cache if isinstance(ctx.wire_cache, WireCache) else WireCache()
-    messages.extend(cache.convert(ctx.messages))
+    history = cache.convert(ctx.messages)
+    if ctx.system_prompt:
+        system = {"role": "system", "content": [{"type": "text", "text": ctx.system_prompt}]}
+        messages = [system, *history]
+    else:
+        messages = history.copy()
     request = LlmRequest(messages=messages)
     if ctx.tools:
         request["tools"] = tools_to_openai(ctx.tools)
