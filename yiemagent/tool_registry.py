@@ -1,0 +1,482 @@
+"""Per-agent tool stores and the tool-file loader (spec sections 1, 4 and 17).
+
+A ``ToolStore`` holds an ordered ``name -> AgentTool`` mapping. ``load_tools`` fills it from a
+folder of tool files: every ``.py`` file (sorted by name, skipping files whose name starts with
+``_`` or contains ``registry``) runs in a fresh module of its own, with the core types injected,
+and its ``get_tool()`` must return an ``AgentTool``. Calling ``load_tools`` again re-executes the
+files that changed, adds new ones and drops the tools whose file is gone. ``list_tool`` builds the
+``listTools`` tool through which the model discovers what the store holds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import inspect
+import itertools
+import logging
+import os
+import re
+import sys
+import threading
+import traceback
+import types
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import attrs
+
+from yiemagent.content import AgentToolCall, ImageContent, MessageContent, TextContent, ThinkingContent
+from yiemagent.messages import LlmUsage
+from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
+
+__all__ = [
+    "LIST_TOOLS_NAME",
+    "ToolLoadError",
+    "ToolStore",
+    "check_tool_file",
+    "clear_tools",
+    "get_tools",
+    "is_tool_file_name",
+    "list_tool",
+    "load_tool_file",
+    "load_tools",
+    "register_tool",
+]
+
+logger = logging.getLogger("yiemagent")
+
+LIST_TOOLS_NAME = "listTools"
+MODULE_PREFIX = "yiemagent_tools"
+_STORE_SERIAL = itertools.count(1)
+
+
+class ToolLoadError(Exception):
+    """One or more tool files could not be loaded.
+
+    ``problems`` lists ``(path, message)`` pairs, one per bad file, in load order; ``tools`` is
+    the store's mapping after the good files were registered.
+    """
+
+    def __init__(self, problems: list[tuple[str, str]], tools: dict[str, AgentTool] | None = None):
+        self.problems = list(problems)
+        self.tools = tools if tools is not None else {}
+        lines = "\n".join(f"  - {path}: {message}" for path, message in self.problems)
+        count = len(self.problems)
+        super().__init__(f"{count} tool file{'s' if count != 1 else ''} could not be loaded:\n{lines}")
+
+
+class _FileProblem(Exception):
+    """Internal: why one tool file could not be loaded (the message is shown to people)."""
+
+
+@attrs.define(frozen=True)
+class _FileRecord:
+    """What the store remembers about a loaded file: its content hash, tool and module."""
+
+    path: str
+    digest: str
+    tool_name: str
+    tool: AgentTool
+    module_name: str
+
+
+def _tools_repr(tools: dict[str, AgentTool]) -> str:
+    return "[" + ", ".join(tools) + "]"
+
+
+@attrs.define(eq=False)
+class ToolStore:
+    """An isolated, ordered set of tools for one agent (spec ``toolStore``).
+
+    ``tools`` maps names to tools in registration order and is shared, never copied, by
+    ``get_tools``. ``folder`` is the folder ``load_tools`` last loaded (``writeTool`` writes
+    there). ``lock`` is held while the store changes; hold it to make a check-then-register
+    sequence atomic. Stores share nothing with each other.
+    """
+
+    name: str = "default"
+    tools: dict[str, AgentTool] = attrs.field(factory=dict, repr=_tools_repr)
+    folder: str | None = None
+    lock: threading.RLock = attrs.field(factory=threading.RLock, init=False, repr=False)
+    _files: dict[str, _FileRecord] = attrs.field(factory=dict, init=False, repr=False)
+    _serial: int = attrs.field(factory=lambda: next(_STORE_SERIAL), init=False, repr=False)
+
+    def register(self, tool: AgentTool) -> AgentTool:
+        """Same as ``register_tool(self, tool)``."""
+        return register_tool(self, tool)
+
+    def get_tools(self) -> dict[str, AgentTool]:
+        """Same as ``get_tools(self)``."""
+        return self.tools
+
+    def clear(self) -> None:
+        """Same as ``clear_tools(self)``."""
+        clear_tools(self)
+
+    def load(self, folder: str | os.PathLike[str], strict: bool = True) -> dict[str, AgentTool]:
+        """Same as ``load_tools(self, folder, strict)``."""
+        return load_tools(self, folder, strict)
+
+    def list_tool(self) -> AgentTool:
+        """Same as ``list_tool(self)``."""
+        return list_tool(self)
+
+    def source_of(self, tool_name: str) -> str | None:
+        """Return the path of the loaded file that defines ``tool_name``, or ``None``."""
+        with self.lock:
+            for record in self._files.values():
+                if record.tool_name == tool_name:
+                    return record.path
+        return None
+
+    def module_namespace(self) -> str:
+        """Return the ``sys.modules`` prefix under which this store's tool modules live."""
+        slug = re.sub(r"\W", "_", self.name) or "store"
+        return f"{MODULE_PREFIX}.{slug}_{self._serial}"
+
+
+def register_tool(store: ToolStore, tool: AgentTool) -> AgentTool:
+    """Add ``tool`` to ``store`` under its name and return it.
+
+    A new name goes last; an existing name is replaced in place (same position). Raises
+    ``TypeError`` if ``tool`` is not an ``AgentTool``. A reload never drops a tool registered here.
+    """
+    if not isinstance(tool, AgentTool):
+        raise TypeError(f"register_tool expects an AgentTool, got {type(tool).__name__}")
+    with store.lock:
+        store.tools[tool.name] = tool
+    return tool
+
+
+def get_tools(store: ToolStore) -> dict[str, AgentTool]:
+    """Return the store's own ``name -> AgentTool`` mapping (not a copy), in registration order."""
+    return store.tools
+
+
+def clear_tools(store: ToolStore) -> None:
+    """Remove every tool from ``store`` and forget its loaded files and their modules.
+
+    The next ``load_tools`` re-executes every file. ``store.folder`` is kept; other stores are
+    untouched.
+    """
+    with store.lock:
+        for record in store._files.values():
+            sys.modules.pop(record.module_name, None)
+        store._files.clear()
+        store.tools.clear()
+
+
+def _one_line(text: str) -> str:
+    return " ".join(text.split())
+
+
+def list_tool(store: ToolStore) -> AgentTool:
+    """Return the ``listTools`` tool bound to ``store``.
+
+    Its result lists ``- name: label — description`` for every tool in the store at call time,
+    in registration order, under the heading ``Available tools:``; ``details["tools"]`` holds the
+    names. It takes no arguments and never fails.
+    """
+
+    def execute(_tool_call_id: str, _args: dict[str, Any], _signal: Any, _on_partial: Any) -> AgentToolResult:
+        tools = list(store.tools.values())
+        lines = [f"- {t.name}: {_one_line(t.label)} — {_one_line(t.description)}" for t in tools]
+        text = "Available tools:\n" + ("\n".join(lines) if lines else "(none)")
+        return AgentToolResult([TextContent(text)], {"tools": [t.name for t in tools]})
+
+    return AgentTool(
+        name=LIST_TOOLS_NAME,
+        label="List Tools",
+        description=(
+            "List every tool you can call, with its label and description. Call it to discover "
+            "tools, and before creating a new tool to avoid a name that is already taken."
+        ),
+        input_schema={"type": "object", "properties": {}, "additionalProperties": False},
+        execute=execute,
+        parallel_tool_execute=True,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Running one tool file
+# ---------------------------------------------------------------------------------------------
+
+
+def core_namespace() -> dict[str, Any]:
+    """Return the names injected into every tool module before its code runs: the core types."""
+    return {
+        "AbortSignal": AbortSignal,
+        "AgentTool": AgentTool,
+        "AgentToolCall": AgentToolCall,
+        "AgentToolResult": AgentToolResult,
+        "ImageContent": ImageContent,
+        "LlmUsage": LlmUsage,
+        "MessageContent": MessageContent,
+        "TextContent": TextContent,
+        "ThinkingContent": ThinkingContent,
+        "ToolStore": ToolStore,
+    }
+
+
+def is_tool_file_name(filename: str) -> bool:
+    """True for names ``load_tools`` loads: ``*.py``, not starting with ``_``, without ``registry``."""
+    return filename.endswith(".py") and not filename.startswith("_") and "registry" not in filename
+
+
+def _line_in(exc: BaseException, path: str) -> int | None:
+    """Return the last line of ``path`` in the traceback of ``exc`` (where the file failed)."""
+    line = None
+    for frame in traceback.extract_tb(exc.__traceback__):
+        if frame.filename == path:
+            line = frame.lineno
+    return line
+
+
+def _describe(exc: BaseException, path: str, doing: str) -> str:
+    line = _line_in(exc, path)
+    where = f" at line {line}" if line is not None else ""
+    kind = "import error" if isinstance(exc, ImportError) else f"{type(exc).__name__}"
+    return f"{kind}{where} {doing}: {exc}"
+
+
+def _compile(source: bytes, path: str) -> types.CodeType:
+    try:
+        return compile(source, path, "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        text = (exc.text or "").strip()
+        shown = f": {text}" if text else ""
+        raise _FileProblem(f"syntax error at line {exc.lineno}: {exc.msg}{shown}") from None
+    except ValueError as exc:  # e.g. null bytes in the source
+        raise _FileProblem(f"cannot be compiled: {exc}") from None
+
+
+def _call_get_tool(get_tool: Any, store: ToolStore | None) -> Any:
+    """Call ``get_tool(store)`` if it declares a positional parameter, else ``get_tool()``."""
+    try:
+        params = inspect.signature(get_tool).parameters.values()
+    except (TypeError, ValueError):
+        return get_tool()
+    positional = [p for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    return get_tool(store) if positional else get_tool()
+
+
+def _execute_file(
+    path: str, source: bytes, module_name: str, store: ToolStore | None
+) -> tuple[types.ModuleType, AgentTool]:
+    """Run ``source`` in a fresh module named ``module_name`` and return it with its tool.
+
+    The module is in ``sys.modules`` while the file runs (so dataclasses and pickling work) and
+    stays there on success; on failure it is removed and ``_FileProblem`` says why.
+    """
+    code = _compile(source, path)
+    module = types.ModuleType(module_name)
+    module.__file__ = path
+    module.__dict__.update(core_namespace())
+    sys.modules[module_name] = module
+    try:
+        try:
+            exec(code, module.__dict__)
+        except Exception as exc:
+            raise _FileProblem(_describe(exc, path, "while running the file")) from None
+        get_tool = module.__dict__.get("get_tool")
+        if not callable(get_tool):
+            raise _FileProblem(
+                "defines no get_tool() function; a tool file must define get_tool() returning an AgentTool"
+            )
+        try:
+            tool = _call_get_tool(get_tool, store)
+        except Exception as exc:
+            raise _FileProblem(_describe(exc, path, "in get_tool()")) from None
+        if not isinstance(tool, AgentTool):
+            raise _FileProblem(f"get_tool() returned {type(tool).__name__}; it must return an AgentTool")
+    except BaseException:
+        if sys.modules.get(module_name) is module:
+            del sys.modules[module_name]
+        raise
+    return module, tool
+
+
+def _read(path: str) -> bytes:
+    try:
+        return Path(path).read_bytes()
+    except OSError as exc:
+        raise _FileProblem(f"cannot be read: {exc.strerror or exc}") from None
+
+
+def check_tool_file(path: str | os.PathLike[str], store: ToolStore | None = None) -> AgentTool:
+    """Run a tool file in a throwaway module and return the tool its ``get_tool()`` gives.
+
+    Nothing is registered and no module is left in ``sys.modules``. Raises ``ToolLoadError``
+    (with one problem) when the file cannot be loaded; used to vet a file before installing it.
+    """
+    file_path = os.path.abspath(os.fspath(path))
+    module_name = f"{MODULE_PREFIX}._check_{uuid.uuid4().hex}"
+    try:
+        _module, tool = _execute_file(file_path, _read(file_path), module_name, store)
+    except _FileProblem as exc:
+        raise ToolLoadError([(file_path, str(exc))]) from None
+    finally:
+        sys.modules.pop(module_name, None)
+    return tool
+
+
+# ---------------------------------------------------------------------------------------------
+# Loading a folder
+# ---------------------------------------------------------------------------------------------
+
+
+@attrs.define
+class _Candidate:
+    """A file executed during this load, waiting to be registered."""
+
+    path: str
+    digest: str
+    module: types.ModuleType
+    tool: AgentTool
+
+
+def _digest(source: bytes) -> str:
+    return hashlib.sha256(source).hexdigest()
+
+
+def _module_name_for(store: ToolStore, path: str) -> str:
+    """Return the module name of ``path`` in ``store``: stable for a file, unique in the store."""
+    record = store._files.get(path)
+    if record is not None:
+        return record.module_name
+    stem = re.sub(r"\W", "_", Path(path).stem) or "tool"
+    base = f"{store.module_namespace()}.{stem}"
+    taken = {r.module_name for r in store._files.values()}
+    if base not in taken:
+        return base
+    return next(f"{base}_{n}" for n in itertools.count(2) if f"{base}_{n}" not in taken)
+
+
+def _forget(store: ToolStore, path: str) -> None:
+    """Drop a file's record, its module, and its tool if the store still holds that very tool."""
+    record = store._files.pop(path, None)
+    if record is None:
+        return
+    if sys.modules.get(record.module_name) is not None:
+        sys.modules.pop(record.module_name, None)
+    if store.tools.get(record.tool_name) is record.tool:
+        del store.tools[record.tool_name]
+
+
+def _tool_files(root: str) -> list[str]:
+    """Return the loadable tool files of ``root``, sorted by file name."""
+    with os.scandir(root) as entries:
+        names = sorted(e.name for e in entries if is_tool_file_name(e.name) and e.is_file())
+    return [os.path.join(root, name) for name in names]
+
+
+def _execute_changed(
+    store: ToolStore, paths: list[str], problems: list[tuple[str, str]]
+) -> Iterator[_Candidate]:
+    """Yield a candidate for every new or changed file; record problems and forget failed files."""
+    for path in paths:
+        try:
+            source = _read(path)
+            digest = _digest(source)
+            record = store._files.get(path)
+            if record is not None and record.digest == digest:
+                continue
+            module, tool = _execute_file(path, source, _module_name_for(store, path), store)
+        except _FileProblem as exc:
+            problems.append((path, str(exc)))
+            _forget(store, path)
+            continue
+        yield _Candidate(path, digest, module, tool)
+
+
+def _register_candidates(
+    store: ToolStore, candidates: list[_Candidate], problems: list[tuple[str, str]]
+) -> None:
+    """Register executed files in order, refusing a tool name that another file already gives."""
+    rerun = {c.path for c in candidates}
+    owners = {r.tool_name: r.path for r in store._files.values() if r.path not in rerun}
+    for cand in candidates:
+        name = cand.tool.name
+        owner = owners.get(name)
+        if name == LIST_TOOLS_NAME:
+            problem = f'defines a tool named "{name}", a name reserved for the built-in tool list'
+        elif owner is not None and owner != cand.path:
+            problem = f'defines tool "{name}", which {owner} already defines; tool names must be unique'
+        else:
+            problem = None
+        if problem is not None:
+            problems.append((cand.path, problem))
+            sys.modules.pop(cand.module.__name__, None)
+            _forget(store, cand.path)
+            continue
+        old = store._files.get(cand.path)
+        if old is not None and old.tool_name != name and store.tools.get(old.tool_name) is old.tool:
+            del store.tools[old.tool_name]
+        store.tools[name] = cand.tool
+        store._files[cand.path] = _FileRecord(cand.path, cand.digest, name, cand.tool, cand.module.__name__)
+        owners[name] = cand.path
+
+
+def _ensure_list_tool(store: ToolStore) -> None:
+    """Keep (or add) ``listTools`` and move it last, so it follows every loaded tool."""
+    existing = store.tools.pop(LIST_TOOLS_NAME, None)
+    store.tools[LIST_TOOLS_NAME] = existing if existing is not None else list_tool(store)
+
+
+def _report(problems: list[tuple[str, str]], store: ToolStore, strict: bool) -> None:
+    if not problems:
+        return
+    if strict:
+        raise ToolLoadError(problems, store.tools)
+    for path, message in problems:
+        logger.warning("tool file %s was not loaded: %s", path, message)
+
+
+def load_tools(
+    store: ToolStore, folder: str | os.PathLike[str], strict: bool = True
+) -> dict[str, AgentTool]:
+    """Load every tool file of ``folder`` into ``store`` and return ``get_tools(store)``.
+
+    Files load in sorted order; those starting with ``_`` or containing ``registry`` are skipped.
+    Again on the same folder, changed files are re-executed, new ones added and the tools of
+    removed (or now failing) files dropped; tools registered by hand stay. ``listTools`` is
+    registered (or kept) last. Bad files never stop the good ones: their problems are raised
+    together as one ``ToolLoadError`` afterwards, or logged when ``strict`` is false. Raises
+    ``NotADirectoryError`` if ``folder`` is not a directory.
+    """
+    root = os.path.realpath(os.fspath(folder))
+    if not os.path.isdir(root):
+        raise NotADirectoryError(f"tool folder {os.fspath(folder)!r} does not exist or is not a directory")
+    problems: list[tuple[str, str]] = []
+    with store.lock:
+        store.folder = root
+        paths = _tool_files(root)
+        present = set(paths)
+        for path in [p for p in store._files if os.path.dirname(p) == root and p not in present]:
+            _forget(store, path)
+        candidates = list(_execute_changed(store, paths, problems))
+        _register_candidates(store, candidates, problems)
+        _ensure_list_tool(store)
+    problems.sort(key=lambda item: item[0])
+    _report(problems, store, strict)
+    return store.tools
+
+
+def load_tool_file(store: ToolStore, path: str | os.PathLike[str]) -> AgentTool:
+    """Load (or reload) one tool file into ``store`` and return its tool.
+
+    The file is tracked like one loaded by ``load_tools`` (an unchanged file is not re-run by
+    the next reload). Raises ``ToolLoadError`` when it cannot be loaded or gives a name that
+    another file already defines.
+    """
+    file_path = os.path.realpath(os.fspath(path))
+    problems: list[tuple[str, str]] = []
+    with store.lock:
+        candidates = list(_execute_changed(store, [file_path], problems))
+        _register_candidates(store, candidates, problems)
+        record = store._files.get(file_path)
+    if problems or record is None:
+        raise ToolLoadError(problems or [(file_path, "was not loaded")], store.tools)
+    return record.tool
