@@ -38,6 +38,8 @@ from yiemagent.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from yiemagent.function_tool import function_tool
+from yiemagent.llm import AnthropicMessagesClient, LlmError, OpenAIChatClient, create_llm_call
 from yiemagent.messages import (
     AgentMessage,
     AssistantMessage,
@@ -48,6 +50,15 @@ from yiemagent.messages import (
 )
 from yiemagent.session import SessionError
 from yiemagent.tool_calls import extract_tool_calls
+from yiemagent.tool_registry import (
+    ToolLoadError,
+    ToolStore,
+    clear_tools,
+    get_tools,
+    list_tool,
+    load_tools,
+    register_tool,
+)
 from yiemagent.tool_types import (
     AbortSignal,
     AfterToolCallContext,
@@ -96,6 +107,7 @@ __all__ = [
     "AgentToolCall",
     "AgentToolCallBatch",
     "AgentToolResult",
+    "AnthropicMessagesClient",
     "AssistantMessage",
     "BeforeToolCallContext",
     "BeforeToolCallResult",
@@ -103,6 +115,7 @@ __all__ = [
     "FinalizedOutcome",
     "ImageContent",
     "ImmediateOutcome",
+    "LlmError",
     "LlmModel",
     "LlmRequest",
     "LlmUsage",
@@ -110,6 +123,7 @@ __all__ = [
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
+    "OpenAIChatClient",
     "PreparedToolCall",
     "SessionError",
     "TextContent",
@@ -118,12 +132,16 @@ __all__ = [
     "ToolExecEndEvent",
     "ToolExecStartEvent",
     "ToolExecUpdateEvent",
+    "ToolLoadError",
     "ToolResultMessage",
+    "ToolStore",
     "TurnEndEvent",
     "TurnStartEvent",
     "UserMessage",
     "YiemAgent",
+    "clear_tools",
     "create_error_tool_result",
+    "create_llm_call",
     "create_tool_result_message",
     "emit_tool_execution_end",
     "execute_prepared_tool_call",
@@ -134,10 +152,15 @@ __all__ = [
     "finalize_executed_tool_call",
     "follow_up",
     "format_msg_for_llm",
+    "function_tool",
+    "get_tools",
+    "list_tool",
+    "load_tools",
     "openai_to_user_message",
     "prepare_context",
     "prepare_tool_call",
     "prepare_tool_call_arguments",
+    "register_tool",
     "run_agent",
     "should_terminate",
     "take_response",
