@@ -1,0 +1,642 @@
+#!/usr/bin/env python3
+"""Benchmarks of the agent loop's own cost (issue 6): turn overhead, parallel batches, history
+growth, many agents in one process, and tool loading.
+
+Every scenario drives a real ``YiemAgent`` (worker thread, channels, default ``prepare_context``
+and ``format_msg_for_llm``, events to a sink that keeps them) through its public API, with an
+``llm_call`` that hands back replies prepared before the clock starts. Each figure is the median
+of several runs after a warm-up, with min and max, next to its target. The script is a report:
+it exits 0 when targets are missed (they are listed at the end), and 1 only when a scenario
+itself failed.
+
+    python scripts/bench.py                 # the table (well under a minute)
+    python scripts/bench.py --json          # one JSON object on stdout
+    python scripts/bench.py --quick --json  # tiny sizes, for the smoke test
+    python scripts/bench.py --only turn_overhead --profile   # cProfile of the worker threads
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import dataclasses
+import gc
+import importlib
+import io
+import json
+import os
+import platform
+import pstats
+import queue
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[1]
+if str(REPO) not in sys.path:  # run from a checkout without installing the package
+    sys.path.insert(0, str(REPO))
+
+from yiemagent import (  # noqa: E402
+    AgentMessage,
+    AgentTool,
+    AgentToolCall,
+    AgentToolResult,
+    AssistantMessage,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    YiemAgent,
+)
+
+SCENARIOS = ("turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading")
+ARGS_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}, "note": {"type": "string"}},
+    "required": ["n"],
+}
+RESPONSE_TIMEOUT_S = 60.0
+
+
+class BenchError(RuntimeError):
+    """A scenario could not measure what it should (a run ended badly, a check failed)."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Sizes:
+    """Every size the scenarios use; ``QUICK`` shrinks them all for the smoke test."""
+
+    runs: int = 7
+    warmup: int = 1
+    turns: int = 200
+    batches: tuple[int, ...] = (8, 32)
+    block_s: float = 0.2
+    history: int = 2000
+    history_turns: int = 20
+    history_pairs: int = 21
+    agents: int = 100
+    prompts: int = 10
+    latency_s: float = 0.02
+    tool_files: int = 200
+
+
+QUICK = Sizes(runs=2, warmup=1, turns=5, batches=(2, 3), block_s=0.01, history=40,
+              history_turns=2, history_pairs=2, agents=3, prompts=2, latency_s=0.002,
+              tool_files=4)
+
+
+@dataclasses.dataclass
+class Figure:
+    """One measured figure: its samples (one per run), unit and optional upper-bound target."""
+
+    name: str
+    label: str
+    unit: str
+    samples: list[float]
+    target: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Median, min, max, run count, target and whether the median meets it (``met`` is None
+        without a target; the statistics are None when nothing was measured)."""
+        data = self.samples
+        median = statistics.median(data) if data else None
+        met = None if self.target is None or median is None else median <= self.target
+        return {"label": self.label, "unit": self.unit, "median": median,
+                "min": min(data) if data else None, "max": max(data) if data else None,
+                "runs": len(data), "target": self.target, "met": met}
+
+
+@dataclasses.dataclass
+class Scenario:
+    """A scenario's outcome: status (``ok``, ``unavailable``, ``error``), parameters, figures."""
+
+    name: str
+    status: str = "ok"
+    params: dict[str, Any] = dataclasses.field(default_factory=dict)
+    figures: list[Figure] = dataclasses.field(default_factory=list)
+    note: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON form: figures keyed by name, in measurement order."""
+        return {"status": self.status, "params": self.params, "note": self.note,
+                "figures": {f.name: f.to_dict() for f in self.figures}}
+
+
+# -- fixtures: tools, prepared replies, histories ---------------------------------------------
+
+
+def make_tool(name: str, block_s: float = 0.0, parallel: bool = False) -> AgentTool:
+    """A tool that returns one prepared result, after sleeping ``block_s`` if it is positive."""
+    result = AgentToolResult([TextContent("ok")])
+
+    def execute(tool_call_id: str, args: dict[str, Any], signal: Any, on_partial: Any) -> Any:
+        if block_s > 0:
+            time.sleep(block_s)
+        return result
+
+    return AgentTool(name, name, f"Benchmark tool {name}.", ARGS_SCHEMA, execute,
+                     parallel_tool_execute=parallel)
+
+
+def tool_turns(turns: int, calls: int, tool: str, tag: str = "c") -> list[AssistantMessage]:
+    """``turns`` replies of ``calls`` tool calls each, then a final answer ``done``."""
+    replies = [
+        AssistantMessage([AgentToolCall(f"{tag}{t}-{c}", tool, {"n": t}) for c in range(calls)],
+                         stop_reason="toolUse")
+        for t in range(turns)
+    ]
+    replies.append(AssistantMessage([TextContent("done")]))
+    return replies
+
+
+def make_history(size: int, tool: str) -> list[AgentMessage]:
+    """A realistic history of ``size`` messages: user question, assistant tool call, tool
+    result and assistant answer, repeated, with texts of a few hundred characters."""
+    history: list[AgentMessage] = []
+    filler = "lorem ipsum dolor sit amet " * 8
+    for i in range(size):
+        kind = i % 4
+        if kind == 0:
+            history.append(UserMessage([TextContent(f"Question {i}: {filler}")]))
+        elif kind == 1:
+            history.append(AssistantMessage(
+                [TextContent("Let me check."), AgentToolCall(f"h{i}", tool, {"n": i, "note": filler})],
+                stop_reason="toolUse"))
+        elif kind == 2:
+            history.append(ToolResultMessage(f"h{i - 1}", tool, [TextContent(f"Result {i}: {filler}")],
+                                             details={"n": i}))
+        else:
+            history.append(AssistantMessage([TextContent(f"Answer {i}: {filler}")]))
+    return history
+
+
+def scripted_agent(replies: Iterable[AssistantMessage], tools: Sequence[AgentTool],
+                   latency_s: float = 0.0, **options: Any) -> YiemAgent:
+    """A real ``YiemAgent`` whose ``llm_call`` returns the next prepared reply (after sleeping
+    ``latency_s``, the simulated model), with a sink that appends every event to a list."""
+    replies_left = iter(replies)
+    events: list[Any] = []
+
+    def llm_call(request: dict[str, Any]) -> AssistantMessage:
+        if latency_s > 0:
+            time.sleep(latency_s)
+        return next(replies_left)
+
+    return YiemAgent(llm_call=llm_call, tools=list(tools), agent_event_sink=events.append,
+                     **options)
+
+
+def check_answer(response: AssistantMessage, what: str) -> None:
+    """Raise ``BenchError`` unless ``response`` is the scripted final answer (stop)."""
+    if response.stop_reason != "stop":
+        raise BenchError(f"{what}: the run ended with stop_reason={response.stop_reason!r} "
+                         f"({response.error_message})")
+
+
+def timed_prompt(agent: YiemAgent, text: str, what: str) -> float:
+    """Seconds from sending ``text`` to receiving the run's response, which is checked."""
+    gc.collect()
+    start = time.perf_counter()
+    response = agent.prompt(text, RESPONSE_TIMEOUT_S)
+    elapsed = time.perf_counter() - start
+    check_answer(response, what)
+    return elapsed
+
+
+def sample(run_once: Callable[[], float], sizes: Sizes, runs: int | None = None) -> list[float]:
+    """Call ``run_once`` ``sizes.warmup`` times unrecorded, then ``runs`` times; the samples."""
+    for _ in range(sizes.warmup):
+        run_once()
+    return [run_once() for _ in range(runs or sizes.runs)]
+
+
+# -- scenarios ---------------------------------------------------------------------------------
+
+
+def turn_overhead(sizes: Sizes) -> Scenario:
+    """One run of ``turns`` tool-call turns (one no-op call each) and a final answer; µs per
+    LLM call (wall time of the run divided by ``turns + 1``)."""
+    tool = make_tool("noop")
+
+    def once() -> float:
+        agent = scripted_agent(tool_turns(sizes.turns, 1, tool.name), [tool],
+                               max_turns=sizes.turns + 5)
+        try:
+            return timed_prompt(agent, "go", "turn_overhead") / (sizes.turns + 1) * 1e6
+        finally:
+            agent.shutdown()
+
+    figure = Figure("us_per_turn", "µs per turn", "µs", sample(once, sizes), 75.0)
+    return Scenario("turn_overhead", params={"turns": sizes.turns}, figures=[figure])
+
+
+def parallel_batch(sizes: Sizes) -> Scenario:
+    """One turn of N calls to a tool that blocks ``block_s`` (parallel mode, default pool);
+    wall seconds from prompt to response, for each batch size."""
+    tool = make_tool("block", sizes.block_s, parallel=True)
+    allowances = (1.05, 1.10)  # 0.21 s and 0.22 s for a 0.2 s tool
+
+    def runner(calls: int) -> Callable[[], float]:
+        def once() -> float:
+            agent = scripted_agent(tool_turns(1, calls, tool.name), [tool],
+                                   tool_execution="parallel")
+            try:
+                return timed_prompt(agent, "go", f"parallel_batch[{calls}]")
+            finally:
+                agent.shutdown()
+
+        return once
+
+    figures = [
+        Figure(f"wall_s_{calls}", f"wall s, {calls} calls", "s", sample(runner(calls), sizes),
+               round(sizes.block_s * allowances[min(i, 1)], 6))
+        for i, calls in enumerate(sizes.batches)
+    ]
+    return Scenario("parallel_batch", params={"batches": list(sizes.batches),
+                                              "block_s": sizes.block_s}, figures=figures)
+
+
+def history_run(history: list[AgentMessage], tool: AgentTool, turns: int) -> tuple[float, float]:
+    """A fresh agent holding ``history``: seconds of its first (one-call) prompt, which converts
+    the history, then µs per turn of a run of ``turns`` tool-call turns and a final answer."""
+    replies = [AssistantMessage([TextContent("warm")]), *tool_turns(turns, 1, tool.name, "g")]
+    agent = scripted_agent(replies, [tool], messages=history, max_turns=turns + 5)
+    try:
+        first = timed_prompt(agent, "warm up", "history_growth (first prompt)")
+        run = timed_prompt(agent, "go", "history_growth")
+        return first, run / (turns + 1) * 1e6
+    finally:
+        agent.shutdown()
+
+
+def history_growth(sizes: Sizes) -> Scenario:
+    """Turns after a long history against turns after an empty one: µs per turn of each and
+    their ratio, measured in interleaved pairs; the first prompt after loading the history
+    (a one-off conversion of it) is reported apart."""
+    tool = make_tool("noop")
+    history = make_history(sizes.history, tool.name)
+    empty_us, full_us, ratios, first_ms = [], [], [], []
+    for pair in range(sizes.warmup + sizes.history_pairs):
+        _, empty = history_run([], tool, sizes.history_turns)
+        first, full = history_run(history, tool, sizes.history_turns)
+        if pair >= sizes.warmup:
+            empty_us.append(empty)
+            full_us.append(full)
+            ratios.append(full / empty)
+            first_ms.append(first * 1e3)
+    figures = [
+        Figure("us_per_turn_empty", "µs per turn, empty history", "µs", empty_us),
+        Figure("us_per_turn_long", f"µs per turn, {sizes.history} messages", "µs", full_us),
+        Figure("ratio", "ratio long/empty", "x", ratios, 1.5),
+        Figure("first_prompt_ms_long", "first prompt after load, ms", "ms", first_ms),
+    ]
+    return Scenario("history_growth", figures=figures,
+                    params={"history": sizes.history, "turns": sizes.history_turns})
+
+
+def rss_kib() -> int:
+    """This process's resident set size in KiB (``VmRSS`` of /proc/self/status)."""
+    with open("/proc/self/status", encoding="ascii") as status:
+        for line in status:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1])
+    raise BenchError("no VmRSS in /proc/self/status")
+
+
+def drive_agents(agents: Sequence[YiemAgent], prompts: int) -> float:
+    """Seconds for ``prompts`` rounds: send one prompt to every agent, then collect every
+    agent's response (each is checked)."""
+    start = time.perf_counter()
+    for round_no in range(prompts):
+        for agent in agents:
+            agent.run_agent(f"question {round_no}")
+        for agent in agents:
+            check_answer(agent.take_response(RESPONSE_TIMEOUT_S), "many_agents")
+    return time.perf_counter() - start
+
+
+def bare_worker(inbox: queue.Queue[Any], outbox: queue.Queue[Any], latency_s: float) -> None:
+    """The floor's stand-in for an agent: take a prompt, sleep ``latency_s``, answer; until None."""
+    while (prompt := inbox.get()) is not None:
+        time.sleep(latency_s)
+        outbox.put(prompt)
+
+
+def bare_floor(agents: int, prompts: int, latency_s: float) -> float:
+    """Seconds for the same rounds driven through bare threads and queues with no agent loop:
+    the floor that this driving pattern and the GIL allow on the machine."""
+    pairs: list[tuple[queue.Queue[Any], queue.Queue[Any]]] = [
+        (queue.Queue(), queue.Queue()) for _ in range(agents)]
+    threads = [threading.Thread(target=bare_worker, args=(*pair, latency_s), daemon=True)
+               for pair in pairs]
+    for thread in threads:
+        thread.start()
+    start = time.perf_counter()
+    for round_no in range(prompts):
+        for inbox, _ in pairs:
+            inbox.put(round_no)
+        for _, outbox in pairs:
+            outbox.get(timeout=RESPONSE_TIMEOUT_S)
+    elapsed = time.perf_counter() - start
+    for inbox, _ in pairs:
+        inbox.put(None)
+    for thread in threads:
+        thread.join()
+    return elapsed
+
+
+def many_agents_child(agents: int, prompts: int, latency_s: float) -> dict[str, float]:
+    """One ``many_agents`` run, meant for a fresh process: wall seconds and RSS KiB per agent
+    (RSS with the agents created and run, minus RSS before, over the agent count), then the
+    bare-threads floor of the same rounds."""
+    tool = make_tool("noop")
+    warm = [scripted_agent([AssistantMessage([TextContent("a")])], [tool]) for _ in range(2)]
+    drive_agents(warm, 1)  # imports and first-use allocations are not the agents' cost
+    for agent in warm:
+        agent.shutdown()
+    replies = [[AssistantMessage([TextContent(f"answer {r}")]) for r in range(prompts)]
+               for _ in range(agents)]
+    gc.collect()
+    before = rss_kib()
+    fleet = [scripted_agent(r, [tool], latency_s=latency_s) for r in replies]
+    try:
+        wall = drive_agents(fleet, prompts)
+        gc.collect()
+        after = rss_kib()
+    finally:
+        for agent in fleet:
+            agent.shutdown()
+    return {"wall_s": wall, "rss_kib_per_agent": (after - before) / agents,
+            "floor_s": bare_floor(agents, prompts, latency_s)}
+
+
+def many_agents(sizes: Sizes) -> Scenario:
+    """``agents`` agents answering ``prompts`` prompts each with a simulated model latency, each
+    run in a fresh process so that memory freed by earlier runs does not hide the cost."""
+    config = {"agents": sizes.agents, "prompts": sizes.prompts, "latency_s": sizes.latency_s}
+    ideal = sizes.prompts * sizes.latency_s
+
+    def once() -> dict[str, float]:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--child", json.dumps(config)]
+        done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, check=False)
+        if done.returncode != 0:
+            raise BenchError(f"many_agents child failed: {done.stderr.strip()[-2000:]}")
+        result: dict[str, float] = json.loads(done.stdout)
+        return result
+
+    for _ in range(sizes.warmup):
+        once()
+    runs = [once() for _ in range(sizes.runs)]
+    walls = [r["wall_s"] for r in runs]
+    figures = [
+        Figure("wall_ratio", f"wall / ideal ({ideal:g} s)", "x", [w / ideal for w in walls], 1.10),
+        Figure("wall_s", "wall s", "s", walls),
+        Figure("floor_ratio", "bare threads+queues / ideal", "x",
+               [r["floor_s"] / ideal for r in runs]),
+        Figure("rss_mib_per_agent", "RSS per agent, MiB", "MiB",
+               [r["rss_kib_per_agent"] / 1024 for r in runs], 1.0),
+    ]
+    return Scenario("many_agents", params={**config, "ideal_s": ideal}, figures=figures)
+
+
+TOOL_FILE = '''"""Benchmark tool {i} (generated by scripts/bench.py): echoes its arguments."""
+
+
+def prepare_arguments(args):
+    return args
+
+
+def execute_tool(tool_call_id, args, signal, on_partial_result):
+    return AgentToolResult([TextContent("tool {i}: " + str(args.get("n")))])
+
+
+def get_tool():
+    return AgentTool(
+        name="bench_tool_{i:03d}",
+        label="Bench tool {i}",
+        description="Echoes n; generated for the tool-loading benchmark.",
+        input_schema={{
+            "type": "object",
+            "properties": {{"n": {{"type": "integer"}}, "note": {{"type": "string"}}}},
+            "required": ["n"],
+        }},
+        execute=execute_tool,
+        prepare_arguments=prepare_arguments,
+    )
+'''
+
+
+def write_tool_files(folder: Path, count: int) -> None:
+    """Write ``count`` tool files (``get_tool`` plus helpers, core types from the loader)."""
+    for i in range(count):
+        (folder / f"bench_tool_{i:03d}.py").write_text(TOOL_FILE.format(i=i), encoding="utf-8")
+
+
+def tool_loading(sizes: Sizes) -> Scenario:
+    """``load_tools`` on a folder of generated tool files, each run into a new store; ms per
+    file. Reports ``unavailable`` when ``yiemagent.tool_registry`` cannot be imported."""
+    params = {"files": sizes.tool_files}
+    try:
+        registry = importlib.import_module("yiemagent.tool_registry")
+    except ImportError as exc:
+        return Scenario("tool_loading", "unavailable", params,
+                        [Figure("ms_per_file", "ms per file", "ms", [], 5.0)],
+                        f"yiemagent.tool_registry cannot be imported: {exc}")
+    with tempfile.TemporaryDirectory(prefix="yiemagent-bench-") as tmp:
+        folder = Path(tmp)
+        write_tool_files(folder, sizes.tool_files)
+        counter = iter(range(1_000_000))
+
+        def once() -> float:
+            store = registry.ToolStore(f"bench-{next(counter)}")
+            gc.collect()
+            start = time.perf_counter()
+            registry.load_tools(store, folder)
+            elapsed = time.perf_counter() - start
+            loaded = sum(name.startswith("bench_tool_") for name in registry.get_tools(store))
+            if loaded != sizes.tool_files:
+                raise BenchError(f"load_tools registered {loaded} of {sizes.tool_files} tools")
+            return elapsed / sizes.tool_files * 1e3
+
+        figure = Figure("ms_per_file", "ms per file", "ms", sample(once, sizes), 5.0)
+    return Scenario("tool_loading", params=params, figures=[figure])
+
+
+RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
+    "turn_overhead": turn_overhead,
+    "parallel_batch": parallel_batch,
+    "history_growth": history_growth,
+    "many_agents": many_agents,
+    "tool_loading": tool_loading,
+}
+
+
+def run_scenario(name: str, sizes: Sizes) -> Scenario:
+    """Run one scenario; an exception becomes an ``error`` scenario instead of ending the report."""
+    try:
+        return RUNNERS[name](sizes)
+    except Exception as exc:
+        return Scenario(name, "error", note=f"{type(exc).__name__}: {exc}")
+
+
+# -- report --------------------------------------------------------------------------------------
+
+
+def missed(scenarios: Sequence[Scenario]) -> list[str]:
+    """``scenario.figure`` for every figure with a target that its median misses."""
+    return [f"{s.name}.{f.name}" for s in scenarios for f in s.figures
+            if s.status == "ok" and f.to_dict()["met"] is False]
+
+
+def report(scenarios: Sequence[Scenario], sizes: Sizes, quick: bool, elapsed: float) -> dict[str, Any]:
+    """The whole report as one JSON-ready dict."""
+    return {
+        "machine": {"python": platform.python_version(), "implementation": platform.python_implementation(),
+                    "platform": platform.platform(), "cpus": os.cpu_count()},
+        "quick": quick,
+        "runs": sizes.runs,
+        "warmup": sizes.warmup,
+        "elapsed_s": elapsed,
+        "scenarios": {s.name: s.to_dict() for s in scenarios},
+        "missed": missed(scenarios),
+        "errors": [s.name for s in scenarios if s.status == "error"],
+    }
+
+
+def fmt(value: float | None) -> str:
+    """A number with as many decimals as its size needs."""
+    if value is None:
+        return "-"
+    if abs(value) >= 100:
+        return f"{value:.1f}"
+    if abs(value) >= 1:
+        return f"{value:.2f}"
+    return f"{value:.4f}"
+
+
+def table_rows(data: dict[str, Any]) -> list[tuple[str, ...]]:
+    """One row per figure (or one per unavailable or failed scenario)."""
+    rows: list[tuple[str, ...]] = []
+    for name, scenario in data["scenarios"].items():
+        if scenario["status"] != "ok":
+            rows.append((name, scenario["status"].upper(), "", "", "", "", "", scenario["note"]))
+            continue
+        for fig in scenario["figures"].values():
+            met = {True: "yes", False: "MISSED", None: "-"}[fig["met"]]
+            target = "-" if fig["target"] is None else f"<= {fmt(fig['target'])}"
+            rows.append((name, fig["label"], fmt(fig["median"]), fmt(fig["min"]), fmt(fig["max"]),
+                         target, met, ""))
+    return rows
+
+
+def render(data: dict[str, Any]) -> str:
+    """The human-readable table, with a closing line naming every missed target."""
+    header = ("scenario", "figure", "median", "min", "max", "target", "met", "")
+    rows = [header, *table_rows(data)]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(header) - 1)]
+    lines = [f"yiemagent benchmarks: Python {data['machine']['python']}, {data['machine']['cpus']} CPUs, "
+             f"median of {data['runs']} runs after {data['warmup']} warm-up"
+             f"{' (QUICK sizes)' if data['quick'] else ''}", ""]
+    for row in rows:
+        cells = [row[0].ljust(widths[0]), row[1].ljust(widths[1]),
+                 *(cell.rjust(w) for cell, w in zip(row[2:7], widths[2:7], strict=True))]
+        lines.append("  ".join(cells) + (f"  {row[7]}" if row[7] else ""))
+    lines.append("")
+    lines.append("Missed targets: " + (", ".join(data["missed"]) or "none"))
+    if data["errors"]:
+        lines.append("Failed scenarios: " + ", ".join(data["errors"]))
+    lines.append(f"Total time: {data['elapsed_s']:.1f} s")
+    return "\n".join(lines)
+
+
+# -- profiling -----------------------------------------------------------------------------------
+
+
+def profile(names: Sequence[str], sizes: Sizes, top: int) -> str:
+    """Run the scenarios without warm-up, with a cProfile profiler in every thread they start
+    (the agents' workers and tool pools, where the loop's time goes; not the ``many_agents``
+    child processes), and return the merged statistics: yiemagent's top functions by cumulative
+    and by own time, then every function by own time."""
+    if sys.version_info >= (3, 12):
+        raise SystemExit("--profile needs CPython 3.10 or 3.11 (cProfile became process-wide in 3.12)")
+    profilers: list[cProfile.Profile] = []
+
+    def start(frame: Any, event: str, arg: Any) -> None:
+        sys.setprofile(None)
+        profiler = cProfile.Profile()
+        profilers.append(profiler)
+        profiler.enable()
+
+    once = dataclasses.replace(sizes, warmup=0, history_pairs=sizes.runs)
+    threading.setprofile(start)
+    try:
+        for name in names:
+            RUNNERS[name](once)
+    finally:
+        threading.setprofile(None)
+    out = io.StringIO()
+    stats = pstats.Stats(*profilers, stream=out)
+    for key in ("cumulative", "tottime"):
+        stats.sort_stats(key).print_stats(r"yiemagent[/\\]", top)
+    stats.sort_stats("tottime").print_stats(top)  # own time outside yiemagent too (attrs, jsonschema)
+    return out.getvalue()
+
+
+# -- command line --------------------------------------------------------------------------------
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    """The command-line options."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
+    parser.add_argument("--quick", action="store_true", help="tiny sizes for the smoke test")
+    parser.add_argument("--runs", type=int, help="measured runs per figure (default 7, quick 2)")
+    parser.add_argument("--only", help="comma-separated scenarios to run: " + ", ".join(SCENARIOS))
+    parser.add_argument("--profile", action="store_true", help="print cProfile statistics instead")
+    parser.add_argument("--top", type=int, default=25, help="functions listed per --profile table")
+    parser.add_argument("--child", help=argparse.SUPPRESS)  # one many_agents run, in a fresh process
+    return parser.parse_args(argv)
+
+
+def chosen(only: str | None) -> list[str]:
+    """The scenarios named by ``--only`` (all by default), checked."""
+    names = [n.strip() for n in only.split(",") if n.strip()] if only else list(SCENARIOS)
+    unknown = sorted(set(names) - set(SCENARIOS))
+    if unknown:
+        raise SystemExit(f"unknown scenario(s) {unknown}; choose from {', '.join(SCENARIOS)}")
+    return names
+
+
+def run(argv: Sequence[str] | None = None) -> dict[str, Any]:
+    """Run the chosen scenarios and return the report dict (the smoke test calls this)."""
+    args = parse_args(argv)
+    sizes = QUICK if args.quick else Sizes()
+    if args.runs:
+        sizes = dataclasses.replace(sizes, runs=args.runs)
+    start = time.perf_counter()
+    scenarios = [run_scenario(name, sizes) for name in chosen(args.only)]
+    return report(scenarios, sizes, args.quick, time.perf_counter() - start)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point: the table, ``--json``, ``--profile``, or a ``many_agents`` child run."""
+    args = parse_args(argv)
+    if args.child:
+        print(json.dumps(many_agents_child(**json.loads(args.child))))
+        return 0
+    if args.profile:
+        sizes = QUICK if args.quick else Sizes()
+        print(profile(chosen(args.only), sizes, args.top))
+        return 0
+    data = run(argv)
+    print(json.dumps(data, indent=2) if args.json else render(data))
+    return 1 if data["errors"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
