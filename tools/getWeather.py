@@ -1,0 +1,241 @@
+"""getWeather: the current weather in a city, from the free Open-Meteo API (no API key).
+
+Two HTTP requests with ``requests``: the geocoding API turns the city into coordinates, then the
+forecast API returns the current conditions. Progress goes out as partial results; timeouts,
+HTTP errors (status and a body excerpt) and unknown cities become error results.
+
+Environment variables (read at every call):
+
+- ``YIEM_GEOCODING_URL``: geocoding endpoint (default ``https://geocoding-api.open-meteo.com/v1/search``)
+- ``YIEM_FORECAST_URL``: forecast endpoint (default ``https://api.open-meteo.com/v1/forecast``)
+- ``YIEM_WEATHER_TIMEOUT_S``: seconds to wait for each request (default ``10``)
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import requests
+
+from yiemagent.content import TextContent
+from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
+
+GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
+FORECAST_URL = "https://api.open-meteo.com/v1/forecast"
+DEFAULT_TIMEOUT_S = 10.0
+CURRENT_FIELDS = (
+    "temperature_2m",
+    "apparent_temperature",
+    "relative_humidity_2m",
+    "weather_code",
+    "wind_speed_10m",
+)
+PLACE_FIELDS = ("name", "country", "admin1", "latitude", "longitude", "timezone")
+UNIT_PARAMS = {
+    "metric": {"temperature_unit": "celsius", "wind_speed_unit": "kmh"},
+    "imperial": {"temperature_unit": "fahrenheit", "wind_speed_unit": "mph"},
+}
+
+# WMO weather interpretation codes, as listed in Open-Meteo's forecast API documentation.
+WMO_CODES: dict[int, str] = {
+    0: "clear sky",
+    1: "mainly clear",
+    2: "partly cloudy",
+    3: "overcast",
+    45: "fog",
+    48: "depositing rime fog",
+    51: "light drizzle",
+    53: "moderate drizzle",
+    55: "dense drizzle",
+    56: "light freezing drizzle",
+    57: "dense freezing drizzle",
+    61: "slight rain",
+    63: "moderate rain",
+    65: "heavy rain",
+    66: "light freezing rain",
+    67: "heavy freezing rain",
+    71: "slight snowfall",
+    73: "moderate snowfall",
+    75: "heavy snowfall",
+    77: "snow grains",
+    80: "slight rain showers",
+    81: "moderate rain showers",
+    82: "violent rain showers",
+    85: "slight snow showers",
+    86: "heavy snow showers",
+    95: "thunderstorm",
+    96: "thunderstorm with slight hail",
+    99: "thunderstorm with heavy hail",
+}
+
+
+class WeatherLookupError(RuntimeError):
+    """The weather could not be fetched; the message says why, for the model."""
+
+
+def describe_code(code: Any) -> str:
+    """Return the words for a WMO weather code (``"unknown conditions (code 42)"`` if unlisted)."""
+    try:
+        return WMO_CODES[int(code)]
+    except (TypeError, ValueError, KeyError):
+        return f"unknown conditions (code {code})"
+
+
+def _timeout_s() -> float:
+    raw = os.environ.get("YIEM_WEATHER_TIMEOUT_S", "")
+    try:
+        value = float(raw) if raw else DEFAULT_TIMEOUT_S
+    except ValueError:
+        return DEFAULT_TIMEOUT_S
+    return value if value > 0 else DEFAULT_TIMEOUT_S
+
+
+def _excerpt(response: requests.Response) -> str:
+    try:
+        data = response.json()
+    except ValueError:
+        data = None
+    if isinstance(data, dict) and data.get("reason"):
+        return str(data["reason"])
+    text = " ".join(response.text.split())
+    return text[:200] + ("…" if len(text) > 200 else "")
+
+
+def _get_json(service: str, url: str, params: dict[str, Any]) -> dict[str, Any]:
+    """GET ``url`` and return its JSON object; raise ``WeatherLookupError`` saying what failed."""
+    timeout = _timeout_s()
+    try:
+        response = requests.get(url, params=params, timeout=timeout)
+    except requests.Timeout:
+        raise WeatherLookupError(
+            f"The {service} service did not answer within {timeout:g} s; try again later."
+        ) from None
+    except requests.RequestException as exc:
+        raise WeatherLookupError(f"Could not reach the {service} service: {exc}") from None
+    if response.status_code != 200:
+        raise WeatherLookupError(
+            f"The {service} service answered HTTP {response.status_code}: {_excerpt(response)}"
+        )
+    try:
+        data = response.json()
+    except ValueError:
+        raise WeatherLookupError(f"The {service} service sent a response that is not JSON.") from None
+    if not isinstance(data, dict):
+        raise WeatherLookupError(f"The {service} service sent an unexpected response.")
+    return data
+
+
+def _progress(on_partial_result: Any, text: str, stage: str) -> None:
+    if callable(on_partial_result):
+        on_partial_result(AgentToolResult([TextContent(text)], {"stage": stage}))
+
+
+def _check_abort(signal: AbortSignal | None) -> None:
+    if signal is not None and signal.aborted:
+        raise WeatherLookupError("The weather lookup was aborted.")
+
+
+def geocode(city: str) -> dict[str, Any]:
+    """Return the best Open-Meteo geocoding match for ``city``; raise if none is found."""
+    url = os.environ.get("YIEM_GEOCODING_URL") or GEOCODING_URL
+    data = _get_json("geocoding", url, {"name": city, "count": 1, "language": "en", "format": "json"})
+    results = data.get("results") or []
+    if not results or not isinstance(results[0], dict):
+        raise WeatherLookupError(
+            f'No place called "{city}" was found. Check the spelling, or give a larger nearby city '
+            '(a city name only, e.g. "Paris" rather than "Paris, France").'
+        )
+    return dict(results[0])
+
+
+def forecast(latitude: float, longitude: float, units: str) -> dict[str, Any]:
+    """Return Open-Meteo's forecast JSON with the ``current`` conditions at the coordinates."""
+    url = os.environ.get("YIEM_FORECAST_URL") or FORECAST_URL
+    params = {
+        "latitude": latitude,
+        "longitude": longitude,
+        "current": ",".join(CURRENT_FIELDS),
+        "timezone": "auto",
+        **UNIT_PARAMS[units],
+    }
+    data = _get_json("forecast", url, params)
+    if not isinstance(data.get("current"), dict):
+        raise WeatherLookupError("The forecast service sent no current conditions.")
+    return data
+
+
+def _place_name(place: dict[str, Any]) -> str:
+    parts = [place.get("name"), place.get("admin1"), place.get("country")]
+    seen: list[str] = []
+    for part in parts:
+        if part and part not in seen:
+            seen.append(str(part))
+    return ", ".join(seen)
+
+
+def _summary(place: str, current: dict[str, Any], units: dict[str, Any]) -> str:
+    """Return one sentence such as ``Weather in Tokyo, Japan: clear sky, 22.3°C (...)``."""
+
+    def value(field: str, sep: str = "") -> str:
+        return f"{current.get(field)}{sep}{units.get(field, '')}"
+
+    text = (
+        f"Weather in {place}: {describe_code(current.get('weather_code'))}, "
+        f"{value('temperature_2m')} (feels like {value('apparent_temperature')}), "
+        f"humidity {value('relative_humidity_2m')}, wind {value('wind_speed_10m', ' ')}"
+    )
+    if current.get("time"):
+        text += f" (observed {current['time']} local time)"
+    return text
+
+
+def execute_tool(
+    tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None, on_partial_result: Any
+) -> AgentToolResult:
+    """Look up ``args["city"]`` and return its current weather in ``args["units"]``."""
+    city = str(args["city"]).strip()
+    units = str(args.get("units") or "metric")
+    _check_abort(signal)
+    _progress(on_partial_result, f"Looking up {city}…", "geocoding")
+    place = geocode(city)
+    _check_abort(signal)
+    name = _place_name(place)
+    _progress(on_partial_result, f"Fetching weather for {name}…", "forecast")
+    data = forecast(place["latitude"], place["longitude"], units)
+    current, current_units = data["current"], data.get("current_units") or {}
+    details = {
+        "place": {k: place.get(k) for k in PLACE_FIELDS},
+        "units": units,
+        "current": current,
+        "current_units": current_units,
+        "conditions": describe_code(current.get("weather_code")),
+    }
+    return AgentToolResult([TextContent(_summary(name, current, current_units))], details)
+
+
+def get_tool() -> AgentTool:
+    """Return the getWeather tool."""
+    return AgentTool(
+        name="getWeather",
+        label="Weather Lookup",
+        description=(
+            "Fetch the current weather (conditions, temperature, humidity, wind) for a city, "
+            "from Open-Meteo."
+        ),
+        input_schema={
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "minLength": 1, "description": "City name, e.g. 'Tokyo'."},
+                "units": {
+                    "type": "string",
+                    "enum": ["metric", "imperial"],
+                    "default": "metric",
+                    "description": "metric: °C and km/h; imperial: °F and mph.",
+                },
+            },
+            "required": ["city"],
+        },
+        execute=execute_tool,
+        parallel_tool_execute=True,
+    )
