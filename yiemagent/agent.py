@@ -283,6 +283,8 @@ class YiemAgent:
 
     def _take_joining_input(self) -> list[AgentMessage]:
         """Messages sent with ``run_agent`` during the run (none once shutting down)."""
+        if not self.input_channel.queue:  # a lock-free peek; the check is repeated under the lock
+            return []
         with self._cond:
             if self._stopping or self.input_channel.empty():
                 return []

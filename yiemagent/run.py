@@ -56,6 +56,7 @@ class _Run:
         self.signal = signal
         self.emit = agent._emit
         self.added: list[AgentMessage] = []
+        self._config: AgentLoopConfig | None = None
 
     def aborted(self) -> bool:
         """Whether the run's signal was aborted (read afresh on every call)."""
@@ -105,14 +106,21 @@ class _Run:
                            "AssistantMessage")
         return response
 
+    def loop_config(self) -> AgentLoopConfig:
+        """The run's tool-loop config (built once; it shares the state's live tools mapping)."""
+        if self._config is None or self._config.tools is not self.state.tools:
+            agent = self.agent
+            self._config = AgentLoopConfig(self.state.tools, agent.before_tool_call,
+                                           agent.after_tool_call, agent.tool_execution,
+                                           agent.tool_timeout_s, agent.max_parallel_tools)
+        return self._config
+
     def run_tools(self, response: AssistantMessage, calls: list[Any]) -> AgentToolCallBatch:
         """Step 6: execute the calls and add their results (and any tools they added)."""
-        state, agent = self.state, self.agent
+        state = self.state
         context = AgentContext(state.system_prompt, state.messages, state.tools)
-        config = AgentLoopConfig(state.tools, agent.before_tool_call, agent.after_tool_call,
-                                 agent.tool_execution, agent.tool_timeout_s,
-                                 agent.max_parallel_tools)
-        batch = execute_tool_calls(context, response, calls, config, self.signal, self.emit)
+        batch = execute_tool_calls(context, response, calls, self.loop_config(), self.signal,
+                                   self.emit)
         for msg in batch.messages:
             self.add(msg)
             self.adopt_added_tools(msg)

@@ -116,11 +116,20 @@ class WireCache:
     cache belongs to one agent's worker.
     """
 
-    __slots__ = ("_sources", "_wire")
+    __slots__ = ("_sources", "_tool_list", "_tools", "_wire")
 
     def __init__(self) -> None:
         self._sources: list[AgentMessage] = []
         self._wire: list[WireMessage] = []
+        self._tools: tuple[Any, ...] = ()
+        self._tool_list: list[dict[str, Any]] = []
+
+    def tools(self, tools: ToolMapping) -> list[dict[str, Any]]:
+        """The OpenAI ``tools`` array for ``tools``, rebuilt only when the tools changed."""
+        current = tuple(tools.items())
+        if current != self._tools:  # AgentTool compares by identity: a cheap check
+            self._tools, self._tool_list = current, tools_to_openai(tools)
+        return list(self._tool_list)
 
     def convert(self, messages: list[AgentMessage]) -> list[WireMessage]:
         """Return the OpenAI messages for ``messages``: the cache's own list, to be copied by the
@@ -172,7 +181,7 @@ def format_msg_for_llm(ctx: AgentContext) -> LlmRequest:
         messages = history.copy()
     request = LlmRequest(messages=messages)
     if ctx.tools:
-        request["tools"] = tools_to_openai(ctx.tools)
+        request["tools"] = cache.tools(ctx.tools)
     request.context = ctx
     return request
 
