@@ -1,0 +1,110 @@
+"""The errors a provider client raises, and how an HTTP error reply becomes one.
+
+Every message is built from text that already went through ``Secret.scrub``, so no error of this
+module ever carries an api key. The runtime turns a raised error into an error response whose
+``error_message`` is ``f"{type(exc).__name__}: {exc}"`` (DESIGN point 10).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+__all__ = [
+    "LlmAbortedError",
+    "LlmError",
+    "LlmStreamError",
+    "LlmTimeoutError",
+    "provider_error_text",
+]
+
+_MAX_TEXT = 500
+
+
+class LlmError(Exception):
+    """A provider call that failed: the message says what failed, with the HTTP status and the
+    provider's own error text when there was a reply.
+
+    ``status`` is the HTTP status (``None`` without a reply), ``provider_message`` the provider's
+    own error text, ``retryable`` whether another attempt may succeed and ``retry_after_s`` the
+    delay the server asked for. Never holds the api key: callers build it from scrubbed text.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider_message: str | None = None,
+        retryable: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.provider_message = provider_message
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+    def final(self, note: str) -> LlmError:
+        """Return a copy of this error (same class) that is not retryable, with ``note`` appended."""
+        return type(self)(
+            f"{self.message} ({note})",
+            status=self.status,
+            provider_message=self.provider_message,
+            retryable=False,
+            retry_after_s=self.retry_after_s,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
+
+
+class LlmAbortedError(LlmError):
+    """The caller's ``AbortSignal`` fired during the request or a retry wait."""
+
+
+class LlmTimeoutError(LlmError):
+    """The server did not connect or send the next bytes within the client's ``timeout``."""
+
+
+class LlmStreamError(LlmError):
+    """A streamed reply broke off before its terminator (``[DONE]`` or ``message_stop``)."""
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "…"
+
+
+def _from_error_object(error: Any) -> tuple[str | None, str | None]:
+    if isinstance(error, str):
+        return error, None
+    if isinstance(error, dict):
+        message = error.get("message")
+        kind = error.get("type") or error.get("code")
+        return (str(message) if message is not None else None), (str(kind) if kind else None)
+    return None, None
+
+
+def provider_error_text(body: bytes | str) -> tuple[str, str | None]:
+    """Return ``(message, error_type)`` from an error reply body of any provider.
+
+    Reads OpenAI's and Anthropic's ``{"error": {"type", "message"}}``, Ollama's ``{"error": "..."}``
+    and FastAPI's ``{"detail": ...}``; any other body gives its own text, shortened. Never raises.
+    """
+    text = body.decode("utf-8", "replace") if isinstance(body, bytes) else body
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return _short(text), None
+    if isinstance(data, dict):
+        message, kind = _from_error_object(data.get("error"))
+        if message is None and data.get("message") is not None:
+            message = str(data["message"])
+        if message is None and data.get("detail") is not None:
+            detail = data["detail"]
+            message = detail if isinstance(detail, str) else json.dumps(detail)
+        if message is not None:
+            return _short(message), kind
+    return _short(text), None

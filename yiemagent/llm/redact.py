@@ -1,0 +1,42 @@
+"""Keeping the api key out of reprs, logs, errors and events."""
+
+from __future__ import annotations
+
+__all__ = ["MASK", "Secret"]
+
+MASK = "***"
+
+
+class Secret:
+    """An api key that never shows itself: ``repr``/``str`` give ``'***'`` (or ``None`` when unset).
+
+    ``reveal()`` returns the key for the one place that needs it (the request headers);
+    ``scrub(text)`` removes it from any text before that text goes into an error or a log line.
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str | None) -> None:
+        self._value = value or None
+
+    def reveal(self) -> str | None:
+        """Return the key itself, or ``None`` when no key is set."""
+        return self._value
+
+    def __bool__(self) -> bool:
+        return self._value is not None
+
+    def scrub(self, text: str) -> str:
+        """Return ``text`` with every occurrence of the key replaced by ``***``."""
+        if self._value is None or self._value not in text:
+            return text
+        return text.replace(self._value, MASK)
+
+    def __repr__(self) -> str:
+        return repr(MASK) if self._value is not None else "None"
+
+    __str__ = __repr__
+
+    def __reduce__(self) -> tuple[type[Secret], tuple[None]]:
+        # Pickling (e.g. a saved object graph) never writes the key.
+        return (Secret, (None,))
