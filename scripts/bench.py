@@ -313,13 +313,17 @@ def rss_kib() -> int:
 
 
 def drive_agents(agents: Sequence[YiemAgent], prompts: int) -> float:
-    """Seconds for ``prompts`` rounds: send one prompt to every agent, then collect every
-    agent's response (each is checked)."""
+    """Seconds for every agent to answer ``prompts`` prompts: each agent is given all of them at
+    once with ``follow_up`` (each starts a run of its own, in order), then every response is
+    collected and checked. The agents work concurrently, each at its own pace; the prompts
+    are built before the clock starts, as a caller's would be."""
+    questions = [UserMessage(f"question {n}") for n in range(prompts)]
     start = time.perf_counter()
-    for round_no in range(prompts):
+    for question in questions:  # round-robin, so that no agent waits for the others' sends
         for agent in agents:
-            agent.run_agent(f"question {round_no}")
-        for agent in agents:
+            agent.follow_up(question)
+    for agent in agents:
+        for _ in range(prompts):
             check_answer(agent.take_response(RESPONSE_TIMEOUT_S), "many_agents")
     return time.perf_counter() - start
 
@@ -332,7 +336,7 @@ def bare_worker(inbox: queue.Queue[Any], outbox: queue.Queue[Any], latency_s: fl
 
 
 def bare_floor(agents: int, prompts: int, latency_s: float) -> float:
-    """Seconds for the same rounds driven through bare threads and queues with no agent loop:
+    """Seconds for the same prompts driven through bare threads and queues with no agent loop:
     the floor that this driving pattern and the GIL allow on the machine."""
     pairs: list[tuple[queue.Queue[Any], queue.Queue[Any]]] = [
         (queue.Queue(), queue.Queue()) for _ in range(agents)]
@@ -341,10 +345,11 @@ def bare_floor(agents: int, prompts: int, latency_s: float) -> float:
     for thread in threads:
         thread.start()
     start = time.perf_counter()
-    for round_no in range(prompts):
+    for n in range(prompts):
         for inbox, _ in pairs:
-            inbox.put(round_no)
-        for _, outbox in pairs:
+            inbox.put(n)
+    for _, outbox in pairs:
+        for _ in range(prompts):
             outbox.get(timeout=RESPONSE_TIMEOUT_S)
     elapsed = time.perf_counter() - start
     for inbox, _ in pairs:
@@ -357,7 +362,7 @@ def bare_floor(agents: int, prompts: int, latency_s: float) -> float:
 def many_agents_child(agents: int, prompts: int, latency_s: float) -> dict[str, float]:
     """One ``many_agents`` run, meant for a fresh process: wall seconds and RSS KiB per agent
     (RSS with the agents created and run, minus RSS before, over the agent count), then the
-    bare-threads floor of the same rounds."""
+    bare-threads floor of the same prompts."""
     tool = make_tool("noop")
     warm = [scripted_agent([AssistantMessage([TextContent("a")])], [tool]) for _ in range(2)]
     drive_agents(warm, 1)  # imports and first-use allocations are not the agents' cost
