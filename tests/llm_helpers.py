@@ -1,0 +1,133 @@
+"""Shared pieces of the provider-client tests: requests, replies, the test key and leak checks."""
+
+from __future__ import annotations
+
+import logging
+import traceback
+from collections.abc import Iterable
+from typing import Any
+
+from yiemagent.content import AgentToolCall, ImageContent, TextContent
+from yiemagent.events import MessageUpdateEvent
+from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.tool_types import AgentContext, AgentTool, AgentToolResult
+from yiemagent.utils import LlmRequest, format_msg_for_llm
+
+KEY = "sk-test-9f8e7d6c5b4a-SECRET"
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
+WEATHER_SCHEMA = {
+    "type": "object",
+    "properties": {"city": {"type": "string"}},
+    "required": ["city"],
+}
+
+# Quick retries and timeouts for tests: no test waits for a real backoff.
+FAST: dict[str, Any] = {"retry_base_delay_s": 0.001, "retry_max_backoff_s": 0.005, "timeout": 5.0}
+
+
+def weather_tool() -> AgentTool:
+    """A tool with a schema, as the model would see it."""
+    return AgentTool("getWeather", "Weather", "Current weather for a city", WEATHER_SCHEMA,
+                     lambda _id, args, _s, _p: AgentToolResult(f"Sunny in {args['city']}"))
+
+
+def simple_request(text: str = "Hello") -> LlmRequest:
+    """The default formatting of a one-message conversation with a system prompt and a tool."""
+    return format_msg_for_llm(AgentContext("You are terse.", [UserMessage(text)],
+                                           [weather_tool()]))
+
+
+def history_request() -> LlmRequest:
+    """A conversation with an image, two tool calls, their results (one failed) and a follow-up."""
+    messages = [
+        UserMessage([TextContent("Weather in Paris and Rome? See map."),
+                     ImageContent(PIXEL, "image/png")]),
+        AssistantMessage([
+            TextContent("Checking both."),
+            AgentToolCall("call_1", "getWeather", {"city": "Paris"}),
+            AgentToolCall("call_2", "getWeather", {"city": "Rome"}),
+        ]),
+        ToolResultMessage("call_1", "getWeather", [TextContent("Sunny, 22°C")]),
+        ToolResultMessage("call_2", "getWeather", [TextContent("service down")], is_error=True),
+        UserMessage("Thanks, and tomorrow?"),
+    ]
+    return format_msg_for_llm(AgentContext("You are terse.", messages, [weather_tool()]))
+
+
+class Collector:
+    """An ``on_update`` callback that keeps every event."""
+
+    def __init__(self) -> None:
+        self.events: list[MessageUpdateEvent] = []
+
+    def __call__(self, event: MessageUpdateEvent) -> None:
+        self.events.append(event)
+
+    def text(self, kind: str = "text") -> str:
+        """The concatenated deltas of one kind."""
+        return "".join(e.delta for e in self.events if e.kind == kind)
+
+
+def assert_no_key(texts: Iterable[str], key: str = KEY) -> None:
+    """Fail if ``key`` (or a long piece of it) is in any of ``texts``."""
+    for text in texts:
+        assert key not in text, f"api key leaked into: {text[:300]}"
+        assert key[-12:] not in text, f"part of the api key leaked into: {text[:300]}"
+
+
+def leak_texts(exc: BaseException | None, records: Iterable[logging.LogRecord],
+               events: Iterable[Any] = (), client: Any = None) -> list[str]:
+    """Every text a failing call exposes: the exception (str, repr, traceback, attributes), each
+    log record (message and args) and each event."""
+    texts: list[str] = []
+    if exc is not None:
+        texts += [str(exc), repr(exc), "".join(traceback.format_exception(exc)),
+                  repr(vars(exc))]
+    for record in records:
+        texts += [record.getMessage(), repr(record.args), str(record.exc_text or "")]
+    texts += [repr(e) for e in events]
+    if client is not None:
+        texts += [repr(client), str(client)]
+    return texts
+
+
+def openai_completion(content: str | None = "Hi there!", *, tool_calls: list[Any] | None = None,
+                      finish: str = "stop", reasoning: dict[str, str] | None = None,
+                      usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A ``chat.completion`` object as OpenAI documents it."""
+    message: dict[str, Any] = {"role": "assistant", "content": content, **(reasoning or {})}
+    if tool_calls:
+        message["tool_calls"] = tool_calls
+    return {
+        "id": "chatcmpl-123",
+        "object": "chat.completion",
+        "created": 1_700_000_000,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{"index": 0, "message": message, "logprobs": None, "finish_reason": finish}],
+        "usage": usage or {"prompt_tokens": 19, "completion_tokens": 10, "total_tokens": 29},
+    }
+
+
+def openai_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
+    """One entry of a reply's ``tool_calls``: arguments are a JSON string."""
+    return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
+
+
+def anthropic_message(content: list[dict[str, Any]], *, stop_reason: str = "end_turn",
+                      usage: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A Messages API reply as Anthropic documents it."""
+    return {
+        "id": "msg_01XFDUDYJgAACzvnptvVoYEL",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-5",
+        "content": content,
+        "stop_reason": stop_reason,
+        "stop_sequence": None,
+        "usage": usage or {"input_tokens": 12, "output_tokens": 6},
+    }
+
+
+def anthropic_error(kind: str, message: str) -> dict[str, Any]:
+    """Anthropic's error body."""
+    return {"type": "error", "error": {"type": kind, "message": message}}

@@ -1,0 +1,207 @@
+"""A scriptable HTTP server on loopback for the provider-client tests.
+
+``ScriptedServer`` runs the standard library's ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a
+thread. It records every request (method, path, headers, JSON body) and answers from a queue of
+scripted ``Reply`` objects: a status, headers and a whole body, or SSE bytes sent as HTTP chunks
+with a flush after each (so the client sees them split exactly there), optionally stopping without
+the final chunk (a connection closed mid-stream) or waiting on a ``threading.Event`` first (a slow
+server) or part-way (a stalled stream).
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import deque
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from types import TracebackType
+from typing import Any
+
+BLOCK_LIMIT_S = 10.0  # a blocked reply never waits longer than this, whatever the test does
+
+
+@dataclass
+class Recorded:
+    """One request as the server received it; ``headers`` keys are lower-case."""
+
+    method: str
+    path: str
+    headers: dict[str, str]
+    raw: bytes
+    body: Any = None
+
+
+@dataclass
+class Reply:
+    """One scripted answer: ``body`` with a Content-Length, or ``chunks`` sent chunked.
+
+    ``finish=False`` closes the connection without the final zero-length chunk. ``wait`` makes the
+    handler wait for the event before answering; with ``wait_after`` it waits after sending that
+    many chunks instead.
+    """
+
+    status: int = 200
+    headers: dict[str, str] = field(default_factory=dict)
+    body: bytes | None = None
+    chunks: list[bytes] | None = None
+    finish: bool = True
+    wait: threading.Event | None = None
+    wait_after: int | None = None
+
+
+def sse_bytes(events: Iterable[Any], *, named: bool = False, done: bool = False) -> bytes:
+    """Encode events as an SSE body: ``data: <json>`` (strings are sent as they are).
+
+    ``named`` adds an ``event:`` line from each event's ``type`` (Anthropic's style); ``done`` ends
+    with ``data: [DONE]`` (OpenAI's).
+    """
+    out = []
+    for event in events:
+        data = event if isinstance(event, str) else json.dumps(event, ensure_ascii=False)
+        name = f"event: {event['type']}\n" if named and isinstance(event, Mapping) else ""
+        out.append(f"{name}data: {data}\n\n")
+    if done:
+        out.append("data: [DONE]\n\n")
+    return "".join(out).encode("utf-8")
+
+
+def split_every(data: bytes, size: int) -> list[bytes]:
+    """Split ``data`` into pieces of ``size`` bytes (the last may be shorter)."""
+    return [data[i:i + size] for i in range(0, len(data), size)]
+
+
+class _Handler(BaseHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+    server: _Server
+
+    def log_message(self, format: str, *args: Any) -> None:
+        """Stay quiet: test output is for the tests."""
+
+    def do_POST(self) -> None:
+        raw = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError:
+            body = None
+        headers = {k.lower(): v for k, v in self.headers.items()}
+        reply = self.server.owner._record(Recorded("POST", self.path, headers, raw, body))
+        try:
+            self._answer(reply)
+        except OSError:  # the client went away (abort, timeout): nothing left to say
+            self.close_connection = True
+
+    do_GET = do_POST
+
+    def _answer(self, reply: Reply) -> None:
+        if reply.wait is not None and reply.wait_after is None:
+            reply.wait.wait(BLOCK_LIMIT_S)
+        self.send_response(reply.status)
+        for name, value in reply.headers.items():
+            self.send_header(name, value)
+        if reply.chunks is None:
+            body = reply.body or b""
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            self.wfile.flush()
+            return
+        self.send_header("Transfer-Encoding", "chunked")
+        self.end_headers()
+        self.wfile.flush()
+        for number, chunk in enumerate(reply.chunks):
+            if reply.wait is not None and reply.wait_after == number:
+                reply.wait.wait(BLOCK_LIMIT_S)
+            self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
+            self.wfile.flush()
+        if reply.finish:
+            self.wfile.write(b"0\r\n\r\n")
+            self.wfile.flush()
+        else:
+            self.close_connection = True
+
+
+class _Server(ThreadingHTTPServer):
+    daemon_threads = True
+    owner: ScriptedServer
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """Stay quiet about clients that hang up."""
+
+
+class ScriptedServer:
+    """A loopback HTTP server answering from a queue of ``Reply`` objects; a context manager.
+
+    ``requests`` lists what was received, in order; ``wait_for_requests(n)`` blocks until ``n``
+    requests arrived. Leaving the context releases every blocked reply and stops the server.
+    """
+
+    def __init__(self) -> None:
+        self._replies: deque[Reply] = deque()
+        self._cond = threading.Condition()
+        self.requests: list[Recorded] = []
+        self._waits: list[threading.Event] = []
+        self._httpd = _Server(("127.0.0.1", 0), _Handler)
+        self._httpd.owner = self
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
+                                        daemon=True)
+
+    @property
+    def url(self) -> str:
+        """``http://127.0.0.1:<port>``."""
+        host, port = self._httpd.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def __enter__(self) -> ScriptedServer:
+        self._thread.start()
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        with self._cond:
+            events = list(self._waits)
+        for event in events:
+            event.set()
+        self._httpd.shutdown()
+        self._httpd.server_close()
+
+    def add(self, reply: Reply) -> Reply:
+        """Queue ``reply`` for the next request that has none yet."""
+        with self._cond:
+            self._replies.append(reply)
+            if reply.wait is not None:
+                self._waits.append(reply.wait)
+        return reply
+
+    def json(self, body: Any, status: int = 200, headers: Mapping[str, str] | None = None,
+             wait: threading.Event | None = None) -> Reply:
+        """Queue a JSON reply (sent once ``wait`` is set, when given)."""
+        return self.add(Reply(status, {"Content-Type": "application/json", **(headers or {})},
+                              json.dumps(body).encode("utf-8"), wait=wait))
+
+    def text(self, body: str | bytes, status: int = 200, content_type: str = "application/json",
+             headers: Mapping[str, str] | None = None) -> Reply:
+        """Queue a reply with a raw body (for malformed JSON and non-JSON errors)."""
+        data = body.encode("utf-8") if isinstance(body, str) else body
+        return self.add(Reply(status, {"Content-Type": content_type, **(headers or {})}, data))
+
+    def sse(self, chunks: list[bytes], *, status: int = 200, finish: bool = True,
+            wait: threading.Event | None = None, wait_after: int | None = None) -> Reply:
+        """Queue an event stream sent as the given byte pieces, one flush each."""
+        return self.add(Reply(status, {"Content-Type": "text/event-stream"}, chunks=chunks,
+                              finish=finish, wait=wait, wait_after=wait_after))
+
+    def _record(self, request: Recorded) -> Reply:
+        with self._cond:
+            self.requests.append(request)
+            self._cond.notify_all()
+            if self._replies:
+                return self._replies.popleft()
+        error = {"error": {"message": "the test scripted no reply for this request"}}
+        return Reply(400, {"Content-Type": "application/json"}, json.dumps(error).encode())
+
+    def wait_for_requests(self, count: int, timeout: float = BLOCK_LIMIT_S) -> bool:
+        """Block until ``count`` requests arrived (or ``timeout``); return whether they did."""
+        with self._cond:
+            return self._cond.wait_for(lambda: len(self.requests) >= count, timeout)

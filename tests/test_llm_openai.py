@@ -1,0 +1,427 @@
+"""OpenAIChatClient against a local HTTP server: requests sent, replies read, streams, failures."""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from llm_helpers import (
+    FAST,
+    KEY,
+    Collector,
+    assert_no_key,
+    history_request,
+    leak_texts,
+    openai_completion,
+    openai_tool_call,
+    simple_request,
+)
+from llm_server import ScriptedServer, split_every, sse_bytes
+
+from yiemagent.content import AgentToolCall, TextContent, ThinkingContent
+from yiemagent.llm import (
+    LlmAbortedError,
+    LlmError,
+    LlmStreamError,
+    LlmTimeoutError,
+    OpenAIChatClient,
+)
+from yiemagent.messages import LlmUsage
+from yiemagent.tool_types import AbortSignal
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as srv:
+        yield srv
+
+
+def client_for(server: ScriptedServer, **options: Any) -> OpenAIChatClient:
+    settings = {**FAST, "api_key": KEY, **options}
+    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **settings)
+
+
+def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
+            "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": delta,
+                                                  "finish_reason": finish}], **extra}
+
+
+# --- plain replies and the request sent -----------------------------------------------------------
+
+def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer) -> None:
+    server.json(openai_completion("Hi there!"))
+    request = simple_request("Hello")
+    reply = client_for(server, extra_body={"temperature": 0.2})(request)
+
+    assert reply.content == [TextContent("Hi there!")]
+    assert (reply.api, reply.provider, reply.model) == ("openai-completions", "openai",
+                                                        "gpt-4o-mini")
+    assert reply.stop_reason == "stop"
+    assert reply.usage == LlmUsage(input=19, output=10, total_tokens=29)
+    assert reply.error_message is None
+
+    [sent] = server.requests
+    assert (sent.method, sent.path) == ("POST", "/v1/chat/completions")
+    assert sent.headers["authorization"] == f"Bearer {KEY}"
+    assert sent.headers["content-type"] == "application/json"
+    assert sent.body == {
+        "model": "gpt-4o-mini",
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "You are terse."}]},
+            {"role": "user", "content": [{"type": "text", "text": "Hello"}]},
+        ],
+        "tools": [{"type": "function", "function": {
+            "name": "getWeather", "description": "Current weather for a city",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                           "required": ["city"]}}}],
+        "stream": False,
+        "temperature": 0.2,
+    }
+
+
+def test_the_request_is_never_changed(server: ScriptedServer) -> None:
+    server.json(openai_completion())
+    server.json(openai_completion())
+    request = history_request()
+    before = copy.deepcopy(dict(request))
+    messages, first = request["messages"], request["messages"][0]
+    client = client_for(server, stream=False, extra_body={"max_tokens": 5})
+    client(request)
+    client(request)
+    assert dict(request) == before
+    assert request["messages"] is messages and request["messages"][0] is first
+    assert set(request) == {"messages", "tools"}
+    assert server.requests[0].body["messages"] == before["messages"]
+    assert server.requests[0].body == server.requests[1].body
+
+
+def test_history_with_tool_calls_and_results_is_sent_as_formatted(server: ScriptedServer) -> None:
+    server.json(openai_completion("Tomorrow: rain."))
+    request = history_request()
+    client_for(server)(request)
+    sent = server.requests[0].body["messages"]
+    assert sent == json.loads(json.dumps(request["messages"]))
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool", "user"]
+    assert sent[2]["tool_calls"][1]["function"] == {"name": "getWeather",
+                                                    "arguments": '{"city": "Rome"}'}
+
+
+def test_no_key_sends_no_authorization_header(server: ScriptedServer,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    server.json(openai_completion())
+    OpenAIChatClient("qwen2.5", f"{server.url}/v1", **FAST)(simple_request())
+    assert "authorization" not in server.requests[0].headers
+
+
+def test_key_and_base_url_come_from_the_environment(server: ScriptedServer,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)
+    monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1/")
+    server.json(openai_completion())
+    client = OpenAIChatClient("gpt-4o-mini", **FAST)
+    client(simple_request())
+    assert client.base_url == f"{server.url}/v1"
+    assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
+    assert_no_key([repr(client), str(client)])
+    assert "api_key='***'" in repr(client)
+
+
+def test_the_client_is_a_runtime_llm_call() -> None:
+    params = inspect.signature(OpenAIChatClient("m", "http://127.0.0.1:9")).parameters
+    assert params["on_update"].kind is inspect.Parameter.KEYWORD_ONLY
+    assert params["signal"].kind is inspect.Parameter.KEYWORD_ONLY
+
+
+def test_extra_body_cannot_replace_messages_or_stream() -> None:
+    with pytest.raises(ValueError, match="stream"):
+        OpenAIChatClient("m", "http://127.0.0.1:9", extra_body={"stream": True})
+
+
+def test_a_request_without_messages_is_refused(server: ScriptedServer) -> None:
+    with pytest.raises(ValueError, match="'messages'"):
+        client_for(server)({"prompt": "hi"})
+    assert server.requests == []
+
+
+# --- tool calls, reasoning, usage, finish reasons ---------------------------------------------------
+
+def test_several_tool_calls_in_one_reply(server: ScriptedServer) -> None:
+    server.json(openai_completion(None, finish="tool_calls", tool_calls=[
+        openai_tool_call("call_a", "getWeather", '{"city": "Paris"}'),
+        openai_tool_call("call_b", "getWeather", '{"city": "Rome"}'),
+        openai_tool_call("call_c", "getWeather", '{"city": "Oslo'),
+        openai_tool_call("call_d", "getTime", ""),
+    ]))
+    reply = client_for(server)(simple_request())
+    assert reply.content == [
+        AgentToolCall("call_a", "getWeather", {"city": "Paris"}),
+        AgentToolCall("call_b", "getWeather", {"city": "Rome"}),
+        AgentToolCall("call_c", "getWeather", '{"city": "Oslo'),  # not JSON: kept for the model
+        AgentToolCall("call_d", "getTime", {}),
+    ]
+    assert reply.stop_reason == "toolUse"
+
+
+@pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
+def test_reasoning_becomes_thinking_content(server: ScriptedServer, field: str) -> None:
+    server.json(openai_completion("42.", reasoning={field: "Six times seven."}))
+    reply = client_for(server)(simple_request())
+    assert reply.content == [ThinkingContent("Six times seven."), TextContent("42.")]
+
+
+def test_usage_with_cached_prompt_tokens(server: ScriptedServer) -> None:
+    server.json(openai_completion(usage={
+        "prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230,
+        "prompt_tokens_details": {"cached_tokens": 1024},
+        "completion_tokens_details": {"reasoning_tokens": 12}}))
+    reply = client_for(server)(simple_request())
+    assert reply.usage == LlmUsage(input=176, output=30, cache_read=1024, total_tokens=1230)
+
+
+@pytest.mark.parametrize(("finish", "calls", "expected"), [
+    ("stop", False, "stop"), ("length", False, "length"), ("tool_calls", True, "toolUse"),
+    ("function_call", True, "toolUse"), ("content_filter", False, "stop"),
+    (None, False, "stop"), ("stop", True, "toolUse"),
+])
+def test_finish_reason_mapping(server: ScriptedServer, finish: Any, calls: bool,
+                               expected: str) -> None:
+    tool_calls = [openai_tool_call("c1", "getWeather", "{}")] if calls else None
+    body = openai_completion("x", tool_calls=tool_calls)
+    body["choices"][0]["finish_reason"] = finish
+    server.json(body)
+    assert client_for(server)(simple_request()).stop_reason == expected
+
+
+def test_legacy_function_call_is_read(server: ScriptedServer) -> None:
+    body = openai_completion(None, finish="function_call")
+    body["choices"][0]["message"]["function_call"] = {"name": "getWeather",
+                                                       "arguments": '{"city": "Oslo"}'}
+    server.json(body)
+    [call] = client_for(server)(simple_request()).content
+    assert isinstance(call, AgentToolCall)
+    assert (call.name, call.arguments) == ("getWeather", {"city": "Oslo"})
+    assert call.id.startswith("call_")
+
+
+def test_an_error_object_with_status_200_is_an_error(server: ScriptedServer) -> None:
+    server.json({"error": {"message": "Upstream provider failed", "code": 502}})
+    with pytest.raises(LlmError, match="Upstream provider failed") as info:
+        client_for(server)(simple_request())
+    assert info.value.status == 502
+
+
+def test_a_reply_without_choices_is_an_error(server: ScriptedServer) -> None:
+    server.json({"id": "x", "choices": []})
+    with pytest.raises(LlmError, match="no choices"):
+        client_for(server)(simple_request())
+
+
+# --- streaming --------------------------------------------------------------------------------------
+
+STREAM_CHUNKS = [
+    chunk({"role": "assistant", "content": ""}),
+    chunk({"reasoning_content": "Think "}),
+    chunk({"reasoning_content": "é日🎉."}),
+    chunk({"content": "Héllo, "}),
+    chunk({"content": "wörld 日本!"}),
+    chunk({"tool_calls": [{"index": 0, "id": "call_x", "type": "function",
+                           "function": {"name": "getWeather", "arguments": ""}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]}),
+    chunk({"tool_calls": [{"index": 1, "id": "call_y", "type": "function",
+                           "function": {"name": "getWeather", "arguments": '{"city": '}}]}),
+    chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Zürich"}'}}]}),
+    chunk({"tool_calls": [{"index": 1, "function": {"arguments": '"Rome"}'}}]}),
+    chunk({}, "tool_calls"),
+    {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
+     "choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70}},
+]
+
+
+@pytest.mark.parametrize("size", [1, 2, 7, 64, 100_000])
+def test_stream_split_at_awkward_byte_boundaries(server: ScriptedServer, size: int) -> None:
+    server.sse(split_every(sse_bytes(STREAM_CHUNKS, done=True), size))
+    events = Collector()
+    reply = client_for(server, stream=True)(simple_request(), on_update=events)
+
+    assert reply.content == [
+        ThinkingContent("Think é日🎉."),
+        TextContent("Héllo, wörld 日本!"),
+        AgentToolCall("call_x", "getWeather", {"city": "Zürich"}),
+        AgentToolCall("call_y", "getWeather", {"city": "Rome"}),
+    ]
+    assert reply.stop_reason == "toolUse"
+    assert reply.usage == LlmUsage(input=50, output=20, total_tokens=70)
+    assert events.text("thinking") == "Think é日🎉."
+    assert events.text("text") == "Héllo, wörld 日本!"
+    assert [e.content_index for e in events.events if e.kind == "text"] == [1, 1]
+    calls = [e for e in events.events if e.kind == "tool_call"]
+    assert "".join(e.delta for e in calls if e.content_index == 2) == '{"city": "Zürich"}'
+    assert {(e.content_index, e.tool_call_id, e.tool_name) for e in calls} == {
+        (2, "call_x", "getWeather"), (3, "call_y", "getWeather")}
+
+    sent = server.requests[0]
+    assert sent.body["stream"] is True
+    assert sent.body["stream_options"] == {"include_usage": True}
+    assert sent.headers["accept"] == "text/event-stream"
+
+
+def test_stream_with_comments_blank_lines_and_crlf(server: ScriptedServer) -> None:
+    body = (b": OPENROUTER PROCESSING\r\n\r\n\r\n"
+            + sse_bytes([chunk({"content": "A"})]).replace(b"\n", b"\r\n")
+            + b": keep-alive\n\n"
+            + sse_bytes([chunk({"content": "B"}, "stop")], done=True))
+    server.sse(split_every(body, 3))
+    reply = client_for(server, stream=True)(simple_request())
+    assert reply.content == [TextContent("AB")]
+    assert reply.stop_reason == "stop"
+    assert reply.usage is None
+
+
+def test_stream_answered_as_whole_json_is_read(server: ScriptedServer) -> None:
+    server.json(openai_completion("not streamed"))
+    reply = client_for(server, stream=True)(simple_request(), on_update=Collector())
+    assert reply.content == [TextContent("not streamed")]
+
+
+def test_events_reach_on_update_on_the_calling_thread(server: ScriptedServer) -> None:
+    server.sse(split_every(sse_bytes(STREAM_CHUNKS, done=True), 5))
+    threads: set[int] = set()
+    client_for(server, stream=True)(simple_request(),
+                                    on_update=lambda _e: threads.add(threading.get_ident()))
+    assert threads == {threading.get_ident()}
+
+
+# --- failures -------------------------------------------------------------------------------------
+
+def test_401_carries_the_provider_text_and_status_and_never_the_key(
+        server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    server.json({"error": {"message": f"Incorrect API key provided: {KEY}.",
+                           "type": "invalid_request_error", "param": None,
+                           "code": "invalid_api_key"}}, status=401)
+    client = client_for(server)
+    events = Collector()
+    with pytest.raises(LlmError) as info:
+        client(simple_request(), on_update=events)
+    error = info.value
+    assert error.status == 401
+    assert "HTTP 401" in str(error)
+    assert "Incorrect API key provided" in str(error)
+    assert error.provider_message is not None
+    assert error.provider_message.startswith("Incorrect API key provided")
+    assert len(server.requests) == 1  # 4xx: not retried
+    assert_no_key(leak_texts(error, caplog.records, events.events, client))
+
+
+def test_malformed_json_body_fails_with_a_clear_error(server: ScriptedServer) -> None:
+    server.text('{"choices": [{"message": ')
+    with pytest.raises(LlmError, match="not valid JSON") as info:
+        client_for(server)(simple_request())
+    assert info.value.status == 200
+    assert len(server.requests) == 1
+
+
+def test_connection_closed_mid_stream(server: ScriptedServer,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    data = sse_bytes(STREAM_CHUNKS[:5])
+    server.sse(split_every(data, 11), finish=False)
+    events = Collector()
+    client = client_for(server, stream=True)
+    with pytest.raises(LlmStreamError, match="stream broke off") as info:
+        client(simple_request(), on_update=events)
+    assert events.text() == "Héllo, wörld 日本!"  # what arrived was reported
+    assert "not retried" in str(info.value)
+    assert len(server.requests) == 1
+    assert_no_key(leak_texts(info.value, caplog.records, events.events, client))
+
+
+def test_stream_ending_without_done_is_an_error(server: ScriptedServer) -> None:
+    server.sse([sse_bytes(STREAM_CHUNKS[:4])])
+    with pytest.raises(LlmStreamError, match=r"broke off.*\[DONE\]"):
+        client_for(server, stream=True, max_retries=0)(simple_request())
+
+
+def test_stream_broken_before_any_delta_is_retried(server: ScriptedServer) -> None:
+    server.sse([sse_bytes(STREAM_CHUNKS[:1])], finish=False)
+    server.sse([sse_bytes(STREAM_CHUNKS, done=True)])
+    reply = client_for(server, stream=True)(simple_request())
+    assert len(reply.content) == 4
+    assert len(server.requests) == 2
+
+
+def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    release = threading.Event()
+    try:
+        server.json(openai_completion("too late"), wait=release)
+        client = client_for(server, timeout=0.3, max_retries=0)
+        with pytest.raises(LlmTimeoutError, match="timed out") as info:
+            client(simple_request())
+    finally:
+        release.set()
+    assert_no_key(leak_texts(info.value, caplog.records, client=client))
+
+
+def test_a_timeout_is_retried(server: ScriptedServer) -> None:
+    release = threading.Event()
+    try:
+        server.json(openai_completion("too late"), wait=release)
+        server.json(openai_completion("second try"))
+        reply = client_for(server, timeout=0.3, max_retries=1)(simple_request())
+    finally:
+        release.set()
+    assert reply.content == [TextContent("second try")]
+
+
+def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
+    release = threading.Event()
+    server.json(openai_completion("too late"), wait=release)
+    signal = AbortSignal()
+
+    def abort_when_received() -> None:
+        server.wait_for_requests(1)
+        signal.abort()
+
+    helper = threading.Thread(target=abort_when_received)
+    helper.start()
+    try:
+        with pytest.raises(LlmAbortedError, match="aborted"):
+            client_for(server, timeout=30)(simple_request(), signal=signal)
+    finally:
+        release.set()
+        helper.join()
+
+
+def test_abort_mid_stream_stops_events(server: ScriptedServer) -> None:
+    release = threading.Event()
+    first, rest = sse_bytes(STREAM_CHUNKS[:3]), sse_bytes(STREAM_CHUNKS[3:], done=True)
+    server.sse([first, rest], wait=release, wait_after=1)  # stalls after the first deltas
+    signal = AbortSignal()
+    events = Collector()
+
+    def on_update(event: Any) -> None:
+        events(event)
+        signal.abort()
+
+    try:
+        with pytest.raises(LlmAbortedError):
+            client_for(server, stream=True, timeout=30)(simple_request(), on_update=on_update,
+                                                        signal=signal)
+    finally:
+        release.set()
+    assert len(events.events) == 1
+
+
+def test_an_aborted_signal_sends_nothing(server: ScriptedServer) -> None:
+    with pytest.raises(LlmAbortedError):
+        client_for(server)(simple_request(), signal=AbortSignal(aborted=True))
+    assert server.requests == []

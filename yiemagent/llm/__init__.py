@@ -1,0 +1,28 @@
+"""Provider clients usable as an agent's ``llm_call``: OpenAI-compatible and Anthropic, over HTTP.
+
+``OpenAIChatClient`` talks to OpenAI and the servers that copy its chat-completions API (Ollama,
+vLLM, llama.cpp's server, LM Studio, OpenRouter); ``AnthropicMessagesClient`` to Anthropic's
+Messages API; ``create_llm_call("openai:gpt-4o-mini")`` builds either from one string. Both retry
+transient failures, stream when asked, stop promptly on abort, and never reveal the api key.
+"""
+
+from yiemagent.llm.base import LlmClient
+from yiemagent.llm.errors import LlmAbortedError, LlmError, LlmStreamError, LlmTimeoutError
+from yiemagent.llm.openai import OpenAIChatClient
+from yiemagent.llm.openai_parse import OPENAI_API
+from yiemagent.llm.retry import RetryPolicy
+from yiemagent.llm.sse import SSEEvent, SSEParser, iter_sse
+
+__all__ = [
+    "OPENAI_API",
+    "LlmAbortedError",
+    "LlmClient",
+    "LlmError",
+    "LlmStreamError",
+    "LlmTimeoutError",
+    "OpenAIChatClient",
+    "RetryPolicy",
+    "SSEEvent",
+    "SSEParser",
+    "iter_sse",
+]

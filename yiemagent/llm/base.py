@@ -1,0 +1,134 @@
+"""What every provider client shares: settings, the api key kept secret, and the ``llm_call`` front.
+
+A client is a callable with the runtime's ``llm_call`` protocol::
+
+    client(request, *, on_update=None, signal=None) -> AssistantMessage
+
+It builds the provider's request body from the formatted request, posts it through an
+``HttpTransport`` (one ``requests.Session`` per client, retries, abort) and reads the reply.
+"""
+
+from __future__ import annotations
+
+import abc
+import os
+from collections.abc import Mapping
+from types import TracebackType
+from typing import Any, ClassVar
+
+import requests
+
+from yiemagent.llm.redact import Secret
+from yiemagent.llm.retry import RetryPolicy
+from yiemagent.llm.transport import Emit, HttpTransport
+from yiemagent.messages import AssistantMessage
+from yiemagent.tool_types import AbortSignal
+
+__all__ = ["LlmClient"]
+
+_FROM_ENV: Any = object()  # "read the key from the class's environment variable"
+
+_LABELS = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama",
+           "openrouter": "OpenRouter"}
+
+
+class LlmClient(abc.ABC):
+    """Base of the provider clients: one model, one endpoint, one session.
+
+    The api key comes from ``api_key`` or the environment variable ``api_key_env``; the base URL
+    from ``base_url``, the class's base-URL variable, or the provider default. The key is held as
+    a ``Secret``: it is sent in a header and never appears in ``repr``, errors, logs or events.
+    """
+
+    api: ClassVar[str] = ""
+    default_base_url: ClassVar[str] = ""
+    default_api_key_env: ClassVar[str] = ""
+    base_url_env: ClassVar[str] = ""
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        api_key_env: str | None = _FROM_ENV,
+        provider: str,
+        timeout: float = 600.0,
+        stream: bool = False,
+        max_retries: int = 2,
+        max_retry_delay_ms: float = 60_000,
+        retry_base_delay_s: float = 0.5,
+        retry_max_backoff_s: float = 8.0,
+        extra_body: Mapping[str, Any] | None = None,
+    ) -> None:
+        if not isinstance(model, str) or not model:
+            raise ValueError(f"model must be a non-empty string, got {model!r}")
+        if not timeout > 0:
+            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        env = self.default_api_key_env if api_key_env is _FROM_ENV else api_key_env
+        self.model = model
+        self.provider = provider
+        self.stream = bool(stream)
+        self.base_url = (base_url or os.environ.get(self.base_url_env or "", "")
+                         or self.default_base_url).rstrip("/")
+        self.extra_body: dict[str, Any] = dict(extra_body or {})
+        self._api_key = Secret(api_key or (os.environ.get(env) if env else None))
+        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_backoff_s,
+                                 max_retry_delay_ms)
+        self.label = _LABELS.get(provider, provider)
+        self._transport = HttpTransport(self.label, timeout=timeout, retry=self.retry,
+                                        secret=self._api_key)
+
+    @property
+    def timeout(self) -> float:
+        """Seconds to wait for a connection, and for each next piece of a reply."""
+        return self._transport.timeout
+
+    @property
+    def has_api_key(self) -> bool:
+        """Whether a key is set (the key itself is never exposed)."""
+        return bool(self._api_key)
+
+    @property
+    @abc.abstractmethod
+    def endpoint(self) -> str:
+        """The URL requests are posted to."""
+
+    @abc.abstractmethod
+    def build_body(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Return the provider's JSON body for a formatted request; never changes ``request``."""
+
+    @abc.abstractmethod
+    def headers(self) -> dict[str, str]:
+        """Return the request headers, the api key included (never log them)."""
+
+    @abc.abstractmethod
+    def read_reply(self, response: requests.Response, emit: Emit) -> AssistantMessage:
+        """Read a successful reply (whole or streamed, reporting deltas to ``emit``)."""
+
+    def __call__(self, request: Mapping[str, Any], *, on_update: Emit | None = None,
+                 signal: AbortSignal | None = None) -> AssistantMessage:
+        """Send one turn and return the model's reply; the runtime's ``llm_call``.
+
+        Streamed deltas go to ``on_update`` on the calling thread while they arrive. Raises
+        ``LlmError`` when the provider fails after retries (``LlmAbortedError`` when ``signal``
+        fires); the error text carries the provider's message and the HTTP status, never the key.
+        """
+        body = self.build_body(request)
+        return self._transport.post(self.endpoint, self.headers(), body, self.read_reply,
+                                    on_update=on_update, signal=signal)
+
+    def close(self) -> None:
+        """Close the client's session (its pooled connections)."""
+        self._transport.close()
+
+    def __enter__(self) -> LlmClient:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
+                f"provider={self.provider!r}, stream={self.stream!r}, api_key={self._api_key!r})")

@@ -1,0 +1,125 @@
+"""``OpenAIChatClient``: the chat-completions API of OpenAI and of the servers that copy it.
+
+Ollama, vLLM, llama.cpp's server, LM Studio and OpenRouter all speak it; point ``base_url`` at
+them. The client sends the formatted request's ``messages`` and ``tools`` as they are (the
+default ``format_msg_for_llm`` already produces OpenAI's shapes) plus ``model``, ``stream`` and
+``extra_body``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import requests
+
+from yiemagent.llm.base import _FROM_ENV, LlmClient
+from yiemagent.llm.errors import LlmStreamError
+from yiemagent.llm.openai_parse import OPENAI_API, OpenAIStreamAssembler, parse_chat_completion
+from yiemagent.llm.transport import Emit, iter_response_sse, read_json_body
+from yiemagent.messages import AssistantMessage
+
+__all__ = ["OpenAIChatClient"]
+
+_RESERVED = ("messages", "stream")
+
+
+class OpenAIChatClient(LlmClient):
+    """A callable ``llm_call`` for ``{base_url}/chat/completions`` (OpenAI-compatible servers).
+
+    ``api_key`` defaults to ``$OPENAI_API_KEY`` (pass ``api_key_env=None`` to never read it, e.g.
+    for a local server), ``base_url`` to ``$OPENAI_BASE_URL`` or ``https://api.openai.com/v1``.
+    ``stream=True`` streams the reply (with ``stream_options.include_usage``) and reports text,
+    reasoning and tool-call deltas to ``on_update``. ``extra_body`` is merged into every request
+    body (``temperature``, ``max_tokens``, ``reasoning_effort``, ...). The request passed in is
+    never changed: its dicts are cached and reused by the caller.
+    """
+
+    api = OPENAI_API
+    default_base_url = "https://api.openai.com/v1"
+    default_api_key_env = "OPENAI_API_KEY"
+    base_url_env = "OPENAI_BASE_URL"
+
+    def __init__(
+        self,
+        model: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 600.0,
+        stream: bool = False,
+        max_retries: int = 2,
+        max_retry_delay_ms: float = 60_000,
+        retry_base_delay_s: float = 0.5,
+        retry_max_backoff_s: float = 8.0,
+        extra_body: Mapping[str, Any] | None = None,
+        provider: str = "openai",
+        api_key_env: str | None = _FROM_ENV,
+    ) -> None:
+        reserved = [k for k in _RESERVED if k in (extra_body or {})]
+        if reserved:
+            raise ValueError(f"extra_body must not set {', '.join(reserved)}: the client sends "
+                             "the request's messages and uses its own stream argument")
+        super().__init__(
+            model, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
+            provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
+            max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
+            retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
+        )
+
+    @property
+    def endpoint(self) -> str:
+        """``{base_url}/chat/completions``."""
+        return f"{self.base_url}/chat/completions"
+
+    def headers(self) -> dict[str, str]:
+        """JSON content type, SSE accept when streaming, and ``Authorization: Bearer`` with a key."""
+        headers = {
+            "Content-Type": "application/json",
+            "Accept": "text/event-stream" if self.stream else "application/json",
+        }
+        key = self._api_key.reveal()
+        if key:
+            headers["Authorization"] = f"Bearer {key}"
+        return headers
+
+    def build_body(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """Return ``{"model", **request, "stream", ...extra_body}``; a new top-level dict, so the
+        request and its cached message dicts are never changed. An empty ``tools`` is left out."""
+        if not isinstance(request, Mapping) or not isinstance(request.get("messages"), list):
+            raise ValueError("the OpenAI client needs a request dict with a 'messages' list "
+                             "(what format_msg_for_llm returns)")
+        body: dict[str, Any] = {"model": self.model, **request}
+        if not body.get("tools"):
+            body.pop("tools", None)
+        body["stream"] = self.stream
+        if self.stream:
+            body["stream_options"] = {"include_usage": True}
+        body.update(self.extra_body)
+        return body
+
+    def read_reply(self, response: requests.Response, emit: Emit) -> AssistantMessage:
+        """Parse a whole reply, or assemble a streamed one until ``[DONE]``."""
+        whole = "json" in response.headers.get("Content-Type", "")
+        if not self.stream or whole:  # a server may ignore stream=true and answer whole
+            body = read_json_body(response, self.label)
+            return parse_chat_completion(body, label=self.label, provider=self.provider,
+                                         model=self.model)
+        return self._read_stream(response, emit)
+
+    def _read_stream(self, response: requests.Response, emit: Emit) -> AssistantMessage:
+        assembler = OpenAIStreamAssembler(emit, label=self.label, provider=self.provider,
+                                          model=self.model)
+        for event in iter_response_sse(response, self.label):
+            data = event.data.strip()
+            if data == "[DONE]":
+                return assembler.finish()
+            try:
+                chunk = json.loads(data)
+            except ValueError:
+                raise LlmStreamError(f"{self.label} stream sent a chunk that is not JSON: "
+                                     f"{data[:200]}") from None
+            assembler.add_chunk(chunk)
+        raise LlmStreamError(f"{self.label} stream broke off: the reply ended before [DONE]",
+                             retryable=True)

@@ -1,0 +1,265 @@
+"""The HTTP side of the provider clients: one session, retries, abort, and errors without secrets.
+
+Each attempt runs on a short-lived helper thread while the calling thread waits on a queue. The
+helper posts the request and reads the reply; streamed deltas travel back through the queue, so
+``on_update`` is always called on the caller's own thread. An abort puts a marker in the same
+queue: the caller returns at once and the helper, now abandoned, is left to finish on its own
+(the socket of a reply being read is shut down so its read returns at once; a request still
+waiting for the reply's headers ends when they come or the timeout passes; either way its results
+are dropped and it never calls ``on_update`` again).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import queue
+import socket
+import threading
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any
+
+import requests
+import urllib3.exceptions
+
+from yiemagent.events import MessageUpdateEvent
+from yiemagent.llm.errors import (
+    LlmAbortedError,
+    LlmError,
+    LlmStreamError,
+    LlmTimeoutError,
+    provider_error_text,
+)
+from yiemagent.llm.redact import Secret
+from yiemagent.llm.retry import RetryPolicy, call_with_retries, is_retryable_status, parse_retry_after
+from yiemagent.llm.sse import SSEEvent, SSEParser
+from yiemagent.messages import AssistantMessage
+from yiemagent.tool_types import AbortSignal
+
+__all__ = ["Emit", "HttpTransport", "Reader", "iter_response_sse", "read_json_body"]
+
+logger = logging.getLogger("yiemagent.llm")
+
+Emit = Callable[[MessageUpdateEvent], None]
+Reader = Callable[[requests.Response, Emit], AssistantMessage]
+
+_READ_SIZE = 64 * 1024
+_BROKEN = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
+
+
+def _byte_chunks(response: requests.Response) -> Iterator[bytes]:
+    read1 = getattr(response.raw, "read1", None)
+    if read1 is None:  # urllib3 1.x: iter_content yields chunked bodies as they arrive
+        yield from response.iter_content(chunk_size=None)
+        return
+    while True:
+        data = read1(_READ_SIZE)
+        if not data:
+            return
+        yield data
+
+
+def iter_response_sse(response: requests.Response, label: str) -> Iterator[SSEEvent]:
+    """Yield the server-sent events of a streamed reply while its bytes arrive.
+
+    A connection that breaks (reset, truncated chunked body, read timeout) raises a retryable
+    ``LlmStreamError`` saying the stream broke off; a clean end just ends the iteration, and the
+    caller decides whether the terminator was seen.
+    """
+    parser = SSEParser()
+    try:
+        for chunk in _byte_chunks(response):
+            yield from parser.feed(chunk)
+    except _BROKEN as exc:
+        raise LlmStreamError(
+            f"{label} stream broke off: the connection failed mid-stream "
+            f"({type(exc).__name__})", retryable=True
+        ) from None
+    yield from parser.finish()
+
+
+def read_json_body(response: requests.Response, label: str) -> Any:
+    """Return the decoded JSON body of a successful reply; raise ``LlmError`` if it is not JSON."""
+    raw = response.content
+    try:
+        return json.loads(raw)
+    except ValueError as exc:
+        text, _ = provider_error_text(raw)
+        raise LlmError(
+            f"{label} reply (HTTP {response.status_code}) is not valid JSON ({exc}): {text}",
+            status=response.status_code,
+        ) from None
+
+
+def _http_error(response: requests.Response, label: str) -> LlmError:
+    status = response.status_code
+    try:
+        body = response.raw.read(_READ_SIZE, decode_content=True) or b""
+    except _BROKEN:
+        body = b""
+    message, kind = provider_error_text(body)
+    message = message or response.reason or "no error text"
+    where = f"HTTP {status}, {kind}" if kind else f"HTTP {status}"
+    return LlmError(
+        f"{label} API error ({where}): {message}",
+        status=status,
+        provider_message=message,
+        retryable=is_retryable_status(status),
+        retry_after_s=parse_retry_after(response.headers),
+    )
+
+
+def _shutdown_socket(response: requests.Response) -> None:
+    """Make a read blocked on ``response`` return now, without waiting for it (closing the
+    response from this thread would wait for the reader's lock). Best effort: never raises."""
+    sock = getattr(getattr(response.raw, "connection", None), "sock", None)
+    if isinstance(sock, socket.socket):
+        with contextlib.suppress(OSError):
+            sock.shutdown(socket.SHUT_RDWR)
+
+
+def _scrubbed(error: LlmError, secret: Secret) -> LlmError:
+    key = secret.reveal()
+    if key is None or key not in f"{error.message}\0{error.provider_message}":
+        return error
+    copy = type(error)(
+        secret.scrub(error.message),
+        status=error.status,
+        provider_message=None if error.provider_message is None
+        else secret.scrub(error.provider_message),
+        retryable=error.retryable,
+        retry_after_s=error.retry_after_s,
+    )
+    return copy
+
+
+class _Attempt:
+    """One HTTP request on a helper thread; results come back to the caller through a queue."""
+
+    def __init__(self, transport: HttpTransport, url: str, headers: Mapping[str, str],
+                 payload: bytes, read: Reader) -> None:
+        self._transport = transport
+        self._url = url
+        self._headers = dict(headers)
+        self._payload = payload
+        self._read = read
+        self._inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
+        self._lock = threading.Lock()
+        self._abandoned = False
+        self._response: requests.Response | None = None
+
+    def run(self, on_update: Emit | None, signal: AbortSignal | None) -> AssistantMessage:
+        """Start the helper and relay its events until it finishes, fails or ``signal`` fires."""
+        unregister = (signal.on_abort(lambda: self._inbox.put(("abort", None)))
+                      if signal is not None else None)
+        threading.Thread(target=self._work, name="yiemagent-llm-http", daemon=True).start()
+        emitted = False
+        try:
+            while True:
+                kind, value = self._inbox.get()
+                if signal is not None and signal.aborted:
+                    kind = "abort"  # nothing more reaches the caller once the signal fired
+                if kind == "event":
+                    emitted = True
+                    if on_update is not None:
+                        on_update(value)
+                elif kind == "done":
+                    return value  # type: ignore[no-any-return]
+                elif kind == "error":
+                    raise self._transport.as_llm_error(value, emitted) from None
+                else:
+                    raise LlmAbortedError(f"{self._transport.label} request aborted")
+        finally:
+            if unregister is not None:
+                unregister()
+            self._abandon()
+
+    def _abandon(self) -> None:
+        with self._lock:
+            self._abandoned = True
+            response = self._response
+        if response is not None:
+            _shutdown_socket(response)
+
+    def _emit(self, event: MessageUpdateEvent) -> None:
+        if not self._abandoned:
+            self._inbox.put(("event", event))
+
+    def _work(self) -> None:
+        try:
+            response = self._transport.session.post(
+                self._url, data=self._payload, headers=self._headers,
+                timeout=self._transport.timeout, stream=True,
+            )
+            with self._lock:
+                if self._abandoned:
+                    response.close()
+                    return
+                self._response = response
+            with response:
+                if response.status_code >= 400:
+                    raise _http_error(response, self._transport.label)
+                message = self._read(response, self._emit)
+            self._inbox.put(("done", message))
+        except BaseException as exc:  # handed to the caller's thread, which decides
+            self._inbox.put(("error", exc))
+
+
+class HttpTransport:
+    """Posts JSON to a provider with one ``requests.Session``, retrying as ``retry`` says.
+
+    ``timeout`` bounds the wait to connect and for each next piece of the reply. Errors are
+    ``LlmError`` subclasses whose text never holds the api key; nothing here logs headers.
+    """
+
+    def __init__(self, label: str, *, timeout: float, retry: RetryPolicy, secret: Secret) -> None:
+        self.label = label
+        self.timeout = timeout
+        self.retry = retry
+        self._secret = secret
+        self.session = requests.Session()
+
+    def post(self, url: str, headers: Mapping[str, str], body: Mapping[str, Any], read: Reader,
+             *, on_update: Emit | None = None, signal: AbortSignal | None = None) -> AssistantMessage:
+        """Send ``body`` to ``url`` and return what ``read`` makes of the reply, with retries.
+
+        ``read`` runs on the helper thread and reports deltas through its ``emit`` argument; they
+        reach ``on_update`` on this thread. Raises ``LlmError`` (``LlmAbortedError`` on abort).
+        """
+        if signal is not None and signal.aborted:
+            raise LlmAbortedError(f"{self.label} request aborted before it was sent")
+        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+
+        def attempt() -> AssistantMessage:
+            logger.debug("%s request: POST %s", self.label, url)
+            return _Attempt(self, url, headers, payload, read).run(on_update, signal)
+
+        return call_with_retries(attempt, self.retry, signal=signal, label=self.label,
+                                 logger=logger)
+
+    def as_llm_error(self, exc: BaseException, emitted: bool) -> BaseException:
+        """Return the ``LlmError`` for a failed attempt (other exceptions are returned as they are).
+
+        A retryable failure after deltas already went out is made final: retrying would repeat them.
+        """
+        error: BaseException
+        if isinstance(exc, LlmError):
+            error = exc
+        elif isinstance(exc, requests.Timeout):
+            error = LlmTimeoutError(
+                f"{self.label} request timed out: no reply within {self.timeout:g} s",
+                retryable=True)
+        elif isinstance(exc, (requests.RequestException, urllib3.exceptions.HTTPError)):
+            error = LlmError(f"{self.label} request failed: {self._secret.scrub(str(exc))}",
+                             retryable=True)
+        else:
+            return exc
+        assert isinstance(error, LlmError)
+        if emitted and error.retryable:
+            error = error.final("not retried: part of the reply was already streamed")
+        return _scrubbed(error, self._secret)
+
+    def close(self) -> None:
+        """Close the session and its pooled connections."""
+        self.session.close()
