@@ -100,7 +100,7 @@ class OpenMeteoServer:
         self.forecast_failure: tuple[int, str] | None = None
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
 
     @property
     def base_url(self) -> str:

@@ -1,0 +1,469 @@
+"""writeTool: let the model create a new tool at runtime (spec section 15, self-tooling).
+
+The model gives a name, label, description, JSON Schema and the Python code of the tool's body;
+writeTool checks everything, generates a tool file, loads that file in isolation, moves it into
+the store's folder atomically and registers the tool, so the model can call it on its next turn.
+Every refusal is an error result that says what is wrong and how to fix it; nothing is written
+outside the store's folder, and no temporary file is left behind.
+"""
+
+from __future__ import annotations
+
+import json
+import keyword
+import os
+import pprint
+import re
+import tempfile
+import textwrap
+from typing import Any
+
+import attrs
+
+from yiemagent.content import TextContent
+from yiemagent.tool_registry import (
+    LIST_TOOLS_NAME,
+    ToolLoadError,
+    ToolStore,
+    check_tool_file,
+    load_tool_file,
+)
+from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult, compile_schema_validator
+
+NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+RESERVED_NAMES = frozenset({LIST_TOOLS_NAME, "writeTool"})
+EXECUTE_PARAMS = "tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None, on_partial_result: Any"
+ARGS_PARAMS = "args: dict[str, Any]"
+CODE_FIELDS = {  # field -> (the function it is the body of, as shown to the model; its parameters)
+    "executeCode": ("execute_tool(tool_call_id, args, signal, on_partial_result)", EXECUTE_PARAMS),
+    "validateCode": ("validate_required_args(args)", ARGS_PARAMS),
+    "prepareCode": ("prepare_arguments(args)", ARGS_PARAMS),
+}
+
+
+class WriteToolRefused(ValueError):
+    """writeTool will not write this tool; the message says why and what to change."""
+
+
+@attrs.define(frozen=True)
+class ToolSpec:
+    """A checked request: everything needed to generate the tool file."""
+
+    name: str
+    label: str
+    description: str
+    input_schema: dict[str, Any]
+    execute_code: str
+    validate_code: str | None
+    prepare_code: str | None
+    parallel: bool
+    overwrite: bool
+
+
+# ---------------------------------------------------------------------------------------------
+# Checks
+# ---------------------------------------------------------------------------------------------
+
+
+def _text(args: dict[str, Any], field: str) -> str:
+    value = args.get(field)
+    if not isinstance(value, str) or not value.strip():
+        raise WriteToolRefused(f'"{field}" must be a non-empty string.')
+    return value.strip()
+
+
+def check_name(name: Any) -> str:
+    """Return ``name`` if it can name a tool file; raise ``WriteToolRefused`` saying why not.
+
+    A name is an ASCII identifier that starts with a letter, is not a Python keyword, is not
+    reserved and would not be skipped by the loader (no ``registry``). So ``../x``, ``a/b`` and
+    absolute paths are refused.
+    """
+    if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
+        raise WriteToolRefused(
+            f'"name" must be a Python identifier of ASCII letters, digits and underscores that '
+            f"starts with a letter, e.g. \"searchWine\"; got {name!r}. It becomes the file name "
+            "<name>.py, so paths are not allowed."
+        )
+    if keyword.iskeyword(name):
+        raise WriteToolRefused(f'"name" {name!r} is a Python keyword; choose another name.')
+    if name in RESERVED_NAMES:
+        raise WriteToolRefused(f'"name" {name!r} is reserved for a built-in tool; choose another name.')
+    if "registry" in name:
+        raise WriteToolRefused(
+            f'"name" {name!r} contains "registry"; the tool loader skips such files. Choose another name.'
+        )
+    return name
+
+
+def check_schema(schema: Any) -> dict[str, Any]:
+    """Return ``schema`` if it is a valid JSON Schema for an object of arguments; else refuse."""
+    if not isinstance(schema, dict):
+        raise WriteToolRefused('"inputSchema" must be a JSON object (a JSON Schema).')
+    try:
+        json.dumps(schema, allow_nan=False)
+    except (TypeError, ValueError):
+        raise WriteToolRefused('"inputSchema" must contain only JSON values.') from None
+    if schema.get("type") != "object":
+        raise WriteToolRefused(
+            '"inputSchema" must describe an object of arguments: set "type": "object" with '
+            '"properties" and "required".'
+        )
+    try:
+        compile_schema_validator("inputSchema", schema)
+    except ValueError as exc:
+        raise WriteToolRefused(f"{exc}. Fix the schema and call writeTool again.") from None
+    return schema
+
+
+def _body(code: str) -> str:
+    return textwrap.indent(textwrap.dedent(code).strip("\n"), "    ")
+
+
+def check_code(field: str, code: Any, required: bool) -> str | None:
+    """Return the code of a function body if it compiles; ``None`` if optional and absent.
+
+    ``field`` is ``executeCode``, ``validateCode`` or ``prepareCode``. The code is compiled as
+    the body of its function; when it does not compile it is refused with the line (counted
+    within ``field``) and the compiler's message.
+    """
+    if code is None or (isinstance(code, str) and not code.strip() and not required):
+        return None
+    if not isinstance(code, str) or not code.strip():
+        raise WriteToolRefused(f'"{field}" must be a non-empty string of Python code.')
+    function, params = CODE_FIELDS[field]
+    source = f"def _body({params}):\n{_body(code)}\n"
+    try:
+        compile(source, f"<{field}>", "exec", dont_inherit=True)
+    except SyntaxError as exc:
+        line = max((exc.lineno or 2) - 1, 1)
+        shown = f" ({exc.text.strip()})" if exc.text and exc.text.strip() else ""
+        raise WriteToolRefused(
+            f'"{field}" does not compile: line {line}: {exc.msg}{shown}. It must be the body of '
+            f"{function}, not wrapped in a function; fix it and call writeTool again."
+        ) from None
+    return code
+
+
+def _flag(args: dict[str, Any], field: str) -> bool:
+    value = args.get(field, False)
+    if not isinstance(value, bool):
+        raise WriteToolRefused(f'"{field}" must be true or false.')
+    return value
+
+
+def check_request(args: dict[str, Any]) -> ToolSpec:
+    """Check every field of a writeTool call and return the ``ToolSpec``; refuse on the first problem."""
+    return ToolSpec(
+        name=check_name(args.get("name")),
+        label=_text(args, "label"),
+        description=_text(args, "description"),
+        input_schema=check_schema(args.get("inputSchema")),
+        execute_code=check_code("executeCode", args.get("executeCode"), True) or "",
+        validate_code=check_code("validateCode", args.get("validateCode"), False),
+        prepare_code=check_code("prepareCode", args.get("prepareCode"), False),
+        parallel=_flag(args, "parallel"),
+        overwrite=_flag(args, "overwrite"),
+    )
+
+
+def target_path(store: ToolStore, name: str) -> str:
+    """Return ``<store folder>/<name>.py``, refusing anything that would land outside the folder."""
+    if not store.folder:
+        raise WriteToolRefused(
+            "This agent's tool store has no folder to write to; it must be loaded with "
+            "load_tools(store, folder) before writeTool can create tools."
+        )
+    folder = os.path.realpath(store.folder)
+    target = os.path.realpath(os.path.join(folder, f"{name}.py"))
+    if os.path.dirname(target) != folder:
+        raise WriteToolRefused(f'"name" {name!r} does not give a file inside the tool folder.')
+    return target
+
+
+def check_free(store: ToolStore, spec: ToolSpec, target: str) -> bool:
+    """Refuse a name that is taken (unless ``overwrite``); return whether something is replaced.
+
+    Taken means: a tool of that name in the store, a file of that name (in any letter case) in the
+    folder, or, even with ``overwrite``, a tool of that name defined by another file.
+    """
+    name = spec.name
+    existing = store.tools.get(name)
+    folder = os.path.dirname(target)
+    same_file = [f for f in os.listdir(folder) if f.lower() == f"{name}.py".lower()]
+    if any(f != f"{name}.py" for f in same_file):
+        raise WriteToolRefused(
+            f"The tool folder already has {same_file[0]}, whose name differs from {name!r} only in "
+            "letter case; choose another name."
+        )
+    if (existing is not None or same_file) and not spec.overwrite:
+        what = f"{existing.label} — {existing.description}" if existing else f"file {name}.py"
+        raise WriteToolRefused(
+            f'A tool named "{name}" already exists ({what}). Choose another name (call listTools to '
+            "see the names in use), or set overwrite to true to replace it."
+        )
+    source = store.source_of(name)
+    if source is not None and os.path.realpath(source) != target:
+        raise WriteToolRefused(
+            f'Tool "{name}" is defined by {os.path.basename(source)}, not {name}.py; writeTool cannot '
+            "replace it. Choose another name."
+        )
+    return existing is not None or bool(same_file)
+
+
+# ---------------------------------------------------------------------------------------------
+# The generated file
+# ---------------------------------------------------------------------------------------------
+
+_HEADER = '''\
+{doc}
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from yiemagent.content import ImageContent, TextContent
+from yiemagent.function_tool import to_tool_result
+from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
+from yiemagent.validation import validate_required_args as schema_problems
+
+NAME = {name!r}
+LABEL = {label!r}
+DESCRIPTION = {description!r}
+PARALLEL = {parallel!r}
+INPUT_SCHEMA: dict[str, Any] = {schema}
+'''
+
+_EXECUTE = '''
+
+def _execute_body({params}) -> Any:
+{body}
+
+
+def execute_tool({params}) -> AgentToolResult:
+    """Run the tool's code and turn what it returns into a result."""
+    value = _execute_body(tool_call_id, args, signal, on_partial_result)
+    if value is None:
+        raise ValueError(
+            f"the code of tool {{NAME!r}} returned nothing; it must end with "
+            "return <text, JSON-ready value or AgentToolResult>"
+        )
+    return to_tool_result(value, NAME)
+'''
+
+_VALIDATE = '''
+
+def _validate_body(args: dict[str, Any]) -> Any:
+{body}
+
+
+def validate_required_args(args: dict[str, Any]) -> str | None:
+    """Check the arguments against INPUT_SCHEMA, then run the tool's own checks."""
+    problems = schema_problems(args, INPUT_SCHEMA)
+    if problems:
+        return "; ".join(line.strip().lstrip("- ") for line in problems.splitlines())
+    problem = _validate_body(args)
+    return None if problem is None or problem is True or problem == "" else str(problem)
+'''
+
+_PREPARE = '''
+
+def _prepare_body(args: dict[str, Any]) -> Any:
+{body}
+
+
+def prepare_arguments(args: dict[str, Any]) -> dict[str, Any]:
+    """Run the tool's argument preparation; returning nothing keeps the (possibly changed) args."""
+    value = _prepare_body(args)
+    return args if value is None else value
+'''
+
+_GET_TOOL = '''
+
+def get_tool() -> AgentTool:
+    """Return the tool defined by this file."""
+    return AgentTool(
+        name=NAME,
+        label=LABEL,
+        description=DESCRIPTION,
+        input_schema=INPUT_SCHEMA,
+        execute=execute_tool,{hooks}
+        parallel_tool_execute=PARALLEL,
+    )
+'''
+
+
+def render_tool_file(spec: ToolSpec) -> str:
+    """Return the Python source of the tool file for ``spec`` (the tool file contract).
+
+    The model's code becomes the bodies of ``execute_tool``, ``validate_required_args`` and
+    ``prepare_arguments``; every value it gave (name, texts, schema) is embedded as a literal.
+    """
+    doc = repr(f"{spec.label} ({spec.name}), a tool written by writeTool.\n\n{spec.description}\n")
+    schema = pprint.pformat(spec.input_schema, width=100, sort_dicts=False)
+    parts = [
+        _HEADER.format(doc=doc, name=spec.name, label=spec.label, description=spec.description,
+                       parallel=spec.parallel, schema=schema),
+        _EXECUTE.format(params=EXECUTE_PARAMS, body=_body(spec.execute_code)),
+    ]
+    hooks = ""
+    if spec.validate_code is not None:
+        parts.append(_VALIDATE.format(body=_body(spec.validate_code)))
+        hooks += "\n        validate_required_args=validate_required_args,"
+    if spec.prepare_code is not None:
+        parts.append(_PREPARE.format(body=_body(spec.prepare_code)))
+        hooks += "\n        prepare_arguments=prepare_arguments,"
+    parts.append(_GET_TOOL.format(hooks=hooks))
+    return "".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing
+# ---------------------------------------------------------------------------------------------
+
+
+def _write_temp(folder: str, name: str, text: str) -> str:
+    """Write ``text`` to a new ``_writeTool_<name>_*.py`` file in ``folder`` (skipped by the loader)."""
+    fd, temp = tempfile.mkstemp(prefix=f"_writeTool_{name}_", suffix=".py", dir=folder)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+    except BaseException:
+        os.unlink(temp)
+        raise
+    return temp
+
+
+def _vet(temp: str, store: ToolStore, name: str) -> None:
+    """Load the temporary file in isolation; refuse unless ``get_tool()`` gives tool ``name``."""
+    try:
+        tool = check_tool_file(temp, store)
+    except ToolLoadError as exc:
+        problem = exc.problems[0][1] if exc.problems else str(exc)
+        raise WriteToolRefused(
+            f"The generated tool file does not load: {problem}. Fix the code and call writeTool again."
+        ) from None
+    if tool.name != name:
+        raise WriteToolRefused(f"The generated tool file gives a tool named {tool.name!r}, not {name!r}.")
+
+
+def install(store: ToolStore, spec: ToolSpec) -> tuple[AgentTool, str, bool]:
+    """Write, vet, move into place and register the tool of ``spec``; return (tool, path, replaced).
+
+    Holds the store's lock throughout, so the name check and the registration are atomic. The
+    temporary file is removed on every failure; the target file changes only by ``os.replace``.
+    """
+    with store.lock:
+        target = target_path(store, spec.name)
+        replaced = check_free(store, spec, target)
+        temp = _write_temp(os.path.dirname(target), spec.name, render_tool_file(spec))
+        try:
+            _vet(temp, store, spec.name)
+            os.replace(temp, target)
+        finally:
+            if os.path.exists(temp):
+                os.unlink(temp)
+        try:
+            tool = load_tool_file(store, target)
+        except ToolLoadError as exc:
+            raise WriteToolRefused(f"The tool file was written to {target} but did not load: {exc}") from None
+    return tool, target, replaced
+
+
+def write_tool(store: ToolStore, args: dict[str, Any]) -> AgentToolResult:
+    """Create (or, with ``overwrite``, replace) the tool described by ``args`` in ``store``.
+
+    Returns a result whose ``details["addedToolNames"]`` names the new tool and ``details["path"]``
+    gives its file. Raises ``WriteToolRefused`` with a message for the model on any problem.
+    """
+    spec = check_request(args)
+    tool, path, replaced = install(store, spec)
+    verb = "Replaced" if replaced else "Created"
+    text = (
+        f'{verb} tool "{tool.name}" ({tool.label}) in {path}. It is registered now: call '
+        f"{tool.name} directly from your next step."
+    )
+    return AgentToolResult(
+        [TextContent(text)], {"addedToolNames": [tool.name], "path": path, "replaced": replaced}
+    )
+
+
+INPUT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {
+        "name": {
+            "type": "string",
+            "description": (
+                "Tool name: letters, digits and underscores, starting with a letter (e.g. "
+                "'searchWine'). Becomes the file <name>.py. Call listTools first to avoid names in use."
+            ),
+        },
+        "label": {"type": "string", "description": "Human-readable tool name, e.g. 'Wine Search'."},
+        "description": {"type": "string", "description": "What the tool does, shown to the model."},
+        "inputSchema": {
+            "type": "object",
+            "description": (
+                'JSON Schema of the tool\'s arguments: {"type": "object", "properties": {...}, '
+                '"required": [...]}.'
+            ),
+        },
+        "executeCode": {
+            "type": "string",
+            "description": (
+                "Python code for the BODY of execute_tool(tool_call_id, args, signal, "
+                "on_partial_result), not wrapped in a function. args is a dict of the validated "
+                "arguments. End with `return` of a string, a JSON-ready value, or "
+                "AgentToolResult([TextContent(...)], details). Import modules inside the code; "
+                "json, TextContent, ImageContent and AgentToolResult are available."
+            ),
+        },
+        "validateCode": {
+            "type": "string",
+            "description": (
+                "Optional Python code for the body of validate_required_args(args), run after "
+                "the schema check: return None when args are fine, or an error message string."
+            ),
+        },
+        "prepareCode": {
+            "type": "string",
+            "description": (
+                "Optional Python code for the body of prepare_arguments(args), run before "
+                "validation: return the new args dict (or change args in place and return nothing)."
+            ),
+        },
+        "parallel": {
+            "type": "boolean",
+            "default": False,
+            "description": "Whether the tool may run in parallel with other tools.",
+        },
+        "overwrite": {
+            "type": "boolean",
+            "default": False,
+            "description": "Replace an existing tool of the same name written earlier by writeTool.",
+        },
+    },
+    "required": ["name", "label", "description", "inputSchema", "executeCode"],
+}
+
+
+def get_tool(store: ToolStore) -> AgentTool:
+    """Return the writeTool tool bound to ``store`` (the loader passes the store it loads into)."""
+
+    def execute_tool(
+        tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None, on_partial_result: Any
+    ) -> AgentToolResult:
+        return write_tool(store, args)
+
+    return AgentTool(
+        name="writeTool",
+        label="Write Tool",
+        description=(
+            "Create a new tool from Python code when no existing tool can do the job. The tool is "
+            "saved as a file and registered at once, so you can call it in your next step. Call "
+            "listTools first to check the name is free."
+        ),
+        input_schema=INPUT_SCHEMA,
+        execute=execute_tool,
+        parallel_tool_execute=False,
+    )
