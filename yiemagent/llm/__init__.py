@@ -6,23 +6,33 @@ Messages API; ``create_llm_call("openai:gpt-4o-mini")`` builds either from one s
 transient failures, stream when asked, stop promptly on abort, and never reveal the api key.
 """
 
+from yiemagent.llm.anthropic import ANTHROPIC_VERSION, AnthropicMessagesClient
+from yiemagent.llm.anthropic_parse import ANTHROPIC_API
 from yiemagent.llm.base import LlmClient
 from yiemagent.llm.errors import LlmAbortedError, LlmError, LlmStreamError, LlmTimeoutError
+from yiemagent.llm.factory import PROVIDERS, ProviderPreset, create_llm_call, parse_llm_spec
 from yiemagent.llm.openai import OpenAIChatClient
 from yiemagent.llm.openai_parse import OPENAI_API
 from yiemagent.llm.retry import RetryPolicy
 from yiemagent.llm.sse import SSEEvent, SSEParser, iter_sse
 
 __all__ = [
+    "ANTHROPIC_API",
+    "ANTHROPIC_VERSION",
     "OPENAI_API",
+    "PROVIDERS",
+    "AnthropicMessagesClient",
     "LlmAbortedError",
     "LlmClient",
     "LlmError",
     "LlmStreamError",
     "LlmTimeoutError",
     "OpenAIChatClient",
+    "ProviderPreset",
     "RetryPolicy",
     "SSEEvent",
     "SSEParser",
+    "create_llm_call",
     "iter_sse",
+    "parse_llm_spec",
 ]

@@ -1,0 +1,91 @@
+"""``create_llm_call``: a provider client from one string such as ``"openai:gpt-4o-mini"``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import attrs
+
+from yiemagent.llm.anthropic import AnthropicMessagesClient
+from yiemagent.llm.base import LlmClient
+from yiemagent.llm.openai import OpenAIChatClient
+
+__all__ = ["PROVIDERS", "ProviderPreset", "create_llm_call", "parse_llm_spec"]
+
+_URL_PREFIXES = ("http://", "https://")
+
+
+@attrs.define(frozen=True)
+class ProviderPreset:
+    """What a provider name stands for: the client class, its base URL (``None``: the client's
+    default, which honours ``OPENAI_BASE_URL``/``ANTHROPIC_BASE_URL``) and the environment
+    variable holding its key (``None``: send no key unless one is given)."""
+
+    client: type[LlmClient]
+    base_url: str | None
+    api_key_env: str | None
+
+
+PROVIDERS: dict[str, ProviderPreset] = {
+    "openai": ProviderPreset(OpenAIChatClient, None, "OPENAI_API_KEY"),
+    "anthropic": ProviderPreset(AnthropicMessagesClient, None, "ANTHROPIC_API_KEY"),
+    "ollama": ProviderPreset(OpenAIChatClient, "http://localhost:11434/v1", None),
+    "openrouter": ProviderPreset(OpenAIChatClient, "https://openrouter.ai/api/v1",
+                                 "OPENROUTER_API_KEY"),
+    "vllm": ProviderPreset(OpenAIChatClient, "http://localhost:8000/v1", None),
+    "llamacpp": ProviderPreset(OpenAIChatClient, "http://localhost:8080/v1", None),
+    "lmstudio": ProviderPreset(OpenAIChatClient, "http://localhost:1234/v1", None),
+}
+
+_COMPATIBLE = ProviderPreset(OpenAIChatClient, None, None)
+
+
+def parse_llm_spec(spec: str) -> tuple[str | None, str | None, str | None]:
+    """Split a spec into ``(provider, model, base_url)``; raise ``ValueError`` if it is not one.
+
+    Forms: ``"provider:model"``, ``"provider:model@https://host/v1"`` and a bare
+    ``"http://host:port/v1"`` (an OpenAI-compatible server; the model comes as an option).
+    """
+    if not isinstance(spec, str) or not spec.strip():
+        raise ValueError(f"an LLM spec must be a non-empty string, got {spec!r}")
+    spec = spec.strip()
+    if spec.startswith(_URL_PREFIXES):
+        return None, None, spec
+    provider, colon, rest = spec.partition(":")
+    if not colon or not provider or not rest:
+        raise ValueError(f"cannot read LLM spec {spec!r}: expected 'provider:model' (e.g. "
+                         "'openai:gpt-4o-mini'), 'provider:model@base_url' or a base URL")
+    model, at, url = rest.rpartition("@")
+    if at and url.startswith(_URL_PREFIXES) and model:
+        return provider.lower(), model, url
+    return provider.lower(), rest, None
+
+
+def create_llm_call(spec: str, **options: Any) -> LlmClient:
+    """Return a ready ``llm_call`` client for ``spec``; ``options`` go to the client constructor.
+
+    ``"openai:gpt-4o-mini"``, ``"anthropic:claude-sonnet-4-5"``, ``"ollama:qwen2.5"`` (OpenAI API at
+    ``http://localhost:11434/v1``), ``"openrouter:..."``, ``"vllm:..."``, ``"llamacpp:..."``,
+    ``"lmstudio:..."``; ``"openai:model@http://host/v1"`` for any OpenAI-compatible server (it
+    sends ``$OPENAI_API_KEY``; pass ``api_key=`` or ``api_key_env=None`` to change that); or a bare
+    base URL with ``model=...``, which sends no key unless ``api_key`` is given. Raises
+    ``ValueError`` for an unknown provider or a spec without a model.
+    """
+    provider, model, url = parse_llm_spec(spec)
+    if provider is None:
+        preset, provider = _COMPATIBLE, "openai-compatible"
+        model = options.pop("model", None)
+        if not model:
+            raise ValueError(f"{spec!r} is a base URL: pass the model too, e.g. "
+                             f"create_llm_call({spec!r}, model='qwen2.5')")
+    elif provider in PROVIDERS:
+        preset = PROVIDERS[provider]
+    else:
+        known = ", ".join(sorted(PROVIDERS))
+        raise ValueError(f"unknown LLM provider {provider!r} in {spec!r}; known: {known} "
+                         "(or give a base URL)")
+    assert model is not None
+    options.setdefault("base_url", url or preset.base_url)
+    options.setdefault("api_key_env", preset.api_key_env)
+    options.setdefault("provider", provider)
+    return preset.client(model, **options)
