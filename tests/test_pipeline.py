@@ -394,18 +394,22 @@ def test_a_call_past_its_timeout_gets_an_error_and_its_thread_is_left_running(wh
     tool = make_tool("slow", blocker, timeout_s=0.05 if where in ("tool", "both") else None)
     config = AgentLoopConfig([tool], tool_timeout_s=WAIT_S * 10 if where == "both" else 0.05)
     calls = [call("c1", "slow"), call("c2", "fast")]
+    fast = make_tool("fast", timeout_s=WAIT_S)  # its own generous limit: never flaky under load
     try:
-        batch, rec = run([tool, make_tool("fast")], calls, config)
-        assert blocker.started.is_set()
+        batch, rec = run([tool, fast], calls, config)
         assert not blocker.finished.is_set()  # still running: it was not waited for
         assert_batch_well_formed(calls, batch, rec.events)
         assert batch.messages[0].is_error
         assert text(batch.messages[0]) == 'Tool "slow" timed out after 0.05 s.'
         assert not batch.messages[1].is_error and text(batch.messages[1]) == "fast"
+        assert blocker.started.wait(WAIT_S)
     finally:
         blocker.release.set()
     assert blocker.finished.wait(WAIT_S)
-    assert [e.partial_result for e in rec.of(ToolExecUpdateEvent)] == ["before the deadline"]
+    # What it reported after the deadline is dropped; whether the early report made it in before
+    # the deadline depends on thread scheduling, so it is allowed but not required.
+    updates = [e.partial_result for e in rec.of(ToolExecUpdateEvent)]
+    assert set(updates) <= {"before the deadline"}
     assert isinstance(rec.events[-1], ToolExecEndEvent)
 
 
