@@ -1,0 +1,189 @@
+"""A full agent run through each provider client against a local server: a tool call, its result
+sent back on the next request, and the final answer."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from llm_helpers import (
+    FAST,
+    KEY,
+    anthropic_error,
+    anthropic_message,
+    openai_completion,
+    openai_tool_call,
+    weather_tool,
+)
+from llm_server import ScriptedServer, split_every, sse_bytes
+
+from yiemagent.agent import YiemAgent
+from yiemagent.content import AgentToolCall, TextContent
+from yiemagent.events import AgentEvent, MessageUpdateEvent
+from yiemagent.llm import AnthropicMessagesClient, LlmClient, OpenAIChatClient
+from yiemagent.messages import AssistantMessage, ToolResultMessage
+
+
+@pytest.fixture
+def server() -> Iterator[ScriptedServer]:
+    with ScriptedServer() as srv:
+        yield srv
+
+
+def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def script_openai(server: ScriptedServer, stream: bool) -> None:
+    if not stream:
+        server.json(openai_completion(None, finish="tool_calls", tool_calls=[
+            openai_tool_call("call_1", "getWeather", '{"city": "Paris"}')]))
+        server.json(openai_completion("It is sunny in Paris."))
+        return
+    server.sse(split_every(sse_bytes([
+        _openai_chunk({"role": "assistant", "tool_calls": [
+            {"index": 0, "id": "call_1", "type": "function",
+             "function": {"name": "getWeather", "arguments": '{"city": '}}]}),
+        _openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+        _openai_chunk({}, "tool_calls"),
+    ], done=True), 5))
+    server.sse(split_every(sse_bytes([
+        _openai_chunk({"content": "It is sunny "}),
+        _openai_chunk({"content": "in Paris."}, "stop"),
+    ], done=True), 5))
+
+
+def script_anthropic(server: ScriptedServer, stream: bool) -> None:
+    tool_use = {"type": "tool_use", "id": "call_1", "name": "getWeather",
+                "input": {"city": "Paris"}}
+    if not stream:
+        server.json(anthropic_message([tool_use], stop_reason="tool_use"))
+        server.json(anthropic_message([{"type": "text", "text": "It is sunny in Paris."}]))
+        return
+    start = {"type": "message_start", "message": {
+        "id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+        "content": [], "stop_reason": None, "usage": {"input_tokens": 10, "output_tokens": 1}}}
+    server.sse(split_every(sse_bytes([
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {**tool_use, "input": {}}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "input_json_delta", "partial_json": '{"city": "Paris"}'}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 9}},
+        {"type": "message_stop"},
+    ], named=True), 7))
+    server.sse(split_every(sse_bytes([
+        start,
+        {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 0,
+         "delta": {"type": "text_delta", "text": "It is sunny in Paris."}},
+        {"type": "content_block_stop", "index": 0},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 7}},
+        {"type": "message_stop"},
+    ], named=True), 7))
+
+
+def openai_client(server: ScriptedServer, stream: bool) -> LlmClient:
+    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", KEY, stream=stream, **FAST)
+
+
+def anthropic_client(server: ScriptedServer, stream: bool) -> LlmClient:
+    return AnthropicMessagesClient("claude-sonnet-4-5", server.url, KEY, stream=stream, **FAST)
+
+
+def tool_result_sent(provider: str, body: dict[str, Any]) -> dict[str, Any]:
+    """The tool result in the second request, in the provider's wire form."""
+    if provider == "openai":
+        assert body["messages"][-2]["tool_calls"][0]["id"] == "call_1"
+        return body["messages"][-1]  # type: ignore[no-any-return]
+    assert body["messages"][-2]["content"][0]["type"] == "tool_use"
+    return body["messages"][-1]["content"][0]  # type: ignore[no-any-return]
+
+
+EXPECTED_RESULT = {
+    "openai": {"role": "tool", "tool_call_id": "call_1",
+               "content": [{"type": "text", "text": "Sunny in Paris"}]},
+    "anthropic": {"type": "tool_result", "tool_use_id": "call_1",
+                  "content": [{"type": "text", "text": "Sunny in Paris"}], "is_error": False},
+}
+
+CASES: list[tuple[str, Callable[[ScriptedServer, bool], None],
+                  Callable[[ScriptedServer, bool], LlmClient]]] = [
+    ("openai", script_openai, openai_client),
+    ("anthropic", script_anthropic, anthropic_client),
+]
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize(("provider", "script", "make_client"), CASES, ids=[c[0] for c in CASES])
+def test_tool_call_then_final_answer(server: ScriptedServer, provider: str, script: Any,
+                                     make_client: Any, stream: bool) -> None:
+    script(server, stream)
+    events: list[AgentEvent] = []
+    agent = YiemAgent(llm_call=make_client(server, stream), tools=[weather_tool()],
+                      system_prompt="You are terse.", agent_event_sink=events.append)
+    try:
+        reply = agent.prompt("Weather in Paris?", timeout=10)
+    finally:
+        agent.shutdown()
+
+    assert reply.content == [TextContent("It is sunny in Paris.")]
+    assert reply.stop_reason == "stop"
+    assert reply.provider == provider
+    assert len(server.requests) == 2
+    assert tool_result_sent(provider, server.requests[1].body) == EXPECTED_RESULT[provider]
+
+    history = agent.messages
+    assert [type(m).__name__ for m in history] == [
+        "UserMessage", "AssistantMessage", "ToolResultMessage", "AssistantMessage"]
+    first = history[1]
+    assert isinstance(first, AssistantMessage)
+    assert first.content == [AgentToolCall("call_1", "getWeather", {"city": "Paris"})]
+    assert first.stop_reason == "toolUse"
+    assert isinstance(history[2], ToolResultMessage) and not history[2].is_error
+
+    updates = [e for e in events if isinstance(e, MessageUpdateEvent)]
+    if stream:
+        assert "".join(e.delta for e in updates if e.kind == "text") == "It is sunny in Paris."
+        assert any(e.kind == "tool_call" and e.tool_call_id == "call_1" for e in updates)
+    else:
+        assert updates == []
+
+
+@pytest.mark.parametrize(("provider", "make_client"), [(c[0], c[2]) for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_a_provider_error_becomes_an_error_response(server: ScriptedServer, provider: str,
+                                                    make_client: Any) -> None:
+    body = (anthropic_error("authentication_error", "invalid x-api-key") if provider == "anthropic"
+            else {"error": {"message": "Incorrect API key provided", "type": "invalid_request_error",
+                            "code": "invalid_api_key"}})
+    server.json(body, status=401)
+    agent = YiemAgent(llm_call=make_client(server, False), tools=[weather_tool()])
+    try:
+        reply = agent.prompt("Hello", timeout=10)
+    finally:
+        agent.shutdown()
+    assert reply.stop_reason == "error"
+    assert reply.error_message is not None
+    assert "LlmError" in reply.error_message and "HTTP 401" in reply.error_message
+    assert KEY not in reply.error_message
+    assert len(server.requests) == 1
+
+
+def test_aborting_the_agent_ends_a_slow_llm_call(server: ScriptedServer) -> None:
+    release = threading.Event()
+    server.json(openai_completion("too late"), wait=release)
+    agent = YiemAgent(llm_call=openai_client(server, False), tools=[weather_tool()])
+    try:
+        agent.run_agent("Hello")
+        assert server.wait_for_requests(1)
+        agent.abort()
+        reply = agent.take_response(10)
+    finally:
+        release.set()
+        agent.shutdown()
+    assert reply.stop_reason in ("aborted", "error")
+    assert "abort" in (reply.error_message or "").lower() or reply.stop_reason == "aborted"
