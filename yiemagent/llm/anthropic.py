@@ -14,7 +14,7 @@ import requests
 
 from yiemagent.llm.anthropic_format import context_to_anthropic, openai_request_to_anthropic
 from yiemagent.llm.anthropic_parse import ANTHROPIC_API, AnthropicStreamAssembler, parse_message
-from yiemagent.llm.base import _FROM_ENV, LlmClient
+from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
 from yiemagent.llm.transport import Emit, iter_response_sse, read_json_body
 from yiemagent.messages import AssistantMessage
@@ -57,7 +57,7 @@ class AnthropicMessagesClient(LlmClient):
         retry_max_backoff_s: float = 8.0,
         extra_body: Mapping[str, Any] | None = None,
         provider: str = "anthropic",
-        api_key_env: str | None = _FROM_ENV,
+        api_key_env: str | None = KEY_FROM_ENV,
         anthropic_version: str = ANTHROPIC_VERSION,
     ) -> None:
         reserved = [k for k in _RESERVED if k in (extra_body or {})]

@@ -24,9 +24,9 @@ from yiemagent.llm.transport import Emit, HttpTransport
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AbortSignal
 
-__all__ = ["LlmClient"]
+__all__ = ["KEY_FROM_ENV", "LlmClient"]
 
-_FROM_ENV: Any = object()  # "read the key from the class's environment variable"
+KEY_FROM_ENV: Any = object()  # "read the key from the class's environment variable"
 
 _LABELS = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama",
            "openrouter": "OpenRouter"}
@@ -51,7 +51,7 @@ class LlmClient(abc.ABC):
         *,
         base_url: str | None = None,
         api_key: str | None = None,
-        api_key_env: str | None = _FROM_ENV,
+        api_key_env: str | None = KEY_FROM_ENV,
         provider: str,
         timeout: float = 600.0,
         stream: bool = False,
@@ -65,7 +65,7 @@ class LlmClient(abc.ABC):
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
-        env = self.default_api_key_env if api_key_env is _FROM_ENV else api_key_env
+        env = self.default_api_key_env if api_key_env is KEY_FROM_ENV else api_key_env
         self.model = model
         self.provider = provider
         self.stream = bool(stream)

@@ -14,7 +14,7 @@ from typing import Any
 
 import requests
 
-from yiemagent.llm.base import _FROM_ENV, LlmClient
+from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
 from yiemagent.llm.openai_parse import OPENAI_API, OpenAIStreamAssembler, parse_chat_completion
 from yiemagent.llm.transport import Emit, iter_response_sse, read_json_body
@@ -55,7 +55,7 @@ class OpenAIChatClient(LlmClient):
         retry_max_backoff_s: float = 8.0,
         extra_body: Mapping[str, Any] | None = None,
         provider: str = "openai",
-        api_key_env: str | None = _FROM_ENV,
+        api_key_env: str | None = KEY_FROM_ENV,
     ) -> None:
         reserved = [k for k in _RESERVED if k in (extra_body or {})]
         if reserved:
