@@ -163,7 +163,7 @@ def call_with_retries(
 
     def before_sleep(state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None
-        delay = state.upcoming_sleep
+        delay = state.next_action.sleep if state.next_action is not None else 0.0
         log.warning("%s request failed (%s); retrying in %.2f s (attempt %d of %d)",
                     label, error, delay, attempts + 1, policy.max_retries + 1)
 
