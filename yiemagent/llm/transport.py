@@ -123,7 +123,7 @@ def _scrubbed(error: LlmError, secret: Secret) -> LlmError:
     key = secret.reveal()
     if key is None or key not in f"{error.message}\0{error.provider_message}":
         return error
-    copy = type(error)(
+    return type(error)(
         secret.scrub(error.message),
         status=error.status,
         provider_message=None if error.provider_message is None
@@ -131,7 +131,6 @@ def _scrubbed(error: LlmError, secret: Secret) -> LlmError:
         retryable=error.retryable,
         retry_after_s=error.retry_after_s,
     )
-    return copy
 
 
 class _Attempt:
