@@ -185,5 +185,20 @@ def test_aborting_the_agent_ends_a_slow_llm_call(server: ScriptedServer) -> None
     finally:
         release.set()
         agent.shutdown()
-    assert reply.stop_reason in ("aborted", "error")
-    assert "abort" in (reply.error_message or "").lower() or reply.stop_reason == "aborted"
+    assert reply.stop_reason == "aborted"
+    assert agent.messages[-1].role == "user"  # nothing half-answered entered the history
+
+
+def test_the_agents_max_retry_delay_caps_the_clients_waits(server: ScriptedServer) -> None:
+    server.json({"error": {"message": "Rate limit reached", "type": "rate_limit"}}, status=429,
+                headers={"Retry-After": "30"})
+    agent = YiemAgent(llm_call=openai_client(server, False), tools=[weather_tool()],
+                      max_retry_delay_ms=1000)
+    try:
+        reply = agent.prompt("Hello", timeout=10)
+    finally:
+        agent.shutdown()
+    assert reply.stop_reason == "error"
+    assert "HTTP 429" in (reply.error_message or "")
+    assert "1000" in (reply.error_message or "")  # the error names the cap it hit
+    assert len(server.requests) == 1  # no retry was attempted

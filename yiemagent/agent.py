@@ -113,6 +113,7 @@ class YiemAgent:
         self.max_parallel_tools = max_parallel_tools
         self._llm_accepts_on_update = _accepts(llm_call, "on_update")
         self._llm_accepts_signal = _accepts(llm_call, "signal")
+        self._llm_accepts_max_retry_delay = _accepts(llm_call, "max_retry_delay_ms")
         self._emit = SafeEmitter(agent_event_sink)
         self._prime_wire_cache()
         self.input_channel: queue.Queue[_Queued] = queue.Queue(INPUT_CAPACITY)

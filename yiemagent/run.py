@@ -100,6 +100,8 @@ class _Run:
             kwargs["on_update"] = self.emit if self.emit.active else None
         if agent._llm_accepts_signal:
             kwargs["signal"] = self.signal
+        if agent._llm_accepts_max_retry_delay and agent.max_retry_delay_ms is not None:
+            kwargs["max_retry_delay_ms"] = agent.max_retry_delay_ms
         response = _step("llm_call", agent.llm_call, request, **kwargs)
         if not isinstance(response, AssistantMessage):
             raise RunError(f"llm_call returned {type(response).__name__}; it must return an "
@@ -171,6 +173,8 @@ def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> Assistant
         try:
             response = run.call_llm()
         except RunError as exc:
+            if run.aborted():  # the client gave up because of the abort: that is the outcome
+                return run.made_up("aborted", "The run was aborted.")
             return run.made_up("error", str(exc))
         if run.aborted():  # aborted while the model was answering
             return run.made_up("aborted", "The run was aborted.")

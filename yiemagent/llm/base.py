@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from types import TracebackType
 from typing import Any, ClassVar
 
+import attrs
 import requests
 
 from yiemagent.llm.redact import Secret
@@ -107,16 +108,21 @@ class LlmClient(abc.ABC):
         """Read a successful reply (whole or streamed, reporting deltas to ``emit``)."""
 
     def __call__(self, request: Mapping[str, Any], *, on_update: Emit | None = None,
-                 signal: AbortSignal | None = None) -> AssistantMessage:
+                 signal: AbortSignal | None = None,
+                 max_retry_delay_ms: float | None = None) -> AssistantMessage:
         """Send one turn and return the model's reply; the runtime's ``llm_call``.
 
-        Streamed deltas go to ``on_update`` on the calling thread while they arrive. Raises
-        ``LlmError`` when the provider fails after retries (``LlmAbortedError`` when ``signal``
-        fires); the error text carries the provider's message and the HTTP status, never the key.
+        Streamed deltas go to ``on_update`` on the calling thread while they arrive;
+        ``max_retry_delay_ms`` (passed by an agent that sets one) overrides the client's cap for
+        this call. Raises ``LlmError`` when the provider fails after retries
+        (``LlmAbortedError`` when ``signal`` fires); the error text carries the provider's message
+        and the HTTP status, never the key.
         """
         body = self.build_body(request)
+        retry = (self.retry if max_retry_delay_ms is None
+                 else attrs.evolve(self.retry, max_retry_delay_ms=max_retry_delay_ms))
         return self._transport.post(self.endpoint, self.headers(), body, self.read_reply,
-                                    on_update=on_update, signal=signal)
+                                    on_update=on_update, signal=signal, retry=retry)
 
     def close(self) -> None:
         """Close the client's session (its pooled connections)."""

@@ -220,8 +220,10 @@ class HttpTransport:
         self.session = requests.Session()
 
     def post(self, url: str, headers: Mapping[str, str], body: Mapping[str, Any], read: Reader,
-             *, on_update: Emit | None = None, signal: AbortSignal | None = None) -> AssistantMessage:
-        """Send ``body`` to ``url`` and return what ``read`` makes of the reply, with retries.
+             *, on_update: Emit | None = None, signal: AbortSignal | None = None,
+             retry: RetryPolicy | None = None) -> AssistantMessage:
+        """Send ``body`` to ``url`` and return what ``read`` makes of the reply, with retries
+        (as ``retry`` says, else the transport's policy).
 
         ``read`` runs on the helper thread and reports deltas through its ``emit`` argument; they
         reach ``on_update`` on this thread. Raises ``LlmError`` (``LlmAbortedError`` on abort).
@@ -234,7 +236,7 @@ class HttpTransport:
             logger.debug("%s request: POST %s", self.label, url)
             return _Attempt(self, url, headers, payload, read).run(on_update, signal)
 
-        return call_with_retries(attempt, self.retry, signal=signal, label=self.label,
+        return call_with_retries(attempt, retry or self.retry, signal=signal, label=self.label,
                                  logger=logger)
 
     def as_llm_error(self, exc: BaseException, emitted: bool) -> BaseException:
