@@ -39,7 +39,17 @@ from yiemagent.events import (
     TurnStartEvent,
 )
 from yiemagent.function_tool import function_tool
-from yiemagent.llm import AnthropicMessagesClient, LlmError, OpenAIChatClient, create_llm_call
+from yiemagent.llm import (
+    AnthropicMessagesClient,
+    LlmAbortedError,
+    LlmClient,
+    LlmError,
+    LlmStreamError,
+    LlmTimeoutError,
+    OpenAIChatClient,
+    RetryPolicy,
+    create_llm_call,
+)
 from yiemagent.messages import (
     AgentMessage,
     AssistantMessage,
@@ -115,9 +125,13 @@ __all__ = [
     "FinalizedOutcome",
     "ImageContent",
     "ImmediateOutcome",
+    "LlmAbortedError",
+    "LlmClient",
     "LlmError",
     "LlmModel",
     "LlmRequest",
+    "LlmStreamError",
+    "LlmTimeoutError",
     "LlmUsage",
     "MessageContent",
     "MessageEndEvent",
@@ -125,6 +139,7 @@ __all__ = [
     "MessageUpdateEvent",
     "OpenAIChatClient",
     "PreparedToolCall",
+    "RetryPolicy",
     "SessionError",
     "TextContent",
     "ThinkingContent",
