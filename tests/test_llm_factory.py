@@ -11,6 +11,7 @@ from llm_server import ScriptedServer
 from yiemagent.content import TextContent
 from yiemagent.llm import (
     AnthropicMessagesClient,
+    LlmClient,
     OpenAIChatClient,
     create_llm_call,
     parse_llm_spec,
@@ -135,3 +136,10 @@ def test_bare_base_url_needs_a_model_and_sends_no_key(server: ScriptedServer,
     client(simple_request())
     assert server.requests[0].body["model"] == "llama3"
     assert "authorization" not in server.requests[0].headers
+
+
+@pytest.mark.parametrize("client", [OpenAIChatClient, AnthropicMessagesClient])
+@pytest.mark.parametrize("key", ["messages", "stream"])
+def test_extra_body_may_not_replace_what_the_client_builds(client: type[LlmClient], key: str) -> None:
+    with pytest.raises(ValueError, match=f"extra_body must not set {key}"):
+        client("some-model", "http://127.0.0.1:9", KEY, extra_body={key: True})

@@ -23,7 +23,6 @@ from yiemagent.tool_types import AgentContext
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesClient"]
 
 ANTHROPIC_VERSION = "2023-06-01"
-_RESERVED = ("messages", "stream")
 
 
 class AnthropicMessagesClient(LlmClient):
@@ -60,10 +59,6 @@ class AnthropicMessagesClient(LlmClient):
         api_key_env: str | None = KEY_FROM_ENV,
         anthropic_version: str = ANTHROPIC_VERSION,
     ) -> None:
-        reserved = [k for k in _RESERVED if k in (extra_body or {})]
-        if reserved:
-            raise ValueError(f"extra_body must not set {', '.join(reserved)}: the client builds "
-                             "the messages and uses its own stream argument")
         if not isinstance(max_tokens, int) or max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
         super().__init__(

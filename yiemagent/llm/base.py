@@ -66,6 +66,10 @@ class LlmClient(abc.ABC):
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         if not timeout > 0:
             raise ValueError(f"timeout must be positive, got {timeout!r}")
+        reserved = [k for k in ("messages", "stream") if k in (extra_body or {})]
+        if reserved:
+            raise ValueError(f"extra_body must not set {', '.join(reserved)}: the client builds "
+                             "the messages from the request and uses its own stream argument")
         env = self.default_api_key_env if api_key_env is KEY_FROM_ENV else api_key_env
         self.model = model
         self.provider = provider

@@ -22,8 +22,6 @@ from yiemagent.messages import AssistantMessage
 
 __all__ = ["OpenAIChatClient"]
 
-_RESERVED = ("messages", "stream")
-
 
 class OpenAIChatClient(LlmClient):
     """A callable ``llm_call`` for ``{base_url}/chat/completions`` (OpenAI-compatible servers).
@@ -57,10 +55,6 @@ class OpenAIChatClient(LlmClient):
         provider: str = "openai",
         api_key_env: str | None = KEY_FROM_ENV,
     ) -> None:
-        reserved = [k for k in _RESERVED if k in (extra_body or {})]
-        if reserved:
-            raise ValueError(f"extra_body must not set {', '.join(reserved)}: the client sends "
-                             "the request's messages and uses its own stream argument")
         super().__init__(
             model, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
