@@ -406,3 +406,13 @@ def test_a_raising_abort_callback_does_not_stop_the_others() -> None:
     signal.abort()  # must not raise
     assert signal.aborted
     assert calls == ["second"]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: UserMessage("user", [TextContent("x")]),  # type: ignore[arg-type]
+    lambda: AssistantMessage([TextContent("x")], timestamp="now"),  # type: ignore[arg-type]
+    lambda: ToolResultMessage("c1", "t", "ok", timestamp=1.5),  # type: ignore[arg-type]
+])
+def test_a_misplaced_argument_is_caught_by_the_timestamp_check(make: Any) -> None:
+    with pytest.raises(TypeError, match="timestamp must be an int"):
+        make()

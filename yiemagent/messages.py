@@ -80,6 +80,12 @@ class LlmModel:
         return cls(**{k: v for k, v in data.items() if k in names})
 
 
+def _check_timestamp(_inst: Any, _attr: Any, value: Any) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise TypeError(f"timestamp must be an int (milliseconds since the epoch), got {value!r}; "
+                        "pass content first, e.g. UserMessage([TextContent('hi')])")
+
+
 def _check_role(expected: str) -> Any:
     def check(_inst: Any, _attr: Any, value: str) -> None:
         if value != expected:
@@ -133,7 +139,7 @@ class UserMessage(AgentMessage):
     """A user turn (spec ``userMessage``); a string ``content`` becomes one text block."""
 
     content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)
-    timestamp: int = attrs.field(factory=now_ms)
+    timestamp: int = attrs.field(factory=now_ms, validator=_check_timestamp)
     role: str = attrs.field(default="user", kw_only=True, validator=_check_role("user"))
     role_name: ClassVar[str] = "user"
 
@@ -161,7 +167,7 @@ class AssistantMessage(AgentMessage):
     usage: LlmUsage | None = None
     stop_reason: str = "stop"
     error_message: str | None = None
-    timestamp: int = attrs.field(factory=now_ms)
+    timestamp: int = attrs.field(factory=now_ms, validator=_check_timestamp)
     role: str = attrs.field(default="assistant", kw_only=True, validator=_check_role("assistant"))
     role_name: ClassVar[str] = "assistant"
 
@@ -207,7 +213,7 @@ class ToolResultMessage(AgentMessage):
     usage: LlmUsage | None = None
     added_tool_names: list[str] = attrs.field(factory=list)
     is_error: bool = False
-    timestamp: int = attrs.field(factory=now_ms)
+    timestamp: int = attrs.field(factory=now_ms, validator=_check_timestamp)
     role: str = attrs.field(
         default="toolResult", kw_only=True, validator=_check_role("toolResult")
     )
