@@ -319,7 +319,7 @@ def test_tools_must_be_agent_tools() -> None:
 
 
 def test_loop_config_checks_the_execution_mode() -> None:
-    assert AgentLoopConfig().tool_execution in ("sequential", "parallel")
+    assert AgentLoopConfig().tool_execution == "sequential"
     with pytest.raises(ValueError, match="tool_execution"):
         AgentLoopConfig(tool_execution="concurrent")  # type: ignore[arg-type]
 

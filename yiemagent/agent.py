@@ -8,20 +8,22 @@ own after the active run's response is out; every run puts exactly one response 
 
 from __future__ import annotations
 
-import contextlib
+import collections
 import inspect
 import itertools
 import logging
 import os
 import queue
 import threading
+import time
 import uuid
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from yiemagent.emit import Emit, SafeEmitter
+from yiemagent.errors import describe_error, reraise_interrupt
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
-from yiemagent.run import _process_message, describe_error
+from yiemagent.run import _process_message
 from yiemagent.tool_types import AbortSignal, AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
 from yiemagent.utils import WireCache, openai_to_user_message
 from yiemagent.utils import format_msg_for_llm as default_format_msg_for_llm
@@ -118,12 +120,17 @@ class YiemAgent:
         self._prime_wire_cache()
         self.input_channel: queue.Queue[_Queued] = queue.Queue(INPUT_CAPACITY)
         self.follow_up_channel: queue.Queue[_Queued] = queue.Queue(FOLLOW_UP_CAPACITY)
-        self.output_channel: queue.Queue[AssistantMessage | None] = queue.Queue(OUTPUT_CAPACITY)
+        self.output_channel: queue.Queue[AssistantMessage] = queue.Queue(OUTPUT_CAPACITY)
+        # Every channel operation happens under this one condition, so "idle", "a message is
+        # queued" and "a response is out" change together and nobody misses a wake-up.
         self._cond = threading.Condition()
         self._arrivals = itertools.count()
         self._stopping = False
+        self._finished = False  # the worker has ended
+        self._overflow: collections.deque[AssistantMessage] = collections.deque()
+        self._history_mark: int | None = None  # history length when the active run began
+        self._run_opened = 0  # arrival number from which messages may join the active run
         self._signal: AbortSignal | None = None
-        self._finished = threading.Event()
         self._worker = threading.Thread(target=_agent_loop, args=(self,), daemon=True,
                                         name=f"yiemagent-{self.session_id[:8]}")
         self._worker.start()
@@ -196,20 +203,21 @@ class YiemAgent:
         Raises ``TimeoutError`` when the timeout passes, and ``AgentClosedError`` once the agent
         is shut down and every delivered response has been taken.
         """
-        if self._finished.is_set():
-            try:
-                item = self.output_channel.get_nowait()
-            except queue.Empty:
-                raise AgentClosedError("the agent was shut down and has no responses left") from None
-        else:
-            try:
-                item = self.output_channel.get(timeout=timeout)
-            except queue.Empty:
-                raise TimeoutError(f"no response within {timeout} s") from None
-        if item is None:  # the worker's closing mark: pass it on to other waiting takers
-            self.output_channel.put_nowait(None)
-            raise AgentClosedError("the agent was shut down and has no responses left")
-        return item
+        deadline = None if timeout is None else time.monotonic() + timeout
+        with self._cond:
+            while True:
+                if not self.output_channel.empty():
+                    response = self.output_channel.get_nowait()
+                    self._cond.notify_all()  # the worker may be waiting for room
+                    return response
+                if self._overflow:
+                    return self._overflow.popleft()
+                if self._finished:
+                    raise AgentClosedError("the agent was shut down and has no responses left")
+                remaining = None if deadline is None else deadline - time.monotonic()
+                if remaining is not None and remaining <= 0:
+                    raise TimeoutError(f"no response within {timeout} s")
+                self._cond.wait(remaining)
 
     def prompt(self, text: Any, timeout: float | None = None) -> AssistantMessage:
         """Send ``text`` and wait for its response (for plain blocking code with one caller)."""
@@ -262,41 +270,77 @@ class YiemAgent:
         from yiemagent.session import load_session
 
         data = load_session(path)
+        kwargs.setdefault("session_id", data.session_id)
         kwargs.setdefault("system_prompt", data.system_prompt)
         kwargs.setdefault("model", data.model)
-        return cls(session_id=data.session_id, messages=data.messages, **kwargs)
+        kwargs.setdefault("messages", data.messages)
+        return cls(**kwargs)
+
+    def history_snapshot(self) -> list[AgentMessage]:
+        """A copy of the history at a run boundary: during a run, the history as it was before
+        the run began (a half-finished turn would not be a valid conversation to resume)."""
+        with self._cond:
+            messages = list(self._state.messages)
+            mark = self._history_mark
+        return messages if mark is None else messages[:mark]
 
     # -- worker side -------------------------------------------------------------------------
 
     def _next_message(self) -> UserMessage | None:
-        """Block until a message starts a run (input first, then follow-ups); ``None`` on stop."""
+        """Block until a message starts a run (the earliest queued, input or follow-up);
+        ``None`` once shutting down."""
         with self._cond:
             while not self._stopping:
-                for channel in (self.input_channel, self.follow_up_channel):
-                    if not channel.empty():
-                        _, msg = channel.get_nowait()
-                        self._state.active_run = True
-                        self._signal = AbortSignal()
-                        self._cond.notify_all()
-                        return msg
+                waiting = [c for c in (self.input_channel, self.follow_up_channel) if c.queue]
+                if waiting:
+                    channel = min(waiting, key=lambda c: c.queue[0][0])  # by arrival number
+                    _, msg = channel.get_nowait()
+                    self._run_opened = next(self._arrivals)  # later sends join this run
+                    self._state.active_run = True
+                    self._history_mark = len(self._state.messages)
+                    self._signal = AbortSignal()
+                    self._cond.notify_all()
+                    return msg
                 self._cond.wait()
             return None
 
     def _take_joining_input(self) -> list[AgentMessage]:
-        """Messages sent with ``run_agent`` during the run (none once shutting down)."""
+        """Messages sent with ``run_agent`` since the active run began (none once shutting
+        down). Messages queued before it stay: each of those starts a run of its own."""
         if not self.input_channel.queue:  # a lock-free peek; the check is repeated under the lock
             return []
         with self._cond:
             if self._stopping or self.input_channel.empty():
                 return []
-            taken = [msg for _, msg in _drain(self.input_channel)]
+            queued = _drain(self.input_channel)
+            for item in queued:
+                if item[0] < self._run_opened:
+                    self.input_channel.put_nowait(item)  # a prefix: the order is kept
             self._cond.notify_all()
-            return list(taken)
+            return [msg for number, msg in queued if number >= self._run_opened]
 
-    def _end_run(self) -> None:
+    def _deliver(self, response: AssistantMessage) -> None:
+        """End the active run and put its response out, in one step. Waits for room in the
+        output channel, except once shutting down: then responses go to an overflow that
+        ``take_response`` also reads, so shutdown never waits for a taker."""
         with self._cond:
             self._state.active_run = False
             self._signal = None
+            self._history_mark = None
+            while self.output_channel.full() and not self._stopping:
+                self._cond.wait()
+            if self._overflow or self.output_channel.full():
+                self._overflow.append(response)
+            else:
+                self.output_channel.put_nowait(response)
+            self._cond.notify_all()
+
+    def _close(self) -> None:
+        """Mark the worker as ended: no new messages, takers stop waiting."""
+        with self._cond:
+            self._stopping = True
+            self._finished = True
+            self._cond.notify_all()
 
     def __repr__(self) -> str:
         return (f"YiemAgent(session_id={self.session_id!r}, tools={list(self.tools)}, "
@@ -313,22 +357,22 @@ def _drain(channel: queue.Queue[_Queued]) -> list[_Queued]:
 
 
 def _agent_loop(agent: YiemAgent) -> None:
-    """The worker: take a message, run it, deliver the response; until shutdown. Never dies."""
+    """The worker: take a message, run it, deliver the response; until shutdown. A failing run
+    becomes an error response; if the worker still ends abnormally (a ``KeyboardInterrupt``),
+    the agent is closed so that senders and takers get ``AgentClosedError`` instead of hanging."""
     try:
         while (first := agent._next_message()) is not None:
             signal = agent._signal or AbortSignal()
             try:
                 response = _process_message(agent, first, signal, agent._take_joining_input)
-            except Exception as exc:  # defensive: _process_message does not raise
+            except BaseException as exc:  # defensive: _process_message contains its failures
+                reraise_interrupt(exc)
                 logger.exception("agent %s: run failed", agent.session_id)
                 response = AssistantMessage(stop_reason="error",
                                             error_message=f"the run failed: {describe_error(exc)}")
-            agent._end_run()
-            agent.output_channel.put(response)
+            agent._deliver(response)
     finally:
-        agent._finished.set()
-        with contextlib.suppress(queue.Full):  # a full channel has no blocked takers to wake
-            agent.output_channel.put_nowait(None)
+        agent._close()
 
 
 def run_agent(agent: YiemAgent, msg: Any) -> None:

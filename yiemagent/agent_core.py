@@ -16,8 +16,9 @@ import attrs
 
 from yiemagent.content import AgentToolCall, TextContent, content_list
 from yiemagent.emit import Emit, SafeEmitter, safe_emitter
+from yiemagent.errors import describe_error, reraise_interrupt
 from yiemagent.events import ToolExecEndEvent, ToolExecStartEvent, ToolExecUpdateEvent
-from yiemagent.messages import AssistantMessage, ToolResultMessage
+from yiemagent.messages import AssistantMessage, LlmUsage, ToolResultMessage
 from yiemagent.tool_types import (
     AbortSignal,
     AfterToolCallContext,
@@ -57,11 +58,6 @@ __all__ = [
 def create_error_tool_result(msg: str) -> AgentToolResult:
     """Return a result holding one text block with ``msg`` and empty details."""
     return AgentToolResult([TextContent(msg)], {})
-
-
-def _describe(exc: BaseException) -> str:
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _is_aborted(signal: AbortSignal | None) -> bool:
@@ -143,15 +139,17 @@ def prepare_tool_call(
         args = validate_tool_arguments(tool, call)
     except ToolArgumentError as exc:
         return ImmediateOutcome(create_error_tool_result(str(exc)), True)
-    except Exception as exc:
-        msg = f'Preparing the arguments for tool "{name}" failed: {_describe(exc)}'
+    except BaseException as exc:
+        reraise_interrupt(exc)
+        msg = f'Preparing the arguments for tool "{name}" failed: {describe_error(exc)}'
         return ImmediateOutcome(create_error_tool_result(msg), True)
     try:
         reason = _before_hook_block(
             config, BeforeToolCallContext(assistant_message, tool_call, args, context), signal
         )
-    except Exception as exc:
-        msg = f'before_tool_call hook failed for tool "{name}": {_describe(exc)}'
+    except BaseException as exc:
+        reraise_interrupt(exc)
+        msg = f'before_tool_call hook failed for tool "{name}": {describe_error(exc)}'
         return ImmediateOutcome(create_error_tool_result(msg), True)
     if _is_aborted(signal):
         return ImmediateOutcome(*_aborted_outcome(name))
@@ -181,35 +179,53 @@ class _UpdateGate:
             self._open = False
 
 
-_PENDING = object()
-
-
 class _TimedOut(Exception):
     """Raised by ``_call_with_timeout`` only; distinct from a ``TimeoutError`` the tool raises."""
 
 
-def _call_with_timeout(fn: Callable[[], Any], timeout_s: float, name: str) -> Any:
-    """Run ``fn`` on its own daemon thread; return its value, re-raise its error, or time out.
+def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name: str,
+                       signal: AbortSignal | None) -> Any:
+    """Run ``fn(child_signal)`` on its own daemon thread; return its value, re-raise its error,
+    or raise ``_TimedOut`` after ``timeout_s``.
 
-    On timeout the thread is left to finish and ``_TimedOut`` is raised here.
+    The child signal follows ``signal`` and is aborted on timeout, so a tool that watches its
+    signal stops; one that does not is left to finish on its own.
     """
+    child = AbortSignal()
+    unlink = signal.on_abort(lambda: child.abort(signal.reason)) if signal is not None else None
     done = threading.Event()
-    box: list[Any] = [_PENDING, None]
+    box: list[Any] = [None, None]
 
     def target() -> None:
         try:
-            box[0] = fn()
+            box[0] = fn(child)
         except BaseException as exc:  # reported to the waiting caller, not lost in the thread
             box[1] = exc
         finally:
             done.set()
 
     threading.Thread(target=target, name=f"yiemagent-tool-{name}", daemon=True).start()
-    if not done.wait(timeout_s):
+    finished = done.wait(timeout_s)
+    if unlink is not None:
+        unlink()
+    if not finished:
+        child.abort(f"timed out after {timeout_s:g} s")
         raise _TimedOut
     if box[1] is not None:
         raise box[1]
     return box[0]
+
+
+def _result_problem(name: str, result: Any) -> str | None:
+    """Why ``result`` is not a usable tool result, or ``None`` when it is."""
+    if not isinstance(result, AgentToolResult):
+        return (f'Tool "{name}" returned {type(result).__name__}; its execute function must '
+                "return an AgentToolResult.")
+    details: Any = result.details  # typed as a dict, but a tool may pass anything
+    if not isinstance(details, dict):
+        return (f'Tool "{name}" returned details of type {type(details).__name__}; '
+                "details must be a dict.")
+    return None
 
 
 def execute_prepared_tool_call(
@@ -222,7 +238,8 @@ def execute_prepared_tool_call(
 
     Partial results become ``ToolExecUpdateEvent``s until ``execute`` returns; later ones are
     dropped. An exception, a wrong return type, an abort before the start, or running past the
-    tool's ``timeout_s`` (else ``timeout_s`` given here) become error results. Never raises.
+    tool's ``timeout_s`` (else ``timeout_s`` given here) become error results; a timed-out tool
+    sees its signal aborted. Never raises.
     """
     name = prep.tool_call.name
     if _is_aborted(signal):
@@ -230,24 +247,25 @@ def execute_prepared_tool_call(
     gate = _UpdateGate(prep, safe_emitter(emit))
     limit = prep.tool.timeout_s if prep.tool.timeout_s is not None else timeout_s
 
-    def run() -> Any:
-        return prep.tool.execute(prep.tool_call.id, prep.args, signal, gate.report)
+    def run(run_signal: AbortSignal | None) -> Any:
+        return prep.tool.execute(prep.tool_call.id, prep.args, run_signal, gate.report)
 
     try:
-        result = run() if limit is None else _call_with_timeout(run, limit, name)
+        result = run(signal) if limit is None else _call_with_timeout(run, limit, name, signal)
     except _TimedOut:
         gate.close()
         return ExecutedOutcome(
             create_error_tool_result(f'Tool "{name}" timed out after {limit:g} s.'), True
         )
-    except (Exception, SystemExit) as exc:
+    except BaseException as exc:
+        reraise_interrupt(exc)
         gate.close()
-        return ExecutedOutcome(create_error_tool_result(f'Tool "{name}" failed: {_describe(exc)}'), True)
-    gate.close()
-    if not isinstance(result, AgentToolResult):
-        msg = (f'Tool "{name}" returned {type(result).__name__}; its execute function must '
-               "return an AgentToolResult.")
+        msg = f'Tool "{name}" failed: {describe_error(exc)}'
         return ExecutedOutcome(create_error_tool_result(msg), True)
+    gate.close()
+    problem = _result_problem(name, result)
+    if problem is not None:
+        return ExecutedOutcome(create_error_tool_result(problem), True)
     return ExecutedOutcome(result, False)
 
 
@@ -274,6 +292,14 @@ def _merge_after(result: AgentToolResult, is_error: bool, after: Any) -> tuple[A
         changes["content"] = content_list(changes["content"])
     if "terminate" in changes:
         changes["terminate"] = bool(changes["terminate"])
+    if isinstance(changes.get("usage"), Mapping):
+        changes["usage"] = LlmUsage.from_dict(changes["usage"])
+    if not isinstance(changes.get("usage", result.usage), (LlmUsage, type(None))):
+        raise TypeError(f"after_tool_call returned usage of type {type(changes['usage']).__name__}; "
+                        "expected an LlmUsage or a dict of its fields")
+    if not isinstance(changes.get("details", {}), dict):
+        raise TypeError(f"after_tool_call returned details of type "
+                        f"{type(changes['details']).__name__}; details must be a dict")
     return attrs.evolve(result, **changes), is_error
 
 
@@ -293,24 +319,30 @@ def finalize_executed_tool_call(
                                    context)
         try:
             result, is_error = _merge_after(result, is_error, config.after_tool_call(ctx, signal))
-        except Exception as exc:
-            msg = f'after_tool_call hook failed for tool "{prep.tool_call.name}": {_describe(exc)}'
+        except BaseException as exc:
+            reraise_interrupt(exc)
+            msg = f'after_tool_call hook failed for tool "{prep.tool_call.name}": {describe_error(exc)}'
             result, is_error = create_error_tool_result(msg), True
     return FinalizedOutcome(prep.tool_call, result, is_error)
 
 
 def emit_tool_execution_end(finalized: FinalizedOutcome, emit: Emit | None) -> None:
-    """Emit the ``ToolExecEndEvent`` of a finalized call."""
-    if emit is not None:
+    """Emit the ``ToolExecEndEvent`` of a finalized call (through a ``SafeEmitter``, so a
+    failing sink is logged, not raised; nothing is built when no sink listens)."""
+    sink = safe_emitter(emit)
+    if sink.active:
         call = finalized.tool_call
-        emit(ToolExecEndEvent(call.id, call.name, finalized.result, finalized.is_error))
+        sink(ToolExecEndEvent(call.id, call.name, finalized.result, finalized.is_error))
 
 
-def _added_tool_names(details: Mapping[str, Any]) -> list[str]:
+def _added_tool_names(details: Any) -> list[str]:
+    """``details["addedToolNames"]`` as a list of names; anything unusable counts as none."""
     added = details.get("addedToolNames") if isinstance(details, Mapping) else None
-    if not added:
-        return []
-    return [added] if isinstance(added, str) else [str(n) for n in added]
+    if isinstance(added, str):
+        return [added]
+    if isinstance(added, (list, tuple)):
+        return [n for n in added if isinstance(n, str)]
+    return []
 
 
 def create_tool_result_message(f: FinalizedOutcome) -> ToolResultMessage:
@@ -424,12 +456,9 @@ def execute_tool_calls_parallel(
         ]
         return _batch(finalized)
     with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
-        futures = {
-            id(job): pool.submit(_execute_and_finalize, context, assistant_message, job, config,
-                                 signal, sink)
-            for job in jobs
-        }
-        finalized = [_outcome(futures[id(e)], e) if isinstance(e, PreparedToolCall) else e
+        futures = iter([pool.submit(_execute_and_finalize, context, assistant_message, job,
+                                    config, signal, sink) for job in jobs])
+        finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e
                      for e in entries]
     return _batch(finalized)
 
@@ -437,8 +466,9 @@ def execute_tool_calls_parallel(
 def _outcome(future: Future[FinalizedOutcome], prep: PreparedToolCall) -> FinalizedOutcome:
     try:
         return future.result()
-    except Exception as exc:  # defensive: _execute_and_finalize does not raise
-        msg = f'Tool "{prep.tool_call.name}" failed: {_describe(exc)}'
+    except BaseException as exc:  # defensive: _execute_and_finalize does not raise
+        reraise_interrupt(exc)
+        msg = f'Tool "{prep.tool_call.name}" failed: {describe_error(exc)}'
         return FinalizedOutcome(prep.tool_call, create_error_tool_result(msg), True)
 
 

@@ -7,6 +7,8 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
+from yiemagent.errors import reraise_interrupt
+
 __all__ = ["Emit", "SafeEmitter", "safe_emitter"]
 
 Emit = Callable[[Any], Any]
@@ -34,7 +36,8 @@ class SafeEmitter:
         with self._lock:
             try:
                 sink(event)
-            except Exception:
+            except BaseException as exc:
+                reraise_interrupt(exc)
                 logger.exception("event sink raised on %s; the event was dropped", type(event).__name__)
 
 

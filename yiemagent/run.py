@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from yiemagent.agent_core import execute_tool_calls
 from yiemagent.content import ContentBlock, TextContent
+from yiemagent.errors import describe_error, reraise_interrupt
 from yiemagent.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -27,13 +28,13 @@ from yiemagent.tool_types import AbortSignal, AgentContext, AgentLoopConfig, Age
 if TYPE_CHECKING:
     from yiemagent.agent import YiemAgent
 
-__all__ = ["RunError", "build_terminated_response", "describe_error"]
+__all__ = ["RunError", "build_terminated_response"]
+
+ABORTED = "The run was aborted."
 
 
-def describe_error(exc: BaseException) -> str:
-    """``"<Type>: <text>"`` for an exception (just the type when the text is empty)."""
-    text = str(exc)
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+def _ignore_update(_event: Any) -> None:
+    """The ``on_update`` an ``llm_call`` gets when no sink listens."""
 
 
 class RunError(Exception):
@@ -43,7 +44,8 @@ class RunError(Exception):
 def _step(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
     try:
         return fn(*args, **kwargs)
-    except Exception as exc:
+    except BaseException as exc:
+        reraise_interrupt(exc)
         raise RunError(f"{name} failed: {describe_error(exc)}") from exc
 
 
@@ -57,6 +59,7 @@ class _Run:
         self.emit = agent._emit
         self.added: list[AgentMessage] = []
         self._config: AgentLoopConfig | None = None
+        self.reply_started = False  # a MessageStartEvent for the model's reply is out
 
     def aborted(self) -> bool:
         """Whether the run's signal was aborted (read afresh on every call)."""
@@ -95,9 +98,10 @@ class _Run:
         request = _step("format_msg_for_llm", agent.format_msg_for_llm, ctx)
         if self.emit.active:
             self.emit(MessageStartEvent(None))
+        self.reply_started = True
         kwargs: dict[str, Any] = {}
         if agent._llm_accepts_on_update:
-            kwargs["on_update"] = self.emit if self.emit.active else None
+            kwargs["on_update"] = self.emit if self.emit.active else _ignore_update
         if agent._llm_accepts_signal:
             kwargs["signal"] = self.signal
         if agent._llm_accepts_max_retry_delay and agent.max_retry_delay_ms is not None:
@@ -157,11 +161,40 @@ def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMess
     )
 
 
+def _play_turn(run: _Run) -> AssistantMessage | None:
+    """One turn: ask the model, record its reply, run its tool calls. Returns the run's response
+    when the run ends in this turn, else ``None``. Every event the turn opens is closed."""
+    run.reply_started = False
+    try:
+        response = run.call_llm()
+    except RunError as exc:
+        # An abort makes the client give up: then the abort, not the error, is the outcome.
+        ended = (run.made_up("aborted", ABORTED) if run.aborted()
+                 else run.made_up("error", str(exc)))
+        if run.emit.active:
+            if run.reply_started:
+                run.emit(MessageEndEvent(ended))
+            run.emit(TurnEndEvent(ended, []))
+        return ended
+    run.add(response, started=True)
+    has_calls, calls = extract_tool_calls(response.content)
+    # After an abort the calls still get (aborted) results, so the history stays well formed.
+    batch = run.run_tools(response, calls) if has_calls else None
+    results = batch.messages if batch is not None else []
+    if run.emit.active:
+        run.emit(TurnEndEvent(response, results))
+    if run.aborted():
+        return run.made_up("aborted", ABORTED)
+    if batch is None:
+        return response
+    return build_terminated_response(batch, response) if batch.terminate else None
+
+
 def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> AssistantMessage:
     agent, turn = run.agent, 0
     while True:
         if run.aborted():
-            return run.made_up("aborted", "The run was aborted.")
+            return run.made_up("aborted", ABORTED)
         if turn >= agent.max_turns:
             return run.made_up("max_turns", f"Stopped after {agent.max_turns} LLM calls "
                                f"(max_turns={agent.max_turns}).")
@@ -170,39 +203,25 @@ def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> Assistant
         turn += 1
         if run.emit.active:
             run.emit(TurnStartEvent(turn))
-        try:
-            response = run.call_llm()
-        except RunError as exc:
-            if run.aborted():  # the client gave up because of the abort: that is the outcome
-                return run.made_up("aborted", "The run was aborted.")
-            return run.made_up("error", str(exc))
-        if run.aborted():  # aborted while the model was answering
-            return run.made_up("aborted", "The run was aborted.")
-        run.add(response, started=True)
-        has_calls, calls = extract_tool_calls(response.content)
-        if not has_calls:
-            if run.emit.active:
-                run.emit(TurnEndEvent(response, []))
-            return response
-        batch = run.run_tools(response, calls)
-        if run.emit.active:
-            run.emit(TurnEndEvent(response, batch.messages))
-        if batch.terminate:
-            return build_terminated_response(batch, response)
+        ended = _play_turn(run)
+        if ended is not None:
+            return ended
 
 
 def _process_message(agent: YiemAgent, first: AgentMessage, signal: AbortSignal,
                      take_input: Callable[[], list[AgentMessage]]) -> AssistantMessage:
     """Run the agent on ``first`` (plus anything ``take_input`` yields before each LLM call)
     until the model answers without tool calls, a batch terminates, the run is aborted, or
-    ``max_turns`` LLM calls were made. Returns exactly one response; never raises."""
+    ``max_turns`` LLM calls were made. Returns exactly one response; never raises (except a
+    ``KeyboardInterrupt``)."""
     run = _Run(agent, signal)
     if run.emit.active:
         run.emit(AgentStartEvent())
     try:
         run.add(first)
         response = _turns(run, take_input)
-    except Exception as exc:  # a hook of the runtime itself failed (prepare_context, a sink...)
+    except BaseException as exc:  # defensive: the steps above contain their own failures
+        reraise_interrupt(exc)
         response = run.made_up("error", f"the run failed: {describe_error(exc)}")
     if run.emit.active:
         run.emit(AgentEndEvent(list(run.added)))

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from yiemagent.errors import describe_error
 from yiemagent.messages import AgentMessage, LlmModel
 
 if TYPE_CHECKING:
@@ -40,7 +41,8 @@ class SessionData:
 
 
 def session_to_dict(agent: YiemAgent) -> dict[str, Any]:
-    """The JSON-ready session document of ``agent`` (a snapshot of its current history)."""
+    """The JSON-ready session document of ``agent``; during a run, its history as it was before
+    the run began (see ``YiemAgent.history_snapshot``)."""
     model = agent.model
     return {
         "format": SESSION_FORMAT,
@@ -48,7 +50,7 @@ def session_to_dict(agent: YiemAgent) -> dict[str, Any]:
         "session_id": agent.session_id,
         "system_prompt": agent.system_prompt,
         "model": None if model is None else model.to_dict(),
-        "messages": [m.to_dict() for m in list(agent.messages)],
+        "messages": [m.to_dict() for m in agent.history_snapshot()],
     }
 
 
@@ -96,9 +98,4 @@ def load_session(path: str | os.PathLike[str]) -> SessionData:
             messages=[AgentMessage.from_dict(m) for m in data["messages"]],
         )
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
-        raise SessionError(f"{name}: damaged session file ({describe(exc)})") from exc
-
-
-def describe(exc: BaseException) -> str:
-    """``"<Type>: <text>"`` for an exception."""
-    return f"{type(exc).__name__}: {exc}"
+        raise SessionError(f"{name}: damaged session file ({describe_error(exc)})") from exc

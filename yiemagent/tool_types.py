@@ -60,21 +60,18 @@ class AgentToolResult:
     terminate: bool = False
 
 
-def compile_schema_validator(name: str, schema: Any) -> Validator:
-    """Return a jsonschema validator for ``schema``; raise ``ValueError`` naming the tool if invalid."""
+def compile_schema_validator(name: str | None, schema: Any) -> Validator:
+    """Return a jsonschema validator for ``schema``; raise ``ValueError`` if it is not a valid
+    JSON Schema, naming the tool when ``name`` is given."""
+    owner = f'Tool "{name}": input_schema' if name is not None else "input_schema"
     if not isinstance(schema, Mapping):
-        raise ValueError(
-            f'Tool "{name}": input_schema must be a JSON Schema object (a dict), '
-            f"got {type(schema).__name__}"
-        )
+        raise ValueError(f"{owner} must be a JSON Schema object (a dict), got {type(schema).__name__}")
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
         cls.check_schema(dict(schema))
     except jsonschema.exceptions.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise ValueError(
-            f'Tool "{name}": input_schema is not a valid JSON Schema: {exc.message} (at {where})'
-        ) from None
+        raise ValueError(f"{owner} is not a valid JSON Schema: {exc.message} (at {where})") from None
     return cls(dict(schema))
 
 
@@ -165,10 +162,11 @@ class PreparedToolCall:
 
 @attrs.define(frozen=True)
 class ImmediateOutcome:
-    """A call that ended during preparation (not found, invalid, blocked, aborted)."""
+    """A call that ended during preparation (not found, invalid, blocked, aborted): an error
+    unless said otherwise."""
 
     result: AgentToolResult
-    is_error: bool = False
+    is_error: bool = True
 
 
 @attrs.define(frozen=True)

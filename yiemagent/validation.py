@@ -7,6 +7,7 @@ the arguments received, so the model can correct its call.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -62,7 +63,22 @@ def validate_required_args(args: Any, input_schema: Mapping[str, Any]) -> str | 
     Each violation is one line ``  - <path>: <message>`` with paths like ``args.items[0].name``.
     Never raises for invalid arguments; raises ``ValueError`` only if the schema itself is invalid.
     """
-    return _violations(compile_schema_validator("(schema)", input_schema), args)
+    return _violations(_validator_for(input_schema), args)
+
+
+@functools.lru_cache(maxsize=256)
+def _cached_validator(schema_json: str) -> Validator:
+    return compile_schema_validator(None, json.loads(schema_json))
+
+
+def _validator_for(schema: Mapping[str, Any]) -> Validator:
+    """A validator for ``schema``, compiled once per distinct schema (custom validators call
+    ``validate_required_args`` on every tool call)."""
+    try:
+        key = json.dumps(schema, sort_keys=True)
+    except (TypeError, ValueError):  # not JSON-ready: compile it afresh
+        return compile_schema_validator(None, schema)
+    return _cached_validator(key)
 
 
 def prepare_tool_call_arguments(tool: AgentTool, tool_call: AgentToolCall) -> AgentToolCall:
