@@ -1,8 +1,9 @@
 """Default context preparation and OpenAI chat formatting (spec section 14, DESIGN points 4-6).
 
 ``format_msg_for_llm`` turns an ``AgentContext`` into an OpenAI chat request. Converted messages
-are cached across turns (messages are immutable and the history only grows), so a turn costs the
-same whether the history holds ten messages or thousands.
+are cached across turns (messages are immutable and the history only grows), so a turn converts
+only the messages added since the last one; what still grows with the history is a few list
+copies done in C (a few nanoseconds per message).
 """
 
 from __future__ import annotations
@@ -108,6 +109,25 @@ def message_to_openai(msg: AgentMessage) -> list[WireMessage]:
     return []
 
 
+def _wire_messages(messages: list[AgentMessage]) -> list[WireMessage]:
+    """The OpenAI messages for ``messages``. Images that tool results return travel in a user
+    message placed after the whole run of ``tool`` messages: a user message between the tool
+    messages answering one assistant message is a request providers reject."""
+    out: list[WireMessage] = []
+    held: list[WireMessage] = []
+    for msg in messages:
+        wire = message_to_openai(msg)
+        if isinstance(msg, ToolResultMessage):
+            out.append(wire[0])
+            held.extend(wire[1:])
+        else:
+            out.extend(held)
+            held.clear()
+            out.extend(wire)
+    out.extend(held)
+    return out
+
+
 class WireCache:
     """Remembers the OpenAI form of a history so only messages added since are converted.
 
@@ -139,8 +159,7 @@ class WireCache:
             self._sources, self._wire, known = [], [], 0
         if len(messages) > known:
             added = messages[known:]
-            for msg in added:
-                self._wire.extend(message_to_openai(msg))
+            self._wire.extend(_wire_messages(added))
             self._sources.extend(added)
         return self._wire
 
@@ -157,7 +176,7 @@ def tools_to_openai(tools: ToolMapping) -> list[dict[str, Any]]:
 def prepare_context(state: AgentState) -> AgentContext:
     """Default ``prepare_context``: the state's prompt, a copy of the message list, its tools.
 
-    Copies the list, not the (immutable) messages, so the cost does not grow with the history.
+    Copies the list, not the (immutable) messages, so the copy is one C-level pass over pointers.
     """
     if state.wire_cache is None:
         state.wire_cache = WireCache()
