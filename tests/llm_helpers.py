@@ -75,16 +75,52 @@ def assert_no_key(texts: Iterable[str], key: str = KEY) -> None:
         assert key[-12:] not in text, f"part of the api key leaked into: {text[:300]}"
 
 
+def _safe_repr(value: Any) -> str:
+    try:
+        return repr(value)
+    except Exception as exc:  # a broken repr hides nothing: say so instead of failing the walk
+        return f"<repr failed: {type(exc).__name__}>"
+
+
+def _chain(exc: BaseException | None) -> list[BaseException]:
+    """``exc`` and every exception reachable through ``__context__`` and ``__cause__`` (suppressed
+    contexts included: ``raise ... from None`` hides them from the printout, not from a debugger)."""
+    found: list[BaseException] = []
+    stack = [exc]
+    while stack:
+        current = stack.pop()
+        if current is None or any(current is seen for seen in found):
+            continue
+        found.append(current)
+        stack += [current.__context__, current.__cause__]
+    return found
+
+
+def frame_texts(exc: BaseException | None) -> list[str]:
+    """What a crash reporter or ``pytest -l`` shows of ``exc`` and its chain: each exception's text,
+    attributes and traceback with locals, and the repr of every local of every traceback frame."""
+    texts: list[str] = []
+    for error in _chain(exc):
+        texts += [str(error), _safe_repr(error), _safe_repr(vars(error))]
+        report = traceback.TracebackException(type(error), error, error.__traceback__,
+                                              capture_locals=True)
+        texts.append("".join(report.format()))
+        tb = error.__traceback__
+        while tb is not None:
+            texts += [_safe_repr(value) for value in tb.tb_frame.f_locals.values()]
+            tb = tb.tb_next
+    return texts
+
+
 def leak_texts(exc: BaseException | None, records: Iterable[logging.LogRecord],
                events: Iterable[Any] = (), client: Any = None) -> list[str]:
-    """Every text a failing call exposes: the exception (str, repr, traceback, attributes), each
-    log record (message and args) and each event."""
-    texts: list[str] = []
-    if exc is not None:
-        texts += [str(exc), repr(exc), "".join(traceback.format_exception(exc)),
-                  repr(vars(exc))]
+    """Every text a failing call exposes: the exception and its chain (str, repr, attributes,
+    traceback with every frame's locals), each log record (message and args) and each event."""
+    texts = frame_texts(exc)
     for record in records:
         texts += [record.getMessage(), repr(record.args), str(record.exc_text or "")]
+        if record.exc_info and record.exc_info[1] is not None:
+            texts += frame_texts(record.exc_info[1])
     texts += [repr(e) for e in events]
     if client is not None:
         texts += [repr(client), str(client)]

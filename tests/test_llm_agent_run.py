@@ -3,8 +3,10 @@ sent back on the next request, and the final answer."""
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -13,6 +15,8 @@ from llm_helpers import (
     KEY,
     anthropic_error,
     anthropic_message,
+    assert_no_key,
+    leak_texts,
     openai_completion,
     openai_tool_call,
     weather_tool,
@@ -202,3 +206,29 @@ def test_the_agents_max_retry_delay_caps_the_clients_waits(server: ScriptedServe
     assert "HTTP 429" in (reply.error_message or "")
     assert "1000" in (reply.error_message or "")  # the error names the cap it hit
     assert len(server.requests) == 1  # no retry was attempted
+
+
+@pytest.mark.parametrize(("provider", "make_client"), [(c[0], c[2]) for c in CASES],
+                         ids=[c[0] for c in CASES])
+def test_a_failing_run_leaks_the_key_nowhere(server: ScriptedServer, provider: str,
+                                             make_client: Any, tmp_path: Path,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    echoed = {"error": {"message": f"key {KEY} is overloaded", "type": "overloaded_error"}}
+    for _ in range(3):  # the first try and both retries fail; each reply echoes the key
+        server.json(echoed, status=503)
+    events: list[AgentEvent] = []
+    agent = YiemAgent(llm_call=make_client(server, False), tools=[weather_tool()],
+                      agent_event_sink=events.append)
+    try:
+        reply = agent.prompt("Hello", timeout=10)
+        saved = tmp_path / "session.json"
+        agent.save(saved)
+    finally:
+        agent.shutdown()
+    assert reply.stop_reason == "error"
+    assert "HTTP 503" in (reply.error_message or "")
+    assert len(server.requests) == 3
+    assert any("retrying" in r.getMessage() for r in caplog.records)  # the logs were exercised
+    assert_no_key([saved.read_text(encoding="utf-8"), repr(reply), repr(reply.to_dict()),
+                   *leak_texts(None, caplog.records, events)])

@@ -188,6 +188,13 @@ def test_base_url_with_v1_and_key_from_environment(server: ScriptedServer,
     assert_no_key([repr(client), str(client)])
 
 
+def test_no_dict_the_client_builds_holds_the_key() -> None:
+    client = AnthropicMessagesClient("claude-haiku-4-5", "http://127.0.0.1:9", KEY)
+    auth = client._transport.session.auth
+    assert_no_key([repr(client.headers()), repr(vars(client)), repr(auth)])
+    assert repr(auth) == "ApiKeyAuth(header='x-api-key', key='***')"
+
+
 # --- replies ------------------------------------------------------------------------------------------
 
 def test_thinking_text_and_several_tool_calls(server: ScriptedServer) -> None:
@@ -307,13 +314,17 @@ def test_error_event_before_any_delta_is_retried(server: ScriptedServer) -> None
     assert len(server.requests) == 2
 
 
-def test_connection_closed_mid_stream(server: ScriptedServer) -> None:
+def test_connection_closed_mid_stream(server: ScriptedServer,
+                                      caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
     server.sse(split_every(sse_bytes(STREAM_EVENTS[:10], named=True), 9), finish=False)
     events = Collector()
-    with pytest.raises(LlmStreamError, match="stream broke off"):
-        client_for(server, stream=True)(simple_request(), on_update=events)
+    client = client_for(server, stream=True)
+    with pytest.raises(LlmStreamError, match="stream broke off") as info:
+        client(simple_request(), on_update=events)
     assert events.text() == "Gérons ça."
     assert len(server.requests) == 1
+    assert_no_key(leak_texts(info.value, caplog.records, events.events, client))
 
 
 def test_stream_ending_without_message_stop_is_an_error(server: ScriptedServer) -> None:
@@ -361,12 +372,17 @@ def test_an_error_body_with_status_200_is_an_error(server: ScriptedServer) -> No
         client_for(server, max_retries=0)(simple_request())
 
 
-def test_slow_server_times_out(server: ScriptedServer) -> None:
+def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
     release = threading.Event()
     server.json(anthropic_message([{"type": "text", "text": "late"}]), wait=release)
-    with pytest.raises(LlmTimeoutError, match="timed out"):
-        client_for(server, timeout=0.3, max_retries=0)(simple_request())
-    release.set()
+    client = client_for(server, timeout=0.3, max_retries=0)
+    try:
+        with pytest.raises(LlmTimeoutError, match="timed out") as info:
+            client(simple_request())
+    finally:
+        release.set()
+    assert_no_key(leak_texts(info.value, caplog.records, client=client))
 
 
 def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:

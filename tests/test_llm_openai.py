@@ -134,6 +134,14 @@ def test_key_and_base_url_come_from_the_environment(server: ScriptedServer,
     assert "api_key='***'" in repr(client)
 
 
+def test_no_dict_the_client_builds_holds_the_key() -> None:
+    client = OpenAIChatClient("m", "http://127.0.0.1:9", KEY)
+    auth = client._transport.session.auth
+    assert_no_key([repr(client.headers()), repr(vars(client)), repr(auth),
+                   repr(client._transport.session.headers)])
+    assert repr(auth) == "ApiKeyAuth(header='Authorization', key='***')"
+
+
 def test_the_client_is_a_runtime_llm_call() -> None:
     params = inspect.signature(OpenAIChatClient("m", "http://127.0.0.1:9")).parameters
     assert params["on_update"].kind is inspect.Parameter.KEYWORD_ONLY

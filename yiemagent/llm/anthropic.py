@@ -37,6 +37,8 @@ class AnthropicMessagesClient(LlmClient):
     """
 
     api = ANTHROPIC_API
+    auth_header = "x-api-key"
+    auth_prefix = ""
     default_base_url = "https://api.anthropic.com"
     default_api_key_env = "ANTHROPIC_API_KEY"
     base_url_env = "ANTHROPIC_BASE_URL"
@@ -78,16 +80,13 @@ class AnthropicMessagesClient(LlmClient):
         return f"{self.base_url}/v1/messages"
 
     def headers(self) -> dict[str, str]:
-        """``x-api-key`` (when set), ``anthropic-version`` and the JSON/SSE content headers."""
-        headers = {
+        """``anthropic-version`` and the JSON/SSE content headers; ``x-api-key`` is added by the
+        session's auth as the request is sent."""
+        return {
             "content-type": "application/json",
             "accept": "text/event-stream" if self.stream else "application/json",
             "anthropic-version": self.anthropic_version,
         }
-        key = self._api_key.reveal()
-        if key:
-            headers["x-api-key"] = key
-        return headers
 
     def build_body(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Return the Messages API body: ``model``, ``max_tokens``, ``system`` (when set),

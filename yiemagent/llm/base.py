@@ -19,7 +19,7 @@ from typing import Any, ClassVar
 import attrs
 import requests
 
-from yiemagent.llm.redact import Secret
+from yiemagent.llm.redact import ApiKeyAuth, Secret
 from yiemagent.llm.retry import RetryPolicy
 from yiemagent.llm.transport import Emit, HttpTransport
 from yiemagent.messages import AssistantMessage
@@ -38,10 +38,14 @@ class LlmClient(abc.ABC):
 
     The api key comes from ``api_key`` or the environment variable ``api_key_env``; the base URL
     from ``base_url``, the class's base-URL variable, or the provider default. The key is held as
-    a ``Secret``: it is sent in a header and never appears in ``repr``, errors, logs or events.
+    a ``Secret`` and added to each request by the session's ``ApiKeyAuth`` (header
+    ``auth_header``, value ``auth_prefix + key``), so it never appears in ``repr``, errors, logs,
+    events, or the headers the client builds.
     """
 
     api: ClassVar[str] = ""
+    auth_header: ClassVar[str] = "Authorization"
+    auth_prefix: ClassVar[str] = "Bearer "
     default_base_url: ClassVar[str] = ""
     default_api_key_env: ClassVar[str] = ""
     base_url_env: ClassVar[str] = ""
@@ -81,8 +85,9 @@ class LlmClient(abc.ABC):
         self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_backoff_s,
                                  max_retry_delay_ms)
         self.label = _LABELS.get(provider, provider)
-        self._transport = HttpTransport(self.label, timeout=timeout, retry=self.retry,
-                                        secret=self._api_key)
+        self._transport = HttpTransport(
+            self.label, timeout=timeout, retry=self.retry, secret=self._api_key,
+            auth=ApiKeyAuth(self._api_key, self.auth_header, self.auth_prefix))
 
     @property
     def timeout(self) -> float:
@@ -105,7 +110,7 @@ class LlmClient(abc.ABC):
 
     @abc.abstractmethod
     def headers(self) -> dict[str, str]:
-        """Return the request headers, the api key included (never log them)."""
+        """Return the request headers; never the api key (the session's auth adds it)."""
 
     @abc.abstractmethod
     def read_reply(self, response: requests.Response, emit: Emit) -> AssistantMessage:

@@ -68,15 +68,12 @@ class OpenAIChatClient(LlmClient):
         return f"{self.base_url}/chat/completions"
 
     def headers(self) -> dict[str, str]:
-        """JSON content type, SSE accept when streaming, and ``Authorization: Bearer`` with a key."""
-        headers = {
+        """JSON content type and SSE accept when streaming; ``Authorization: Bearer`` with the key
+        is added by the session's auth as the request is sent."""
+        return {
             "Content-Type": "application/json",
             "Accept": "text/event-stream" if self.stream else "application/json",
         }
-        key = self._api_key.reveal()
-        if key:
-            headers["Authorization"] = f"Bearer {key}"
-        return headers
 
     def build_body(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Return ``{"model", **request, "stream", ...extra_body}``; a new top-level dict, so the

@@ -1,8 +1,10 @@
-"""Keeping the api key out of reprs, logs, errors and events."""
+"""Keeping the api key out of reprs, logs, errors, events and traceback locals."""
 
 from __future__ import annotations
 
-__all__ = ["MASK", "Secret"]
+import requests
+
+__all__ = ["MASK", "ApiKeyAuth", "Secret"]
 
 MASK = "***"
 
@@ -10,7 +12,8 @@ MASK = "***"
 class Secret:
     """An api key that never shows itself: ``repr``/``str`` give ``'***'`` (or ``None`` when unset).
 
-    ``reveal()`` returns the key for the one place that needs it (the request headers);
+    ``reveal()`` returns the key for the one place that needs it (``ApiKeyAuth``, as a request
+    is sent);
     ``scrub(text)`` removes it from any text before that text goes into an error or a log line.
     """
 
@@ -40,3 +43,26 @@ class Secret:
     def __reduce__(self) -> tuple[type[Secret], tuple[None]]:
         # Pickling (e.g. a saved object graph) never writes the key.
         return (Secret, (None,))
+
+
+class ApiKeyAuth(requests.auth.AuthBase):
+    """Session auth that puts the key into a request's ``header`` (after ``prefix``) as it is sent.
+
+    Set as ``session.auth``, it keeps the key out of every dict the clients build: the headers
+    they pass around, and so the locals of any frame a traceback shows, never hold it. It adds
+    nothing when no key is set, and its ``repr`` masks the key.
+    """
+
+    def __init__(self, secret: Secret, header: str, prefix: str = "") -> None:
+        self._secret = secret
+        self.header = header
+        self.prefix = prefix
+
+    def __call__(self, request: requests.PreparedRequest) -> requests.PreparedRequest:
+        key = self._secret.reveal()
+        if key:
+            request.headers[self.header] = f"{self.prefix}{key}"
+        return request
+
+    def __repr__(self) -> str:
+        return f"ApiKeyAuth(header={self.header!r}, key={self._secret!r})"

@@ -92,14 +92,16 @@ def read_json_body(response: requests.Response, label: str) -> Any:
         ) from None
 
 
-def _http_error(response: requests.Response, label: str) -> LlmError:
+def _http_error(response: requests.Response, label: str, secret: Secret) -> LlmError:
+    """Return the ``LlmError`` for an HTTP error reply, its text already scrubbed of the key (a
+    server may echo it back)."""
     status = response.status_code
     try:
         body = response.raw.read(_READ_SIZE, decode_content=True) or b""
     except _BROKEN:
         body = b""
     message, kind = provider_error_text(body)
-    message = message or response.reason or "no error text"
+    message = secret.scrub(message or response.reason or "no error text")
     where = f"HTTP {status}, {kind}" if kind else f"HTTP {status}"
     return LlmError(
         f"{label} API error ({where}): {message}",
@@ -120,9 +122,11 @@ def _shutdown_socket(response: requests.Response) -> None:
 
 
 def _scrubbed(error: LlmError, secret: Secret) -> LlmError:
-    key = secret.reveal()
-    if key is None or key not in f"{error.message}\0{error.provider_message}":
-        return error
+    """Return a fresh copy of ``error`` (same class) with the key scrubbed from its texts.
+
+    Always a copy: the caller raises it on its own thread, so no traceback of the helper thread,
+    whose frames may hold a reply the server echoed the key into, travels with it.
+    """
     return type(error)(
         secret.scrub(error.message),
         status=error.status,
@@ -131,6 +135,13 @@ def _scrubbed(error: LlmError, secret: Secret) -> LlmError:
         retryable=error.retryable,
         retry_after_s=error.retry_after_s,
     )
+
+
+def _final_if_streamed(error: BaseException, emitted: bool) -> BaseException:
+    """Make a retryable failure final once deltas went out: retrying would repeat them."""
+    if emitted and isinstance(error, LlmError) and error.retryable:
+        return error.final("not retried: part of the reply was already streamed")
+    return error
 
 
 class _Attempt:
@@ -166,7 +177,7 @@ class _Attempt:
                 elif kind == "done":
                     return value  # type: ignore[no-any-return]
                 elif kind == "error":
-                    raise self._transport.as_llm_error(value, emitted) from None
+                    raise _final_if_streamed(value, emitted) from None
                 else:
                     raise LlmAbortedError(f"{self._transport.label} request aborted")
         finally:
@@ -198,11 +209,11 @@ class _Attempt:
                 self._response = response
             with response:
                 if response.status_code >= 400:
-                    raise _http_error(response, self._transport.label)
+                    raise _http_error(response, self._transport.label, self._transport.secret)
                 message = self._read(response, self._emit)
             self._inbox.put(("done", message))
-        except BaseException as exc:  # handed to the caller's thread, which decides
-            self._inbox.put(("error", exc))
+        except BaseException as exc:  # converted here, so only a fresh, scrubbed error travels
+            self._inbox.put(("error", self._transport.as_llm_error(exc)))
 
 
 class HttpTransport:
@@ -212,12 +223,14 @@ class HttpTransport:
     ``LlmError`` subclasses whose text never holds the api key; nothing here logs headers.
     """
 
-    def __init__(self, label: str, *, timeout: float, retry: RetryPolicy, secret: Secret) -> None:
+    def __init__(self, label: str, *, timeout: float, retry: RetryPolicy, secret: Secret,
+                 auth: requests.auth.AuthBase | None = None) -> None:
         self.label = label
         self.timeout = timeout
         self.retry = retry
-        self._secret = secret
+        self.secret = secret
         self.session = requests.Session()
+        self.session.auth = auth  # adds the key to each request; no header dict ever holds it
 
     def post(self, url: str, headers: Mapping[str, str], body: Mapping[str, Any], read: Reader,
              *, on_update: Emit | None = None, signal: AbortSignal | None = None,
@@ -239,12 +252,10 @@ class HttpTransport:
         return call_with_retries(attempt, retry or self.retry, signal=signal, label=self.label,
                                  logger=logger)
 
-    def as_llm_error(self, exc: BaseException, emitted: bool) -> BaseException:
-        """Return the ``LlmError`` for a failed attempt (other exceptions are returned as they are).
-
-        A retryable failure after deltas already went out is made final: retrying would repeat them.
-        """
-        error: BaseException
+    def as_llm_error(self, exc: BaseException) -> BaseException:
+        """Return a fresh ``LlmError``, scrubbed of the key, for a failed attempt (other exceptions
+        are returned as they are)."""
+        error: LlmError
         if isinstance(exc, LlmError):
             error = exc
         elif isinstance(exc, requests.Timeout):
@@ -252,14 +263,10 @@ class HttpTransport:
                 f"{self.label} request timed out: no reply within {self.timeout:g} s",
                 retryable=True)
         elif isinstance(exc, (requests.RequestException, urllib3.exceptions.HTTPError)):
-            error = LlmError(f"{self.label} request failed: {self._secret.scrub(str(exc))}",
-                             retryable=True)
+            error = LlmError(f"{self.label} request failed: {exc}", retryable=True)
         else:
             return exc
-        assert isinstance(error, LlmError)
-        if emitted and error.retryable:
-            error = error.final("not retried: part of the reply was already streamed")
-        return _scrubbed(error, self._secret)
+        return _scrubbed(error, self.secret)
 
     def close(self) -> None:
         """Close the session and its pooled connections."""
