@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Creates .venv (if missing) and installs yiemagent with its dev extra into it.
+# Creates (or reuses) .venv and installs yiemagent with its dev extra into it.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python3 -m venv .venv

@@ -284,3 +284,17 @@ def test_parallel_agent_runs_batch_concurrently() -> None:
         results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
         assert [m.tool_call_id for m in results] == ["c0", "c1", "c2"]
         assert not any(m.is_error for m in results)
+
+
+def test_the_agents_retry_cap_reaches_an_llm_call_that_declares_it() -> None:
+    seen: list[Any] = []
+
+    def capped(request: dict[str, Any], *, max_retry_delay_ms: float | None = None) -> AssistantMessage:
+        seen.append(max_retry_delay_ms)
+        return reply("ok")
+
+    with YiemAgent(llm_call=capped, max_retry_delay_ms=2500) as agent:
+        agent.prompt("x", timeout=WAIT)
+    with YiemAgent(llm_call=capped) as agent:  # no cap set: the client's own applies
+        agent.prompt("x", timeout=WAIT)
+    assert seen == [2500, None]
