@@ -239,12 +239,39 @@ def test_reload_never_drops_tools_registered_by_hand(tmp_path: Path) -> None:
     assert load_tools(store, tmp_path)["manual"] is manual
 
 
-def test_a_hand_registered_replacement_survives_an_unchanged_reload(tmp_path: Path) -> None:
-    write(tmp_path, "a.py", tool_file("alpha"))
+def manual_tool(name: str) -> AgentTool:
+    return AgentTool(name, f"Manual {name}", "d", {"type": "object"}, lambda *a: None)
+
+
+def test_a_file_cannot_take_a_name_registered_by_hand(tmp_path: Path) -> None:
     store = ToolStore("agent")
-    load_tools(store, tmp_path)
-    manual = AgentTool("alpha", "Manual alpha", "d", {"type": "object"}, lambda *a: None)
-    register_tool(store, manual)
+    manual = register_tool(store, manual_tool("alpha"))
+    write(tmp_path, "a.py", tool_file("alpha"))
+    write(tmp_path, "b.py", tool_file("beta"))
+    problems = problems_of(store, tmp_path)
+    assert list(problems) == ["a.py"]
+    assert '"alpha"' in problems["a.py"] and "registered by hand" in problems["a.py"]
+    assert store.tools["alpha"] is manual
+    assert list(store.tools) == ["alpha", "beta", "listTools"]
+    assert not [m for m in sys.modules if m.startswith(f"{store.module_namespace()}.a")]
+    write(tmp_path, "a.py", tool_file("alpha", reply="changed"))
+    assert "registered by hand" in problems_of(store, tmp_path)["a.py"]
+    (tmp_path / "a.py").unlink()
+    assert load_tools(store, tmp_path)["alpha"] is manual
+
+
+def test_a_hand_registered_replacement_of_a_file_tool_holds_its_name(tmp_path: Path) -> None:
+    write(tmp_path, "a.py", tool_file("alpha"))
+    write(tmp_path, "b.py", tool_file("beta"))
+    store = ToolStore("agent")
+    module = load_tools(store, tmp_path)["alpha"].execute.__module__
+    manual = register_tool(store, manual_tool("alpha"))
+    assert list(store.tools) == ["alpha", "beta", "listTools"]  # replaced in place
+    assert store.source_of("alpha") is None and module not in sys.modules
+    problems = problems_of(store, tmp_path)  # unchanged, yet reported: its name is taken
+    assert list(problems) == ["a.py"] and "registered by hand" in problems["a.py"]
+    assert store.tools["alpha"] is manual
+    (tmp_path / "a.py").unlink()
     assert load_tools(store, tmp_path)["alpha"] is manual
 
 

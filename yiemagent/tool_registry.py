@@ -140,14 +140,34 @@ class ToolStore:
 def register_tool(store: ToolStore, tool: AgentTool) -> AgentTool:
     """Add ``tool`` to ``store`` under its name and return it.
 
-    A new name goes last; an existing name is replaced in place (same position). Raises
-    ``TypeError`` if ``tool`` is not an ``AgentTool``. A reload never drops a tool registered here.
+    A new name goes last; an existing name is replaced in place (same position). A name
+    registered here is taken: a reload never drops the tool, and a tool file giving the same name
+    is reported as a load problem (also when the file loaded first: replacing its tool here
+    forgets the file, so the next load reports it). Raises ``TypeError`` if ``tool`` is not an
+    ``AgentTool``.
     """
     if not isinstance(tool, AgentTool):
         raise TypeError(f"register_tool expects an AgentTool, got {type(tool).__name__}")
     with store.lock:
+        owner = _file_giving(store, store.tools.get(tool.name))
+        if owner is not None:  # the file no longer gives a tool; its tool is replaced in place
+            del store._files[owner.path]
+            sys.modules.pop(owner.module_name, None)
         store.tools[tool.name] = tool
     return tool
+
+
+def _file_giving(store: ToolStore, tool: AgentTool | None) -> _FileRecord | None:
+    """Return the record of the loaded file whose tool is ``tool`` (by identity), or ``None``."""
+    if tool is None:
+        return None
+    return next((r for r in store._files.values() if r.tool is tool), None)
+
+
+def _held_by_hand(store: ToolStore, name: str) -> bool:
+    """Whether ``name`` belongs to a tool registered by hand rather than given by a loaded file."""
+    tool = store.tools.get(name)
+    return tool is not None and name != LIST_TOOLS_NAME and _file_giving(store, tool) is None
 
 
 def get_tools(store: ToolStore) -> dict[str, AgentTool]:
@@ -394,7 +414,8 @@ def _execute_changed(
 def _register_candidates(
     store: ToolStore, candidates: list[_Candidate], problems: list[tuple[str, str]]
 ) -> None:
-    """Register executed files in order, refusing a tool name that another file already gives."""
+    """Register executed files in order, refusing a tool name that another file already gives
+    or that a tool registered by hand holds."""
     rerun = {c.path for c in candidates}
     owners = {r.tool_name: r.path for r in store._files.values() if r.path not in rerun}
     for cand in candidates:
@@ -404,6 +425,9 @@ def _register_candidates(
             problem = f'defines a tool named "{name}", a name reserved for the built-in tool list'
         elif owner is not None and owner != cand.path:
             problem = f'defines tool "{name}", which {owner} already defines; tool names must be unique'
+        elif owner is None and _held_by_hand(store, name):
+            problem = (f'defines tool "{name}", a name already taken by a tool registered by hand '
+                       "(register_tool); rename the tool or unregister the other one")
         else:
             problem = None
         if problem is not None:
@@ -441,7 +465,8 @@ def load_tools(
 
     Files load in sorted order; those starting with ``_`` or containing ``registry`` are skipped.
     Again on the same folder, changed files are re-executed, new ones added and the tools of
-    removed (or now failing) files dropped; tools registered by hand stay. ``listTools`` is
+    removed (or now failing) files dropped; tools registered by hand stay, and a file giving
+    one of their names is a load problem. ``listTools`` is
     registered (or kept) last. Bad files never stop the good ones: their problems are raised
     together as one ``ToolLoadError`` afterwards, or logged when ``strict`` is false. Raises
     ``NotADirectoryError`` if ``folder`` is not a directory.
