@@ -298,3 +298,15 @@ def test_the_agents_retry_cap_reaches_an_llm_call_that_declares_it() -> None:
     with YiemAgent(llm_call=capped) as agent:  # no cap set: the client's own applies
         agent.prompt("x", timeout=WAIT)
     assert seen == [2500, None]
+
+
+def test_constructor_checks_tool_options_and_history_up_front() -> None:
+    with pytest.raises(ValueError, match="max_parallel_tools"):
+        YiemAgent(llm_call=ScriptedLLM(), max_parallel_tools=0)
+    with pytest.raises(ValueError, match="tool_timeout_s"):
+        YiemAgent(llm_call=ScriptedLLM(), tool_timeout_s=-1)
+    with pytest.raises(TypeError, match="AgentMessage"):
+        YiemAgent(llm_call=ScriptedLLM(), messages=["hello"])  # type: ignore[list-item]
+    history = [UserMessage("hi", timestamp=1), reply("hello")]
+    with YiemAgent(llm_call=ScriptedLLM(), messages=[m.to_dict() for m in history]) as agent:
+        assert agent.messages == history

@@ -24,7 +24,15 @@ from yiemagent.emit import Emit, SafeEmitter
 from yiemagent.errors import describe_error, reraise_interrupt
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
 from yiemagent.run import _process_message
-from yiemagent.tool_types import AbortSignal, AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
+from yiemagent.tool_types import (
+    AbortSignal,
+    AfterHook,
+    AgentLoopConfig,
+    AgentState,
+    AgentTool,
+    BeforeHook,
+    tool_mapping,
+)
 from yiemagent.utils import WireCache, openai_to_user_message
 from yiemagent.utils import format_msg_for_llm as default_format_msg_for_llm
 from yiemagent.utils import prepare_context as default_prepare_context
@@ -59,6 +67,19 @@ def _model(model: LlmModel | str | None) -> LlmModel | None:
     raise TypeError(f"model must be an LlmModel, a model name or None, got {type(model).__name__}")
 
 
+def _history(messages: Iterable[AgentMessage | Mapping[str, Any]] | None) -> list[AgentMessage]:
+    """A new history list from messages or their ``to_dict`` forms; anything else is an error."""
+    history: list[AgentMessage] = []
+    for msg in messages or []:
+        if isinstance(msg, Mapping):
+            msg = AgentMessage.from_dict(msg)
+        if not isinstance(msg, AgentMessage):
+            raise TypeError(f"messages must be AgentMessage objects (or their to_dict() dicts), "
+                            f"got {type(msg).__name__}")
+        history.append(msg)
+    return history
+
+
 class YiemAgent:
     """An agent with its history, tools, hooks, channels and worker thread (spec ``yiemAgent``).
 
@@ -75,7 +96,7 @@ class YiemAgent:
         system_prompt: str = DEFAULT_SYSTEM_PROMPT,
         model: LlmModel | str | None = None,
         tools: Mapping[str, AgentTool] | Iterable[AgentTool] | None = None,
-        messages: Iterable[AgentMessage] | None = None,
+        messages: Iterable[AgentMessage | Mapping[str, Any]] | None = None,
         agent_event_sink: Emit | None = None,
         tool_store: Any = None,
         prepare_context: Callable[[AgentState], Any] | None = None,
@@ -92,14 +113,15 @@ class YiemAgent:
         if llm_call is None or not callable(llm_call):
             raise TypeError("YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
                             f"{type(llm_call).__name__}")
-        if tool_execution not in ("sequential", "parallel"):
-            raise ValueError(f"tool_execution must be 'sequential' or 'parallel', got {tool_execution!r}")
         if not isinstance(max_turns, int) or max_turns < 1:
             raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
         if tools is None and tool_store is not None:
             tools = tool_store.tools
+        # Checks the tool options now, in the caller's thread, rather than at the first run.
+        AgentLoopConfig(tool_execution=tool_execution, tool_timeout_s=tool_timeout_s,
+                        max_parallel_tools=max_parallel_tools)
         self._state = AgentState(system_prompt, _model(model), dict(tool_mapping(tools)),
-                                 list(messages or []))
+                                 _history(messages))
         self.llm_call = llm_call
         self.agent_event_sink = agent_event_sink
         self.tool_store = tool_store

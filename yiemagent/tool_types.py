@@ -281,13 +281,24 @@ class AgentLoopConfig:
     before_tool_call: BeforeHook | None = None
     after_tool_call: AfterHook | None = None
     tool_execution: ToolExecution = attrs.field(default="sequential")
-    tool_timeout_s: float | None = None
-    max_parallel_tools: int | None = None
+    tool_timeout_s: float | None = attrs.field(default=None)
+    max_parallel_tools: int | None = attrs.field(default=None)
 
     @tool_execution.validator
     def _check_mode(self, _attr: Any, value: str) -> None:
         if value not in ("sequential", "parallel"):
             raise ValueError(f"tool_execution must be 'sequential' or 'parallel', got {value!r}")
+
+    @tool_timeout_s.validator
+    def _check_timeout(self, _attr: Any, value: float | None) -> None:
+        if value is not None and not (isinstance(value, (int, float)) and value > 0):
+            raise ValueError(f"tool_timeout_s must be a positive number of seconds or None, "
+                             f"got {value!r}")
+
+    @max_parallel_tools.validator
+    def _check_pool(self, _attr: Any, value: int | None) -> None:
+        if value is not None and not (isinstance(value, int) and value >= 1):
+            raise ValueError(f"max_parallel_tools must be a positive int or None, got {value!r}")
 
 
 @attrs.define(init=False, eq=False)
