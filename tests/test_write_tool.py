@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import os
 import shutil
+import stat
 import sys
 import types
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from yiemagent.agent import YiemAgent
 from yiemagent.agent_core import execute_tool_calls
 from yiemagent.content import AgentToolCall, TextContent
 from yiemagent.messages import AssistantMessage, ToolResultMessage
@@ -103,7 +106,6 @@ def test_a_written_tool_is_called_by_name_in_the_next_turn(store: ToolStore, fol
 
 
 def test_through_the_agent_runtime(store: ToolStore) -> None:
-    agent_module = pytest.importorskip("yiemagent.agent")
     requests: list[dict[str, Any]] = []
 
     def llm_call(request: dict[str, Any]) -> AssistantMessage:
@@ -116,7 +118,7 @@ def test_through_the_agent_runtime(store: ToolStore) -> None:
         said = content if isinstance(content, str) else "".join(p["text"] for p in content)
         return AssistantMessage(content=[TextContent(f"The tool said {said}")])
 
-    agent = agent_module.YiemAgent(llm_call=llm_call, tools=get_tools(store), tool_store=store)
+    agent = YiemAgent(llm_call=llm_call, tools=get_tools(store), tool_store=store)
     try:
         final = agent.prompt("Add 2 and 3 with a new tool.", timeout=10)
     finally:
@@ -205,6 +207,43 @@ def test_overwrite_replaces_a_written_tool(store: ToolStore, folder: Path) -> No
     assert files(folder).count("addNumbers.py") == 1
 
 
+def test_multi_line_strings_keep_their_content(store: ToolStore, folder: Path) -> None:
+    code = 'poem = """first\n    indented\nlast"""\nreturn poem'
+    message = write(store, name="poem", inputSchema={"type": "object"}, executeCode=code)
+    assert not message.is_error, text(message)
+    assert text(use(store, "poem", {})) == "first\n    indented\nlast"
+
+
+def test_code_given_all_indented_is_accepted(store: ToolStore) -> None:
+    message = write(store, executeCode="    total = args['a'] + args['b']\n    return total")
+    assert not message.is_error, text(message)
+    assert text(use(store, "addNumbers", {"a": 1, "b": 2})) == "3"
+
+
+@pytest.fixture
+def umask_022() -> Iterator[None]:
+    old = os.umask(0o022)
+    try:
+        yield
+    finally:
+        os.umask(old)
+
+
+def mode_of(path: Path) -> int:
+    return stat.S_IMODE(path.stat().st_mode)
+
+
+@pytest.mark.usefixtures("umask_022")
+def test_a_new_file_gets_the_umask_mode_and_a_replacement_keeps_the_old_mode(
+        store: ToolStore, folder: Path) -> None:
+    write(store)
+    assert mode_of(folder / "addNumbers.py") == 0o644  # 0o666 less the umask, as open() gives
+    os.chmod(folder / "addNumbers.py", 0o640)
+    message = write(store, executeCode="return 'v2'", overwrite=True)
+    assert not message.is_error, text(message)
+    assert mode_of(folder / "addNumbers.py") == 0o640
+
+
 # -- refusals -----------------------------------------------------------------------------------
 
 
@@ -259,6 +298,27 @@ def test_an_existing_written_tool_is_refused_without_overwrite(store: ToolStore,
 def test_a_hand_registered_name_is_refused(store: ToolStore, folder: Path) -> None:
     register_tool(store, AgentTool("manual", "Manual", "d", {"type": "object"}, lambda *a: None))
     assert_refused(store, folder, 'A tool named "manual" already exists', name="manual")
+    assert_refused(store, folder, "registered by the program, not written by writeTool",
+                   name="manual", overwrite=True)
+
+
+def test_written_files_carry_the_marker(store: ToolStore, folder: Path) -> None:
+    write(store)
+    marker = writer_module(store).MARKER
+    assert (folder / "addNumbers.py").read_text().splitlines()[0] == marker
+
+
+def test_overwrite_never_replaces_a_hand_written_tool_file(store: ToolStore, folder: Path) -> None:
+    original = (folder / "getTime.py").read_bytes()
+    assert_refused(store, folder, "getTime.py was not written by writeTool", name="getTime",
+                   overwrite=True)
+    assert (folder / "getTime.py").read_bytes() == original
+
+
+def test_overwrite_never_replaces_an_unloaded_hand_written_file(store: ToolStore, folder: Path) -> None:
+    (folder / "addNumbers.py").write_text("# my own work in progress\n")
+    assert_refused(store, folder, "addNumbers.py was not written by writeTool", overwrite=True)
+    assert (folder / "addNumbers.py").read_text() == "# my own work in progress\n"
 
 
 def test_a_tool_defined_by_another_file_cannot_be_overwritten(store: ToolStore, folder: Path) -> None:
@@ -340,6 +400,9 @@ def writer_module(store: ToolStore) -> types.ModuleType:
 def test_a_generated_file_that_fails_to_load_is_refused_and_removed(
     store: ToolStore, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    # Only reachable defensively: the generated file runs none of the model's code at import (it
+    # becomes function bodies; the rest are literals and yiemagent imports), and code that does
+    # not compile is refused earlier. So a broken generator is simulated here.
     monkeypatch.setattr(writer_module(store), "render_tool_file",
                         lambda spec: "X = 1\nraise RuntimeError('broken at import')\n")
     message = assert_refused(store, folder, "The generated tool file does not load")

@@ -9,13 +9,15 @@ outside the store's folder, and no temporary file is left behind.
 
 from __future__ import annotations
 
+import ast
 import json
 import keyword
 import os
 import pprint
 import re
-import tempfile
+import stat
 import textwrap
+import uuid
 from typing import Any
 
 import attrs
@@ -31,6 +33,8 @@ from yiemagent.tool_registry import (
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult, compile_schema_validator
 
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+# The first line of every file writeTool writes; overwrite=true replaces only files that carry it.
+MARKER = "# Written by yiemagent's writeTool: overwrite=true may replace this file."
 RESERVED_NAMES = frozenset({LIST_TOOLS_NAME, "writeTool"})
 EXECUTE_PARAMS = "tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None, on_partial_result: Any"
 ARGS_PARAMS = "args: dict[str, Any]"
@@ -116,8 +120,35 @@ def check_schema(schema: Any) -> dict[str, Any]:
     return schema
 
 
-def _body(code: str) -> str:
-    return textwrap.indent(textwrap.dedent(code).strip("\n"), "    ")
+def _statements(field: str, code: str) -> list[ast.stmt]:
+    """Parse ``code`` (as given, or dedented when all of it is indented) into statements.
+
+    Parsing, not re-indenting text, keeps multi-line string literals exactly as written. Raises
+    ``SyntaxError`` with lines counted within ``field``, or ``WriteToolRefused`` when it has no
+    statement.
+    """
+    try:
+        tree = ast.parse(code, f"<{field}>")
+    except IndentationError:
+        tree = ast.parse(textwrap.dedent(code), f"<{field}>")
+    if not tree.body:
+        raise WriteToolRefused(f'"{field}" has no statements, only comments or blank lines.')
+    return tree.body
+
+
+def function_source(name: str, params: str, field: str, code: str) -> str:
+    """Return the source of ``def name(params) -> Any:`` whose body is the parsed ``code``.
+
+    The statements are placed in an ``ast.FunctionDef`` and unparsed, so string literals keep
+    their content (comments are not kept). Raises ``SyntaxError`` when the body does not
+    compile as a function body, with the line counted within ``field``.
+    """
+    function = ast.parse(f"def {name}({params}) -> Any:\n    pass\n").body[0]
+    assert isinstance(function, ast.FunctionDef)
+    function.body = _statements(field, code)
+    module = ast.fix_missing_locations(ast.Module(body=[function], type_ignores=[]))
+    compile(module, f"<{field}>", "exec", dont_inherit=True)  # e.g. 'await' outside async
+    return ast.unparse(function)
 
 
 def check_code(field: str, code: Any, required: bool) -> str | None:
@@ -132,15 +163,13 @@ def check_code(field: str, code: Any, required: bool) -> str | None:
     if not isinstance(code, str) or not code.strip():
         raise WriteToolRefused(f'"{field}" must be a non-empty string of Python code.')
     function, params = CODE_FIELDS[field]
-    source = f"def _body({params}):\n{_body(code)}\n"
     try:
-        compile(source, f"<{field}>", "exec", dont_inherit=True)
+        function_source("_body", params, field, code)
     except SyntaxError as exc:
-        line = max((exc.lineno or 2) - 1, 1)
         shown = f" ({exc.text.strip()})" if exc.text and exc.text.strip() else ""
         raise WriteToolRefused(
-            f'"{field}" does not compile: line {line}: {exc.msg}{shown}. It must be the body of '
-            f"{function}, not wrapped in a function; fix it and call writeTool again."
+            f'"{field}" does not compile: line {exc.lineno or 1}: {exc.msg}{shown}. It must be the '
+            f"body of {function}, not wrapped in a function; fix it and call writeTool again."
         ) from None
     return code
 
@@ -181,11 +210,21 @@ def target_path(store: ToolStore, name: str) -> str:
     return target
 
 
+def written_by_write_tool(path: str) -> bool:
+    """Whether the file at ``path`` starts with ``MARKER``, i.e. writeTool wrote it."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.readline().rstrip("\r\n") == MARKER
+    except OSError:
+        return False
+
+
 def check_free(store: ToolStore, spec: ToolSpec, target: str) -> bool:
     """Refuse a name that is taken (unless ``overwrite``); return whether something is replaced.
 
     Taken means: a tool of that name in the store, a file of that name (in any letter case) in the
-    folder, or, even with ``overwrite``, a tool of that name defined by another file.
+    folder. Even with ``overwrite``, only a file writeTool wrote (it starts with ``MARKER``) is
+    replaced: never a hand-written file, a tool registered by hand or one another file defines.
     """
     name = spec.name
     existing = store.tools.get(name)
@@ -208,6 +247,16 @@ def check_free(store: ToolStore, spec: ToolSpec, target: str) -> bool:
             f'Tool "{name}" is defined by {os.path.basename(source)}, not {name}.py; writeTool cannot '
             "replace it. Choose another name."
         )
+    if existing is not None and source is None:
+        raise WriteToolRefused(
+            f'Tool "{name}" was registered by the program, not written by writeTool; writeTool '
+            "cannot replace it. Choose another name."
+        )
+    if same_file and not written_by_write_tool(target):
+        raise WriteToolRefused(
+            f"{name}.py was not written by writeTool, and overwrite only replaces the files "
+            "writeTool wrote; choose another name."
+        )
     return existing is not None or bool(same_file)
 
 
@@ -216,6 +265,7 @@ def check_free(store: ToolStore, spec: ToolSpec, target: str) -> bool:
 # ---------------------------------------------------------------------------------------------
 
 _HEADER = '''\
+{marker}
 {doc}
 
 from __future__ import annotations
@@ -237,7 +287,6 @@ INPUT_SCHEMA: dict[str, Any] = {schema}
 
 _EXECUTE = '''
 
-def _execute_body({params}) -> Any:
 {body}
 
 
@@ -254,7 +303,6 @@ def execute_tool({params}) -> AgentToolResult:
 
 _VALIDATE = '''
 
-def _validate_body(args: dict[str, Any]) -> Any:
 {body}
 
 
@@ -269,7 +317,6 @@ def validate_required_args(args: dict[str, Any]) -> str | None:
 
 _PREPARE = '''
 
-def _prepare_body(args: dict[str, Any]) -> Any:
 {body}
 
 
@@ -297,22 +344,26 @@ def get_tool() -> AgentTool:
 def render_tool_file(spec: ToolSpec) -> str:
     """Return the Python source of the tool file for ``spec`` (the tool file contract).
 
-    The model's code becomes the bodies of ``execute_tool``, ``validate_required_args`` and
-    ``prepare_arguments``; every value it gave (name, texts, schema) is embedded as a literal.
+    The file starts with ``MARKER``. The model's code becomes the bodies of ``execute_tool``,
+    ``validate_required_args`` and ``prepare_arguments`` (built from its parsed statements, see
+    ``function_source``); every value it gave (name, texts, schema) is embedded as a literal.
     """
     doc = repr(f"{spec.label} ({spec.name}), a tool written by writeTool.\n\n{spec.description}\n")
     schema = pprint.pformat(spec.input_schema, width=100, sort_dicts=False)
+    execute = function_source("_execute_body", EXECUTE_PARAMS, "executeCode", spec.execute_code)
     parts = [
-        _HEADER.format(doc=doc, name=spec.name, label=spec.label, description=spec.description,
-                       parallel=spec.parallel, schema=schema),
-        _EXECUTE.format(params=EXECUTE_PARAMS, body=_body(spec.execute_code)),
+        _HEADER.format(marker=MARKER, doc=doc, name=spec.name, label=spec.label,
+                       description=spec.description, parallel=spec.parallel, schema=schema),
+        _EXECUTE.format(params=EXECUTE_PARAMS, body=execute),
     ]
     hooks = ""
     if spec.validate_code is not None:
-        parts.append(_VALIDATE.format(body=_body(spec.validate_code)))
+        body = function_source("_validate_body", ARGS_PARAMS, "validateCode", spec.validate_code)
+        parts.append(_VALIDATE.format(body=body))
         hooks += "\n        validate_required_args=validate_required_args,"
     if spec.prepare_code is not None:
-        parts.append(_PREPARE.format(body=_body(spec.prepare_code)))
+        body = function_source("_prepare_body", ARGS_PARAMS, "prepareCode", spec.prepare_code)
+        parts.append(_PREPARE.format(body=body))
         hooks += "\n        prepare_arguments=prepare_arguments,"
     parts.append(_GET_TOOL.format(hooks=hooks))
     return "".join(parts)
@@ -323,12 +374,35 @@ def render_tool_file(spec: ToolSpec) -> str:
 # ---------------------------------------------------------------------------------------------
 
 
-def _write_temp(folder: str, name: str, text: str) -> str:
-    """Write ``text`` to a new ``_writeTool_<name>_*.py`` file in ``folder`` (skipped by the loader)."""
-    fd, temp = tempfile.mkstemp(prefix=f"_writeTool_{name}_", suffix=".py", dir=folder)
+def _replaced_mode(target: str) -> int | None:
+    """Return the permission bits of the file ``target`` names, or ``None`` if there is none."""
+    try:
+        return stat.S_IMODE(os.stat(target).st_mode)
+    except FileNotFoundError:
+        return None
+
+
+def _write_temp(folder: str, name: str, text: str, target: str) -> str:
+    """Write ``text`` to a new ``_writeTool_<name>_*.py`` file in ``folder`` (skipped by the loader).
+
+    The file is created with mode ``0o666`` so the umask applies, as for any file a program
+    writes (``mkstemp`` would leave it ``0o600`` after the move), then given the mode of the file
+    it replaces, if any.
+    """
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    while True:
+        temp = os.path.join(folder, f"_writeTool_{name}_{uuid.uuid4().hex[:12]}.py")
+        try:
+            fd = os.open(temp, flags, 0o666)
+            break
+        except FileExistsError:  # a name clash of 48 random bits: pick another name
+            continue
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as handle:
             handle.write(text)
+        mode = _replaced_mode(target)
+        if mode is not None:
+            os.chmod(temp, mode)
     except BaseException:
         os.unlink(temp)
         raise
@@ -357,7 +431,7 @@ def install(store: ToolStore, spec: ToolSpec) -> tuple[AgentTool, str, bool]:
     with store.lock:
         target = target_path(store, spec.name)
         replaced = check_free(store, spec, target)
-        temp = _write_temp(os.path.dirname(target), spec.name, render_tool_file(spec))
+        temp = _write_temp(os.path.dirname(target), spec.name, render_tool_file(spec), target)
         try:
             _vet(temp, store, spec.name)
             os.replace(temp, target)
