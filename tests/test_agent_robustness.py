@@ -24,9 +24,18 @@ from yiemagent import (
 
 
 def test_shutdown_does_not_wait_for_a_taker_when_the_output_channel_is_full() -> None:
-    agent = YiemAgent(llm_call=ScriptedLLM())
+    channel_full = threading.Event()
+    llm = ScriptedLLM(default=lambda req: reply(f"echo: {last_user_text(req)}"))
+
+    def counting(request: dict[str, Any]) -> AssistantMessage:
+        if len(llm.requests) == 16:  # 16 responses fill the output channel before this call
+            channel_full.set()
+        return llm(request)
+
+    agent = YiemAgent(llm_call=counting)
     for n in range(20):
         agent.follow_up(f"m{n}")
+    assert channel_full.wait(WAIT)  # this run's response finds no room
     finished = threading.Event()
     returned: list[list[UserMessage]] = []
 
@@ -34,7 +43,7 @@ def test_shutdown_does_not_wait_for_a_taker_when_the_output_channel_is_full() ->
         returned.append(agent.shutdown(wait=True))
         finished.set()
 
-    stopper = threading.Thread(target=stop)
+    stopper = threading.Thread(target=stop, daemon=True)
     stopper.start()
     assert finished.wait(WAIT), "shutdown hung on a full output channel"
     stopper.join()
