@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
+import pickle
 import sys
 import textwrap
 from pathlib import Path
@@ -157,6 +159,37 @@ def test_dataclasses_work_in_tool_files(tmp_path: Path) -> None:
     write(tmp_path, "dc.py", "from __future__ import annotations\nimport dataclasses\n"
           "@dataclasses.dataclass\nclass Point:\n    x: int\n    y: int = 0\n" + tool_file("dc"))
     assert "dc" in load_tools(ToolStore("agent"), tmp_path)
+
+
+def test_what_a_tool_file_defines_can_be_pickled(tmp_path: Path) -> None:
+    write(tmp_path, "dc.py", """
+        import dataclasses
+
+        @dataclasses.dataclass
+        class Point:
+            x: int
+
+        def execute_tool(tool_call_id, args, signal, on_partial_result):
+            return AgentToolResult([TextContent("point")], {"point": Point(3)})
+
+        def get_tool():
+            return AgentTool("dc", "Dc", "d", {"type": "object"}, execute_tool)
+        """)
+    store = ToolStore("agent")
+    point = load_tools(store, tmp_path)["dc"].execute("c1", {}, None, None).details["point"]
+    assert pickle.loads(pickle.dumps(point)) == point
+    assert type(point).__module__ == f"{store.module_namespace()}.dc"
+
+
+def test_a_dropped_store_takes_its_modules_out_of_sys_modules(tmp_path: Path) -> None:
+    write(tmp_path, "a.py", tool_file("alpha"))
+    store = ToolStore("agent")
+    load_tools(store, tmp_path)
+    namespace = store.module_namespace()
+    assert f"{namespace}.a" in sys.modules
+    del store
+    gc.collect()  # listTools' closure and the store form a cycle
+    assert [m for m in sys.modules if m == namespace or m.startswith(f"{namespace}.")] == []
 
 
 def test_get_tool_with_a_parameter_receives_the_store(tmp_path: Path) -> None:
@@ -403,7 +436,8 @@ def test_failed_files_leave_no_module_behind(tmp_path: Path) -> None:
     write(tmp_path, "bad.py", "raise ValueError('at import')\n")
     store = ToolStore("agent")
     problems_of(store, tmp_path)
-    assert not [name for name in sys.modules if name.startswith(store.module_namespace())]
+    # The store's own package stays until the store goes; no file module is left in it.
+    assert not [name for name in sys.modules if name.startswith(f"{store.module_namespace()}.")]
 
 
 def test_not_strict_logs_problems_and_returns_what_loaded(

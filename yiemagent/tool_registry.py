@@ -21,6 +21,7 @@ import threading
 import traceback
 import types
 import uuid
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -93,7 +94,9 @@ class ToolStore:
     ``tools`` maps names to tools in registration order and is shared, never copied, by
     ``get_tools``. ``folder`` is the folder ``load_tools`` last loaded (``writeTool`` writes
     there). ``lock`` is held while the store changes; hold it to make a check-then-register
-    sequence atomic. Stores share nothing with each other.
+    sequence atomic. Stores share nothing with each other. Its tool modules live in
+    ``sys.modules`` under ``module_namespace()`` until the store is garbage-collected (a tool
+    file that keeps the store in a module global keeps them there for good).
     """
 
     name: str = "default"
@@ -101,7 +104,13 @@ class ToolStore:
     folder: str | None = None
     lock: threading.RLock = attrs.field(factory=threading.RLock, init=False, repr=False)
     _files: dict[str, _FileRecord] = attrs.field(factory=dict, init=False, repr=False)
-    _serial: int = attrs.field(factory=lambda: next(_STORE_SERIAL), init=False, repr=False)
+    _namespace: str = attrs.field(default="", init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        slug = re.sub(r"\W", "_", self.name) or "store"
+        self._namespace = f"{MODULE_PREFIX}.{slug}_{next(_STORE_SERIAL)}"
+        # Not a method or closure of the store: the finalizer must not keep the store alive.
+        weakref.finalize(self, _drop_modules, self._namespace)
 
     def register(self, tool: AgentTool) -> AgentTool:
         """Same as ``register_tool(self, tool)``."""
@@ -132,9 +141,15 @@ class ToolStore:
         return None
 
     def module_namespace(self) -> str:
-        """Return the ``sys.modules`` prefix under which this store's tool modules live."""
-        slug = re.sub(r"\W", "_", self.name) or "store"
-        return f"{MODULE_PREFIX}.{slug}_{self._serial}"
+        """Return the ``sys.modules`` prefix under which this store's tool modules live (fixed
+        when the store is made, from its name and a serial number)."""
+        return self._namespace
+
+
+def _drop_modules(namespace: str) -> None:
+    """Remove the package ``namespace`` and every module under it from ``sys.modules``."""
+    for name in [n for n in list(sys.modules) if n == namespace or n.startswith(f"{namespace}.")]:
+        sys.modules.pop(name, None)
 
 
 def register_tool(store: ToolStore, tool: AgentTool) -> AgentTool:
@@ -282,18 +297,35 @@ def _call_get_tool(get_tool: Any, store: ToolStore | None) -> Any:
     return get_tool(store) if positional else get_tool()
 
 
+def _ensure_packages(package: str) -> None:
+    """Register ``package`` and its parents in ``sys.modules`` as empty namespace packages.
+
+    ``import a.b.c`` (which pickle does to find a class) needs ``a`` and ``a.b`` there too.
+    """
+    parts = package.split(".")
+    for end in range(1, len(parts) + 1):
+        name = ".".join(parts[:end])
+        if name not in sys.modules:
+            parent = types.ModuleType(name)
+            parent.__path__ = []
+            sys.modules.setdefault(name, parent)
+
+
 def _execute_file(
     path: str, source: bytes, module_name: str, store: ToolStore | None
 ) -> tuple[types.ModuleType, AgentTool]:
     """Run ``source`` in a fresh module named ``module_name`` and return it with its tool.
 
-    The module is in ``sys.modules`` while the file runs (so dataclasses and pickling work) and
-    stays there on success; on failure it is removed and ``_FileProblem`` says why.
+    The module is in ``sys.modules`` while the file runs (so dataclasses work, and so does
+    pickling what the file defines, its parent packages being registered too) and stays there on
+    success; on failure it is removed and ``_FileProblem`` says why.
     """
     code = _compile(source, path)
     module = types.ModuleType(module_name)
     module.__file__ = path
+    module.__package__ = module_name.rpartition(".")[0]
     module.__dict__.update(core_namespace())
+    _ensure_packages(module.__package__)
     sys.modules[module_name] = module
     try:
         try:
