@@ -126,6 +126,26 @@ def test_defaults_make_parameters_optional() -> None:
     assert call(defaults, {"city": "x", "note": None, "mode": None}).is_error is False
 
 
+@pytest.mark.parametrize("default", [float("nan"), float("inf"), -float("inf"), [1.0, float("nan")]],
+                         ids=["nan", "inf", "-inf", "nested"])
+def test_nan_or_infinite_defaults_are_refused_at_decoration(default: Any) -> None:
+    def scaled(factor: Any = default) -> str:
+        return "ok"
+
+    with pytest.raises(TypeError, match=r"parameter 'factor' .* holds NaN or infinity"):
+        function_tool(scaled)
+
+
+def test_a_default_that_is_not_json_is_left_out_of_the_schema() -> None:
+    marker = object()
+
+    @function_tool
+    def pick(choice: Any = marker) -> str:
+        return "ok"
+
+    assert "default" not in props(pick)["choice"]
+
+
 def test_a_function_without_parameters() -> None:
     @function_tool
     def ping() -> str:

@@ -153,6 +153,13 @@ def test_extra_body_cannot_replace_messages_or_stream() -> None:
         OpenAIChatClient("m", "http://127.0.0.1:9", extra_body={"stream": True})
 
 
+def test_a_body_holding_nan_is_refused_before_sending(server: ScriptedServer) -> None:
+    client = client_for(server, extra_body={"temperature": float("nan")})
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        client(simple_request())
+    assert server.requests == []
+
+
 def test_a_request_without_messages_is_refused(server: ScriptedServer) -> None:
     with pytest.raises(ValueError, match="'messages'"):
         client_for(server)({"prompt": "hi"})

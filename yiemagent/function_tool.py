@@ -284,12 +284,21 @@ def _label_from(name: str) -> str:
     return " ".join(w[:1].upper() + w[1:] for w in words) or name
 
 
-def _json_ready(value: Any) -> bool:
+def _json_ready(value: Any, where: str) -> bool:
+    """Whether a default can go into the schema as JSON; raise ``TypeError`` for NaN or infinity,
+    which ``json.dumps`` would write as tokens that no JSON parser (nor provider) accepts."""
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        pass
+    else:
+        return True
     try:
         json.dumps(value)
     except (TypeError, ValueError):
-        return False
-    return True
+        return False  # not JSON at all (an object, a cycle): left out of the schema
+    raise TypeError(f"{where} has the default {value!r}, which holds NaN or infinity; JSON cannot "
+                    "carry those, so use None or a finite number")
 
 
 def _property(hint: Any, param: inspect.Parameter, where: str, doc: str | None) -> dict[str, Any]:
@@ -301,7 +310,7 @@ def _property(hint: Any, param: inspect.Parameter, where: str, doc: str | None) 
     default = param.default.value if isinstance(param.default, enum.Enum) else param.default
     if default is None and schema and schema.get("type") not in (None, "null"):
         schema = _union_schema_with_null(schema)
-    if _json_ready(default):
+    if _json_ready(default, where):
         schema["default"] = default
     return schema
 

@@ -112,6 +112,18 @@ def _http_error(response: requests.Response, label: str, secret: Secret) -> LlmE
     )
 
 
+def _encode(body: Mapping[str, Any], label: str) -> bytes:
+    """Return ``body`` as strict JSON: NaN and infinity, which ``json.dumps`` would write as bare
+    tokens no provider parses, raise ``ValueError`` instead."""
+    try:
+        return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except ValueError:
+        json.dumps(body)  # re-raises any other problem (a cycle) as it is
+        raise ValueError(f"{label} request not sent: its body holds NaN or infinity, which JSON "
+                         "cannot carry (check extra_body, tool schemas and tool-call arguments)"
+                         ) from None
+
+
 def _shutdown_socket(response: requests.Response) -> None:
     """Make a read blocked on ``response`` return now, without waiting for it (closing the
     response from this thread would wait for the reader's lock). Best effort: never raises."""
@@ -239,11 +251,12 @@ class HttpTransport:
         (as ``retry`` says, else the transport's policy).
 
         ``read`` runs on the helper thread and reports deltas through its ``emit`` argument; they
-        reach ``on_update`` on this thread. Raises ``LlmError`` (``LlmAbortedError`` on abort).
+        reach ``on_update`` on this thread. Raises ``LlmError`` (``LlmAbortedError`` on abort), or
+        ``ValueError`` before sending when ``body`` holds NaN or infinity.
         """
         if signal is not None and signal.aborted:
             raise LlmAbortedError(f"{self.label} request aborted before it was sent")
-        payload = json.dumps(body, ensure_ascii=False).encode("utf-8")
+        payload = _encode(body, self.label)
 
         def attempt() -> AssistantMessage:
             logger.debug("%s request: POST %s", self.label, url)
