@@ -221,11 +221,34 @@ def test_thinking_text_and_several_tool_calls(server: ScriptedServer) -> None:
 
 @pytest.mark.parametrize(("reason", "expected"), [
     ("end_turn", "stop"), ("stop_sequence", "stop"), ("max_tokens", "length"),
-    ("tool_use", "toolUse"), ("pause_turn", "stop"), ("refusal", "stop"),
+    ("model_context_window_exceeded", "length"), ("tool_use", "toolUse"), ("pause_turn", "stop"),
+    ("refusal", "error"),
 ])
 def test_stop_reason_mapping(server: ScriptedServer, reason: str, expected: str) -> None:
     server.json(anthropic_message([{"type": "text", "text": "x"}], stop_reason=reason))
-    assert client_for(server)(simple_request()).stop_reason == expected
+    reply = client_for(server)(simple_request())
+    assert reply.stop_reason == expected
+    assert (reply.error_message is not None) == (expected == "error")
+
+
+def test_a_refusal_is_an_error_that_keeps_the_text(server: ScriptedServer) -> None:
+    server.json(anthropic_message([{"type": "text", "text": "I won't"}], stop_reason="refusal"))
+    reply = client_for(server)(simple_request())
+    assert reply.stop_reason == "error"
+    assert reply.error_message == "Anthropic model declined to answer (stop_reason refusal)"
+    assert reply.content == [TextContent("I won't")]
+
+
+def test_a_streamed_refusal_is_an_error(server: ScriptedServer) -> None:
+    events = [*STREAM_EVENTS[:1], *STREAM_EVENTS[7:11],
+              {"type": "message_delta", "delta": {"stop_reason": "refusal"},
+               "usage": {"output_tokens": 3}},
+              {"type": "message_stop"}]
+    server.sse([sse_bytes(events, named=True)])
+    reply = client_for(server, stream=True)(simple_request())
+    assert reply.stop_reason == "error"
+    assert reply.error_message is not None and "declined" in reply.error_message
+    assert reply.content == [TextContent("Gérons ça.")]
 
 
 # --- streaming ------------------------------------------------------------------------------------------

@@ -203,7 +203,7 @@ def test_usage_with_cached_prompt_tokens(server: ScriptedServer) -> None:
 
 @pytest.mark.parametrize(("finish", "calls", "expected"), [
     ("stop", False, "stop"), ("length", False, "length"), ("tool_calls", True, "toolUse"),
-    ("function_call", True, "toolUse"), ("content_filter", False, "stop"),
+    ("function_call", True, "toolUse"), ("content_filter", False, "error"),
     (None, False, "stop"), ("stop", True, "toolUse"),
 ])
 def test_finish_reason_mapping(server: ScriptedServer, finish: Any, calls: bool,
@@ -212,7 +212,44 @@ def test_finish_reason_mapping(server: ScriptedServer, finish: Any, calls: bool,
     body = openai_completion("x", tool_calls=tool_calls)
     body["choices"][0]["finish_reason"] = finish
     server.json(body)
-    assert client_for(server)(simple_request()).stop_reason == expected
+    reply = client_for(server)(simple_request())
+    assert reply.stop_reason == expected
+    assert (reply.error_message is not None) == (expected == "error")
+
+
+def test_a_content_filter_stop_is_an_error_that_keeps_the_text(server: ScriptedServer) -> None:
+    server.json(openai_completion("Partial answer", finish="content_filter"))
+    reply = client_for(server)(simple_request())
+    assert reply.stop_reason == "error"
+    assert reply.error_message is not None and "content filter" in reply.error_message
+    assert reply.content == [TextContent("Partial answer")]
+
+
+def test_a_refusal_is_an_error_that_says_so(server: ScriptedServer) -> None:
+    body = openai_completion(None)
+    body["choices"][0]["message"]["refusal"] = "I can't help with that."
+    server.json(body)
+    reply = client_for(server)(simple_request())
+    assert reply.stop_reason == "error"
+    assert reply.error_message == "OpenAI model refused to answer: I can't help with that."
+    assert reply.content == []
+
+
+def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> None:
+    server.sse([sse_bytes([chunk({"role": "assistant", "refusal": ""}),
+                           chunk({"refusal": "I can't "}), chunk({"refusal": "help."}),
+                           chunk({}, "stop")], done=True)])
+    reply = client_for(server, stream=True)(simple_request())
+    assert reply.stop_reason == "error"
+    assert reply.error_message == "OpenAI model refused to answer: I can't help."
+
+
+def test_a_streamed_content_filter_stop_keeps_the_text(server: ScriptedServer) -> None:
+    server.sse([sse_bytes([chunk({"content": "Partial"}), chunk({}, "content_filter")],
+                          done=True)])
+    reply = client_for(server, stream=True)(simple_request())
+    assert (reply.stop_reason, reply.content) == ("error", [TextContent("Partial")])
+    assert reply.error_message is not None and "content_filter" in reply.error_message
 
 
 def test_legacy_function_call_is_read(server: ScriptedServer) -> None:

@@ -3,7 +3,9 @@
 ``text`` blocks become ``TextContent``, ``thinking`` blocks ``ThinkingContent`` (with their
 ``signature``, so they can be sent back), ``redacted_thinking`` blocks stay as raw dict blocks and
 ``tool_use`` blocks become ``AgentToolCall``. ``stop_reason`` maps ``end_turn`` and
-``stop_sequence`` to ``stop``, ``max_tokens`` to ``length`` and ``tool_use`` to ``toolUse``.
+``stop_sequence`` to ``stop``, ``max_tokens`` and ``model_context_window_exceeded`` to ``length``,
+``tool_use`` to ``toolUse`` and ``refusal`` to ``error`` (with an ``error_message`` saying the
+model declined; any text is kept).
 """
 
 from __future__ import annotations
@@ -34,7 +36,9 @@ _STOP_REASONS = {
     "end_turn": "stop",
     "stop_sequence": "stop",
     "max_tokens": "length",
+    "model_context_window_exceeded": "length",
     "tool_use": "toolUse",
+    "refusal": "error",
 }
 _USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
                "cache_creation_input_tokens")
@@ -42,9 +46,17 @@ _RETRYABLE_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error
 
 
 def map_stop_reason(reason: Any) -> str:
-    """Map Anthropic's ``stop_reason`` to the library's; anything else (``pause_turn``,
-    ``refusal``, missing) is ``stop``."""
+    """Map Anthropic's ``stop_reason`` to the library's (``refusal`` is ``error``); anything else
+    (``pause_turn``, missing) is ``stop``."""
     return _STOP_REASONS.get(reason, "stop") if isinstance(reason, str) else "stop"
+
+
+def stop_of(reason: Any, label: str) -> tuple[str, str | None]:
+    """Return ``(stop_reason, error_message)``: a refusal is an ``error`` whose message says so."""
+    stop = map_stop_reason(reason)
+    if stop == "error":
+        return stop, f"{label} model declined to answer (stop_reason {reason})"
+    return stop, None
 
 
 def usage_from_anthropic(counts: Mapping[str, Any]) -> LlmUsage:
@@ -96,10 +108,11 @@ def parse_message(body: Any, *, label: str, provider: str, model: str) -> Assist
         raise LlmError(f"{label} reply is not a message: {json.dumps(body)[:300]}")
     content = [b for b in map(_block, body["content"]) if b is not None]
     usage = body.get("usage")
+    stop, error = stop_of(body.get("stop_reason"), label)
     return AssistantMessage(
         content, api=ANTHROPIC_API, provider=provider, model=model,
         usage=usage_from_anthropic(usage) if isinstance(usage, Mapping) else None,
-        stop_reason=map_stop_reason(body.get("stop_reason")),
+        stop_reason=stop, error_message=error,
     )
 
 
@@ -200,8 +213,9 @@ class AnthropicStreamAssembler:
         """Return the assembled message (after ``message_stop``)."""
         content = [b for b in (self._blocks[i].build() for i in sorted(self._blocks))
                    if b is not None]
+        stop, error = stop_of(self._stop_reason, self._label)
         return AssistantMessage(
             content, api=ANTHROPIC_API, provider=self._provider, model=self._model,
             usage=usage_from_anthropic(self._usage) if self._usage else None,
-            stop_reason=map_stop_reason(self._stop_reason),
+            stop_reason=stop, error_message=error,
         )

@@ -3,7 +3,9 @@
 Reasoning (``reasoning_content`` from DeepSeek, vLLM and llama.cpp, ``reasoning`` from Ollama and
 OpenRouter) becomes ``ThinkingContent``; tool calls become ``AgentToolCall`` blocks whose arguments
 are parsed from their JSON string (a string that is not JSON is kept as it is, so the pipeline
-can tell the model). ``finish_reason`` maps to ``stop``, ``length`` or ``toolUse``.
+can tell the model). ``finish_reason`` maps to ``stop``, ``length`` or ``toolUse``; a reply the
+content filter stopped (``content_filter``) or the model refused (``message.refusal``) has
+``stop_reason="error"`` and an ``error_message`` saying so, its text kept.
 """
 
 from __future__ import annotations
@@ -36,17 +38,30 @@ _FINISH_REASONS = {
     "length": "length",
     "tool_calls": "toolUse",
     "function_call": "toolUse",
+    "content_filter": "error",
 }
 
 
 def map_finish_reason(reason: Any, has_tool_calls: bool = False) -> str:
     """Map ``finish_reason`` to the library's ``stop_reason``; unknown or missing means ``stop``.
 
-    A reply that carries tool calls but says ``stop`` (Ollama and some other servers do) is
-    ``toolUse``.
+    ``content_filter`` is ``error``. A reply that carries tool calls but says ``stop`` (Ollama
+    and some other servers do) is ``toolUse``.
     """
     mapped = _FINISH_REASONS.get(reason, "stop") if isinstance(reason, str) else "stop"
     return "toolUse" if has_tool_calls and mapped == "stop" else mapped
+
+
+def stop_of(reason: Any, has_tool_calls: bool, refusal: str, label: str) -> tuple[str, str | None]:
+    """Return ``(stop_reason, error_message)`` of a reply: a refusal or a content-filter stop is
+    an ``error`` whose message says what happened; anything else has no message."""
+    if refusal:
+        return "error", f"{label} model refused to answer: {refusal}"
+    stop = map_finish_reason(reason, has_tool_calls)
+    if stop == "error":
+        return stop, (f"{label} stopped the reply: its content filter flagged the content "
+                      "(finish_reason content_filter)")
+    return stop, None
 
 
 def usage_from_openai(data: Any) -> LlmUsage | None:
@@ -134,10 +149,12 @@ def parse_chat_completion(body: Any, *, label: str, provider: str, model: str) -
         entries.append(message["function_call"])
     calls = [c for c in map(_tool_call, entries) if c is not None]
     content.extend(calls)
+    refusal = message.get("refusal")
+    stop, error = stop_of(choice.get("finish_reason"), bool(calls),
+                          refusal if isinstance(refusal, str) else "", label)
     return AssistantMessage(
         content, api=OPENAI_API, provider=provider, model=model,
-        usage=usage_from_openai(body.get("usage")),
-        stop_reason=map_finish_reason(choice.get("finish_reason"), bool(calls)),
+        usage=usage_from_openai(body.get("usage")), stop_reason=stop, error_message=error,
     )
 
 
@@ -179,6 +196,7 @@ class OpenAIStreamAssembler:
         self._calls: dict[int, int] = {}  # tool-call index -> block position
         self._finish_reason: Any = None
         self._usage: LlmUsage | None = None
+        self._refusal: list[str] = []
 
     def add_chunk(self, chunk: Any) -> None:
         """Take one decoded chunk; raise ``LlmError`` if it is an error object."""
@@ -203,6 +221,8 @@ class OpenAIStreamAssembler:
             self._extend("thinking", reasoning)
         if text := _text(delta.get("content")):
             self._extend("text", text)
+        if isinstance(delta.get("refusal"), str):
+            self._refusal.append(delta["refusal"])
         for position, entry in enumerate(delta.get("tool_calls") or []):
             if isinstance(entry, Mapping):
                 self._add_tool_delta(entry, position)
@@ -235,7 +255,8 @@ class OpenAIStreamAssembler:
         """Return the assembled message (after ``[DONE]``)."""
         content = [b.build() for b in self._blocks]
         has_calls = any(isinstance(b, AgentToolCall) for b in content)
+        stop, error = stop_of(self._finish_reason, has_calls, "".join(self._refusal), self._label)
         return AssistantMessage(
             content, api=OPENAI_API, provider=self._provider, model=self._model,
-            usage=self._usage, stop_reason=map_finish_reason(self._finish_reason, has_calls),
+            usage=self._usage, stop_reason=stop, error_message=error,
         )
