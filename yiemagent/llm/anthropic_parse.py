@@ -108,11 +108,11 @@ def parse_message(body: Any, *, label: str, provider: str, model: str) -> Assist
         raise LlmError(f"{label} reply is not a message: {json.dumps(body)[:300]}")
     content = [b for b in map(_block, body["content"]) if b is not None]
     usage = body.get("usage")
-    stop, error = stop_of(body.get("stop_reason"), label)
+    stop, problem = stop_of(body.get("stop_reason"), label)
     return AssistantMessage(
         content, api=ANTHROPIC_API, provider=provider, model=model,
         usage=usage_from_anthropic(usage) if isinstance(usage, Mapping) else None,
-        stop_reason=stop, error_message=error,
+        stop_reason=stop, error_message=problem,
     )
 
 

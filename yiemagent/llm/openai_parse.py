@@ -150,11 +150,11 @@ def parse_chat_completion(body: Any, *, label: str, provider: str, model: str) -
     calls = [c for c in map(_tool_call, entries) if c is not None]
     content.extend(calls)
     refusal = message.get("refusal")
-    stop, error = stop_of(choice.get("finish_reason"), bool(calls),
-                          refusal if isinstance(refusal, str) else "", label)
+    stop, problem = stop_of(choice.get("finish_reason"), bool(calls),
+                            refusal if isinstance(refusal, str) else "", label)
     return AssistantMessage(
         content, api=OPENAI_API, provider=provider, model=model,
-        usage=usage_from_openai(body.get("usage")), stop_reason=stop, error_message=error,
+        usage=usage_from_openai(body.get("usage")), stop_reason=stop, error_message=problem,
     )
 
 
