@@ -325,6 +325,27 @@ def test_stream_split_at_awkward_byte_boundaries(server: ScriptedServer, size: i
     assert sent.headers["accept"] == "text/event-stream"
 
 
+def test_a_new_call_id_at_a_used_index_starts_a_new_call(server: ScriptedServer) -> None:
+    def call(call_id: str | None, name: str | None, arguments: str) -> dict[str, Any]:
+        entry: dict[str, Any] = {"index": 0, "function": {"arguments": arguments}}
+        if call_id is not None:
+            entry.update(id=call_id, type="function")
+            entry["function"]["name"] = name
+        return chunk({"tool_calls": [entry]})
+
+    server.sse([sse_bytes([
+        call("call_a", "getWeather", '{"city": '), call(None, None, '"Paris"}'),
+        call("call_b", "getTime", '{"zone": "UTC"}'),  # same index 0, a new id
+        chunk({}, "tool_calls"),
+    ], done=True)])
+    events = Collector()
+    reply = client_for(server, stream=True)(simple_request(), on_update=events)
+    assert reply.content == [AgentToolCall("call_a", "getWeather", {"city": "Paris"}),
+                             AgentToolCall("call_b", "getTime", {"zone": "UTC"})]
+    assert [(e.content_index, e.tool_call_id) for e in events.events] == [
+        (0, "call_a"), (0, "call_a"), (1, "call_b")]
+
+
 def test_stream_with_comments_blank_lines_and_crlf(server: ScriptedServer) -> None:
     body = (b": OPENROUTER PROCESSING\r\n\r\n\r\n"
             + sse_bytes([chunk({"content": "A"})]).replace(b"\n", b"\r\n")

@@ -183,7 +183,8 @@ class OpenAIStreamAssembler:
     """Builds an ``AssistantMessage`` from ``chat.completion.chunk`` objects, reporting each delta.
 
     Text and reasoning deltas extend the current block of their kind; tool-call deltas are joined
-    by their ``index`` across chunks. Every non-empty delta goes to ``emit`` as a
+    by their ``index`` across chunks, and a delta bringing a new ``id`` at an index already in
+    use starts a new call. Every non-empty delta goes to ``emit`` as a
     ``MessageUpdateEvent`` whose ``content_index`` is the block's place in the final content.
     """
 
@@ -236,13 +237,16 @@ class OpenAIStreamAssembler:
     def _add_tool_delta(self, entry: Mapping[str, Any], position: int) -> None:
         index = entry.get("index", position)
         function = as_mapping(entry.get("function"))
-        if index not in self._calls:
+        call_id = str(entry["id"]) if entry.get("id") else None
+        known = self._blocks[self._calls[index]] if index in self._calls else None
+        # A new id at an index in use is a new call (some servers number every call 0).
+        if known is None or (call_id is not None and known.call_id not in (None, call_id)):
             self._calls[index] = len(self._blocks)
             self._blocks.append(_Block("tool_call"))
         where = self._calls[index]
         block = self._blocks[where]
-        if entry.get("id"):
-            block.call_id = str(entry["id"])
+        if call_id is not None:
+            block.call_id = call_id
         if function.get("name"):
             block.name = str(function["name"])  # sent whole, once or repeated
         fragment = function.get("arguments")
