@@ -474,6 +474,80 @@ def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
         helper.join()
 
 
+def http_helpers_since(before: set[threading.Thread]) -> list[threading.Thread]:
+    """The transport's request threads started since ``before`` was taken."""
+    return [t for t in threading.enumerate() if t.name == "yiemagent-llm-http" and t not in before]
+
+
+def test_abort_before_the_reply_headers_ends_the_request_thread(server: ScriptedServer) -> None:
+    release = threading.Event()  # the server never answers unless the test gives up
+    server.json(openai_completion("too late"), wait=release)
+    signal = AbortSignal()
+    before = set(threading.enumerate())
+    workers: list[threading.Thread] = []
+
+    def abort_when_received() -> None:
+        server.wait_for_requests(1)
+        workers.extend(http_helpers_since(before))
+        signal.abort()
+
+    aborter = threading.Thread(target=abort_when_received)
+    aborter.start()
+    try:
+        with pytest.raises(LlmAbortedError):
+            client_for(server, timeout=30)(simple_request(), signal=signal)
+        aborter.join()
+        [worker] = workers
+        worker.join(5)  # its socket was shut down: it must not wait for the server or the timeout
+        assert not worker.is_alive()
+    finally:
+        release.set()
+        aborter.join()
+
+
+def test_close_ends_a_request_in_flight(server: ScriptedServer) -> None:
+    release = threading.Event()
+    server.json(openai_completion("too late"), wait=release)
+    client = client_for(server, timeout=30)
+    before = set(threading.enumerate())
+    failures: list[LlmError] = []
+
+    def call() -> None:
+        try:
+            client(simple_request())
+        except LlmError as error:
+            failures.append(error)
+
+    caller = threading.Thread(target=call)
+    caller.start()
+    try:
+        assert server.wait_for_requests(1)
+        [worker] = http_helpers_since(before)
+        client.close()
+        caller.join(5)
+        worker.join(5)
+        assert not caller.is_alive() and not worker.is_alive()
+        [error] = failures
+        assert "closed" in str(error) and not error.retryable
+        assert len(server.requests) == 1  # not retried
+    finally:
+        release.set()
+        caller.join()
+
+
+def test_one_connection_serves_successive_calls(server: ScriptedServer,
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="urllib3.connectionpool")
+    client = client_for(server)
+    for _ in range(3):  # ending an attempt must not shut the socket it gave back to the pool
+        server.json(openai_completion())
+        client(simple_request())
+    opened = [r for r in caplog.records if "Starting new HTTP connection" in r.getMessage()
+              or "Resetting dropped connection" in r.getMessage()]
+    assert len(opened) == 1
+    assert len(server.requests) == 3
+
+
 def test_abort_mid_stream_stops_events(server: ScriptedServer) -> None:
     release = threading.Event()
     first, rest = sse_bytes(STREAM_CHUNKS[:3]), sse_bytes(STREAM_CHUNKS[3:], done=True)

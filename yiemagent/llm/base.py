@@ -134,7 +134,8 @@ class LlmClient(abc.ABC):
                                     on_update=on_update, signal=signal, retry=retry)
 
     def close(self) -> None:
-        """Close the client's session (its pooled connections)."""
+        """End the calls in flight (they raise ``LlmError`` saying the client was closed) and
+        close the session's pooled connections."""
         self._transport.close()
 
     def __enter__(self) -> LlmClient:

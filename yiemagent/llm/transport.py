@@ -2,20 +2,17 @@
 
 Each attempt runs on a short-lived helper thread while the calling thread waits on a queue. The
 helper posts the request and reads the reply; streamed deltas travel back through the queue, so
-``on_update`` is always called on the caller's own thread. An abort puts a marker in the same
-queue: the caller returns at once and the helper, now abandoned, is left to finish on its own
-(the socket of a reply being read is shut down so its read returns at once; a request still
-waiting for the reply's headers ends when they come or the timeout passes; either way its results
-are dropped and it never calls ``on_update`` again).
+``on_update`` is always called on the caller's own thread. An abort (or ``close()``) puts a marker
+in the same queue: the caller returns at once, and the helper's socket is shut down (see
+``abortable``), so the helper ends too, whether it was waiting for the reply's headers or reading
+its body; its results are dropped and it never calls ``on_update`` again.
 """
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
 import queue
-import socket
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from typing import Any
@@ -24,6 +21,7 @@ import requests
 import urllib3.exceptions
 
 from yiemagent.events import MessageUpdateEvent
+from yiemagent.llm.abortable import RequestInterrupter, interruptible_session
 from yiemagent.llm.errors import (
     LlmAbortedError,
     LlmError,
@@ -124,15 +122,6 @@ def _encode(body: Mapping[str, Any], label: str) -> bytes:
                          ) from None
 
 
-def _shutdown_socket(response: requests.Response) -> None:
-    """Make a read blocked on ``response`` return now, without waiting for it (closing the
-    response from this thread would wait for the reader's lock). Best effort: never raises."""
-    sock = getattr(getattr(response.raw, "connection", None), "sock", None)
-    if isinstance(sock, socket.socket):
-        with contextlib.suppress(OSError):
-            sock.shutdown(socket.SHUT_RDWR)
-
-
 def _scrubbed(error: LlmError, secret: Secret) -> LlmError:
     """Return a fresh copy of ``error`` (same class) with the key scrubbed from its texts.
 
@@ -167,14 +156,15 @@ class _Attempt:
         self._payload = payload
         self._read = read
         self._inbox: queue.SimpleQueue[tuple[str, Any]] = queue.SimpleQueue()
-        self._lock = threading.Lock()
+        self._interrupter = RequestInterrupter()
         self._abandoned = False
-        self._response: requests.Response | None = None
 
     def run(self, on_update: Emit | None, signal: AbortSignal | None) -> AssistantMessage:
-        """Start the helper and relay its events until it finishes, fails or ``signal`` fires."""
+        """Start the helper and relay its events until it finishes, fails, ``signal`` fires or
+        the transport is closed."""
         unregister = (signal.on_abort(lambda: self._inbox.put(("abort", None)))
                       if signal is not None else None)
+        self._transport._in_flight(self, True)
         threading.Thread(target=self._work, name="yiemagent-llm-http", daemon=True).start()
         emitted = False
         try:
@@ -190,42 +180,45 @@ class _Attempt:
                     return value  # type: ignore[no-any-return]
                 elif kind == "error":
                     raise _final_if_streamed(value, emitted) from None
+                elif kind == "closed":
+                    raise LlmError(f"{self._transport.label} client was closed during the request")
                 else:
                     raise LlmAbortedError(f"{self._transport.label} request aborted")
         finally:
             if unregister is not None:
                 unregister()
-            self._abandon()
+            self._transport._in_flight(self, False)
+            self.abandon()
 
-    def _abandon(self) -> None:
-        with self._lock:
-            self._abandoned = True
-            response = self._response
-        if response is not None:
-            _shutdown_socket(response)
+    def close(self) -> None:
+        """End the attempt because its transport is closing: the caller raises at once."""
+        self._inbox.put(("closed", None))
+        self.abandon()
+
+    def abandon(self) -> None:
+        """Drop whatever the helper still produces and shut its socket, so it ends now."""
+        self._abandoned = True
+        self._interrupter.interrupt()
 
     def _emit(self, event: MessageUpdateEvent) -> None:
         if not self._abandoned:
             self._inbox.put(("event", event))
 
     def _work(self) -> None:
+        outcome: tuple[str, Any]
         try:
-            response = self._transport.session.post(
+            with self._interrupter.active(), self._transport.session.post(
                 self._url, data=self._payload, headers=self._headers,
                 timeout=self._transport.timeout, stream=True,
-            )
-            with self._lock:
-                if self._abandoned:
-                    response.close()
-                    return
-                self._response = response
-            with response:
+            ) as response:
                 if response.status_code >= 400:
                     raise _http_error(response, self._transport.label, self._transport.secret)
-                message = self._read(response, self._emit)
-            self._inbox.put(("done", message))
+                outcome = ("done", self._read(response, self._emit))
         except BaseException as exc:  # converted here, so only a fresh, scrubbed error travels
-            self._inbox.put(("error", self._transport.as_llm_error(exc)))
+            outcome = ("error", self._transport.as_llm_error(exc))
+        # Put only once the interrupter let go of the connection: the caller's abandon() that
+        # follows must not shut a connection that went back to the pool for the next request.
+        self._inbox.put(outcome)
 
 
 class HttpTransport:
@@ -241,8 +234,10 @@ class HttpTransport:
         self.timeout = timeout
         self.retry = retry
         self.secret = secret
-        self.session = requests.Session()
+        self.session = interruptible_session()
         self.session.auth = auth  # adds the key to each request; no header dict ever holds it
+        self._lock = threading.Lock()
+        self._attempts: set[_Attempt] = set()
 
     def post(self, url: str, headers: Mapping[str, str], body: Mapping[str, Any], read: Reader,
              *, on_update: Emit | None = None, signal: AbortSignal | None = None,
@@ -281,6 +276,19 @@ class HttpTransport:
             return exc
         return _scrubbed(error, self.secret)
 
+    def _in_flight(self, attempt: _Attempt, running: bool) -> None:
+        with self._lock:
+            if running:
+                self._attempts.add(attempt)
+            else:
+                self._attempts.discard(attempt)
+
     def close(self) -> None:
-        """Close the session and its pooled connections."""
+        """End the requests in flight (their callers raise ``LlmError`` saying the client was
+        closed; nothing is retried) and close the session's pooled connections. The transport
+        may still be used afterwards: a new request opens a new connection."""
+        with self._lock:
+            attempts, self._attempts = list(self._attempts), set()
+        for attempt in attempts:
+            attempt.close()
         self.session.close()
