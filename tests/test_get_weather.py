@@ -145,6 +145,34 @@ def test_an_aborted_signal_stops_before_any_request(get_weather: AgentTool, serv
     assert server.requests == []
 
 
+def test_an_abort_during_a_request_ends_the_lookup_at_once(
+    get_weather: AgentTool, server: OpenMeteoServer
+) -> None:
+    server.hold = threading.Event()  # the geocoding request waits until the test releases it
+    signal = AbortSignal()
+    failures: list[BaseException] = []
+
+    def look_up() -> None:
+        try:
+            get_weather.execute("call-1", {"city": "Tokyo"}, signal, lambda _p: None)
+        except BaseException as exc:
+            failures.append(exc)
+
+    worker = threading.Thread(target=look_up)
+    worker.start()
+    try:
+        assert server.request_seen.wait(10)
+        signal.abort()
+        worker.join(5)  # the request's timeout is 10 s and the server holds it for 30 s
+        assert not worker.is_alive()
+    finally:
+        server.hold.set()
+        worker.join()
+    [error] = failures
+    assert isinstance(error, RuntimeError) and "aborted" in str(error)
+    assert [path for path, _ in server.requests] == ["/v1/search"]
+
+
 def test_tool_shape(get_weather: AgentTool) -> None:
     assert get_weather.name == "getWeather"
     assert get_weather.parallel_tool_execute is True

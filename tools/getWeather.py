@@ -2,7 +2,8 @@
 
 Two HTTP requests with ``requests``: the geocoding API turns the city into coordinates, then the
 forecast API returns the current conditions. Progress goes out as partial results; timeouts,
-HTTP errors (status and a body excerpt) and unknown cities become error results.
+HTTP errors (status and a body excerpt) and unknown cities become error results. An abort ends
+the lookup at once, even in the middle of a request (its socket is shut down).
 
 Environment variables (read at every call):
 
@@ -19,6 +20,7 @@ from typing import Any
 import requests
 
 from yiemagent.content import TextContent
+from yiemagent.llm.abortable import RequestInterrupter, interruptible_session
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
 
 GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
@@ -102,16 +104,23 @@ def _excerpt(response: requests.Response) -> str:
     return text[:200] + ("…" if len(text) > 200 else "")
 
 
-def _get_json(service: str, url: str, params: dict[str, Any]) -> dict[str, Any]:
-    """GET ``url`` and return its JSON object; raise ``WeatherLookupError`` saying what failed."""
+def _get_json(
+    service: str, url: str, params: dict[str, Any], session: requests.Session,
+    signal: AbortSignal | None,
+) -> dict[str, Any]:
+    """GET ``url`` and return its JSON object; raise ``WeatherLookupError`` saying what failed
+    (that the lookup was aborted, when ``signal`` fired before or during the request)."""
+    _check_abort(signal)
     timeout = _timeout_s()
     try:
-        response = requests.get(url, params=params, timeout=timeout)
+        response = session.get(url, params=params, timeout=timeout)
     except requests.Timeout:
+        _check_abort(signal)
         raise WeatherLookupError(
             f"The {service} service did not answer within {timeout:g} s; try again later."
         ) from None
     except requests.RequestException as exc:
+        _check_abort(signal)  # an abort shuts the socket: report the abort, not the broken socket
         raise WeatherLookupError(f"Could not reach the {service} service: {exc}") from None
     if response.status_code != 200:
         raise WeatherLookupError(
@@ -136,10 +145,13 @@ def _check_abort(signal: AbortSignal | None) -> None:
         raise WeatherLookupError("The weather lookup was aborted.")
 
 
-def geocode(city: str) -> dict[str, Any]:
+def geocode(
+    city: str, session: requests.Session, signal: AbortSignal | None = None
+) -> dict[str, Any]:
     """Return the best Open-Meteo geocoding match for ``city``; raise if none is found."""
     url = os.environ.get("YIEM_GEOCODING_URL") or GEOCODING_URL
-    data = _get_json("geocoding", url, {"name": city, "count": 1, "language": "en", "format": "json"})
+    params = {"name": city, "count": 1, "language": "en", "format": "json"}
+    data = _get_json("geocoding", url, params, session, signal)
     results = data.get("results") or []
     if not results or not isinstance(results[0], dict):
         raise WeatherLookupError(
@@ -149,7 +161,10 @@ def geocode(city: str) -> dict[str, Any]:
     return dict(results[0])
 
 
-def forecast(latitude: float, longitude: float, units: str) -> dict[str, Any]:
+def forecast(
+    latitude: float, longitude: float, units: str, session: requests.Session,
+    signal: AbortSignal | None = None,
+) -> dict[str, Any]:
     """Return Open-Meteo's forecast JSON with the ``current`` conditions at the coordinates."""
     url = os.environ.get("YIEM_FORECAST_URL") or FORECAST_URL
     params = {
@@ -159,7 +174,7 @@ def forecast(latitude: float, longitude: float, units: str) -> dict[str, Any]:
         "timezone": "auto",
         **UNIT_PARAMS[units],
     }
-    data = _get_json("forecast", url, params)
+    data = _get_json("forecast", url, params, session, signal)
     if not isinstance(data.get("current"), dict):
         raise WeatherLookupError("The forecast service sent no current conditions.")
     return data
@@ -193,16 +208,37 @@ def _summary(place: str, current: dict[str, Any], units: dict[str, Any]) -> str:
 def execute_tool(
     tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None, on_partial_result: Any
 ) -> AgentToolResult:
-    """Look up ``args["city"]`` and return its current weather in ``args["units"]``."""
+    """Look up ``args["city"]`` and return its current weather in ``args["units"]``.
+
+    An abort of ``signal`` ends a request in flight at once (the session's socket is shut down)
+    and the lookup raises ``WeatherLookupError`` saying it was aborted.
+    """
+    _check_abort(signal)
+    interrupter = RequestInterrupter()
+    unregister = signal.on_abort(interrupter.interrupt) if signal is not None else None
+    session = interruptible_session()
+    try:
+        with interrupter.active():
+            return _look_up(args, session, signal, on_partial_result)
+    finally:
+        if unregister is not None:
+            unregister()
+        session.close()
+
+
+def _look_up(
+    args: dict[str, Any], session: requests.Session, signal: AbortSignal | None,
+    on_partial_result: Any,
+) -> AgentToolResult:
+    """Geocode the city, fetch its current conditions and build the result."""
     city = str(args["city"]).strip()
     units = str(args.get("units") or "metric")
-    _check_abort(signal)
     _progress(on_partial_result, f"Looking up {city}…", "geocoding")
-    place = geocode(city)
+    place = geocode(city, session, signal)
     _check_abort(signal)
     name = _place_name(place)
     _progress(on_partial_result, f"Fetching weather for {name}…", "forecast")
-    data = forecast(place["latitude"], place["longitude"], units)
+    data = forecast(place["latitude"], place["longitude"], units, session, signal)
     current, current_units = data["current"], data.get("current_units") or {}
     details = {
         "place": {k: place.get(k) for k in PLACE_FIELDS},
