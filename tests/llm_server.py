@@ -3,9 +3,11 @@
 ``ScriptedServer`` runs the standard library's ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a
 thread. It records every request (method, path, headers, JSON body) and answers from a queue of
 scripted ``Reply`` objects: a status, headers and a whole body, or SSE bytes sent as HTTP chunks
-with a flush after each (so the client sees them split exactly there), optionally stopping without
-the final chunk (a connection closed mid-stream) or waiting on a ``threading.Event`` first (a slow
-server) or part-way (a stalled stream).
+with a flush after each, optionally stopping without the final chunk (a connection closed
+mid-stream) or waiting on a ``threading.Event`` first (a slow server) or part-way (a stalled
+stream). Flushing each piece makes odd splits likely, not certain: TCP may still merge or split
+them on the way, so the client's reads need not end where the pieces do. That the parser handles
+every byte split is proven without a network by ``test_sse.py``.
 """
 
 from __future__ import annotations
@@ -188,7 +190,8 @@ class ScriptedServer:
 
     def sse(self, chunks: list[bytes], *, status: int = 200, finish: bool = True,
             wait: threading.Event | None = None, wait_after: int | None = None) -> Reply:
-        """Queue an event stream sent as the given byte pieces, one flush each."""
+        """Queue an event stream sent as the given byte pieces, one HTTP chunk and flush each
+        (TCP may still regroup the bytes on their way to the client)."""
         return self.add(Reply(status, {"Content-Type": "text/event-stream"}, chunks=chunks,
                               finish=finish, wait=wait, wait_after=wait_after))
 

@@ -53,6 +53,26 @@ WEATHER_TOOL = {"name": "getWeather", "description": "Current weather for a city
                 "input_schema": WEATHER_SCHEMA}
 
 
+def assert_sent(server: ScriptedServer, *, stream: bool = False, count: int = 1) -> None:
+    """The server received ``count`` identical posts of ``simple_request()`` in the Messages API
+    form: method, path, headers (the key among them) and the whole body."""
+    body: dict[str, Any] = {
+        "model": "claude-sonnet-4-5", "max_tokens": 4096, "system": "You are terse.",
+        "messages": [{"role": "user", "content": [{"type": "text", "text": "Hello"}]}],
+        "tools": [WEATHER_TOOL],
+    }
+    if stream:
+        body["stream"] = True
+    assert len(server.requests) == count
+    for sent in server.requests:
+        assert (sent.method, sent.path) == ("POST", "/v1/messages")
+        assert sent.headers["x-api-key"] == KEY
+        assert sent.headers["anthropic-version"] == "2023-06-01"
+        assert sent.headers["content-type"] == "application/json"
+        assert sent.headers["accept"] == ("text/event-stream" if stream else "application/json")
+        assert sent.body == body
+
+
 # --- the request sent ---------------------------------------------------------------------------------
 
 def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer) -> None:
@@ -217,6 +237,7 @@ def test_thinking_text_and_several_tool_calls(server: ScriptedServer) -> None:
     assert reply.stop_reason == "toolUse"
     assert reply.usage == LlmUsage(input=100, output=50, cache_read=2000, cache_write=300,
                                    total_tokens=2450)
+    assert_sent(server)
 
 
 @pytest.mark.parametrize(("reason", "expected"), [
@@ -229,6 +250,7 @@ def test_stop_reason_mapping(server: ScriptedServer, reason: str, expected: str)
     reply = client_for(server)(simple_request())
     assert reply.stop_reason == expected
     assert (reply.error_message is not None) == (expected == "error")
+    assert_sent(server)
 
 
 def test_a_refusal_is_an_error_that_keeps_the_text(server: ScriptedServer) -> None:
@@ -237,6 +259,7 @@ def test_a_refusal_is_an_error_that_keeps_the_text(server: ScriptedServer) -> No
     assert reply.stop_reason == "error"
     assert reply.error_message == "Anthropic model declined to answer (stop_reason refusal)"
     assert reply.content == [TextContent("I won't")]
+    assert_sent(server)
 
 
 def test_a_streamed_refusal_is_an_error(server: ScriptedServer) -> None:
@@ -249,6 +272,7 @@ def test_a_streamed_refusal_is_an_error(server: ScriptedServer) -> None:
     assert reply.stop_reason == "error"
     assert reply.error_message is not None and "declined" in reply.error_message
     assert reply.content == [TextContent("Gérons ça.")]
+    assert_sent(server, stream=True)
 
 
 # --- streaming ------------------------------------------------------------------------------------------
@@ -309,10 +333,7 @@ def test_stream_split_at_awkward_byte_boundaries(server: ScriptedServer, size: i
         ("thinking", 0), ("text", 1), ("tool_call", 2)}
     assert {e.tool_call_id for e in events.events if e.kind == "tool_call"} == {
         "toolu_01T1x1fJ34qAmk2tNTrN7Up6"}
-
-    sent = server.requests[0]
-    assert sent.body["stream"] is True
-    assert sent.headers["accept"] == "text/event-stream"
+    assert_sent(server, stream=True)
 
 
 def test_error_event_mid_stream(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
@@ -326,6 +347,7 @@ def test_error_event_mid_stream(server: ScriptedServer, caplog: pytest.LogCaptur
     assert "not retried" in str(info.value)  # deltas already went out
     assert len(server.requests) == 1
     assert_no_key(leak_texts(info.value, caplog.records, events.events, client))
+    assert_sent(server, stream=True)
 
 
 def test_error_event_before_any_delta_is_retried(server: ScriptedServer) -> None:
@@ -335,6 +357,7 @@ def test_error_event_before_any_delta_is_retried(server: ScriptedServer) -> None
     reply = client_for(server, stream=True)(simple_request())
     assert len(reply.content) == 3
     assert len(server.requests) == 2
+    assert_sent(server, stream=True, count=2)
 
 
 def test_connection_closed_mid_stream(server: ScriptedServer,
@@ -348,12 +371,14 @@ def test_connection_closed_mid_stream(server: ScriptedServer,
     assert events.text() == "Gérons ça."
     assert len(server.requests) == 1
     assert_no_key(leak_texts(info.value, caplog.records, events.events, client))
+    assert_sent(server, stream=True)
 
 
 def test_stream_ending_without_message_stop_is_an_error(server: ScriptedServer) -> None:
     server.sse([sse_bytes(STREAM_EVENTS[:-1], named=True)])
     with pytest.raises(LlmStreamError, match=r"broke off.*message_stop"):
         client_for(server, stream=True)(simple_request())
+    assert_sent(server, stream=True)
 
 
 # --- failures -----------------------------------------------------------------------------------------
@@ -381,18 +406,21 @@ def test_529_overloaded_then_success(server: ScriptedServer) -> None:
     reply = client_for(server)(simple_request())
     assert reply.content == [TextContent("back")]
     assert len(server.requests) == 2
+    assert_sent(server, count=2)
 
 
 def test_malformed_json_body(server: ScriptedServer) -> None:
     server.text("<html>502 Bad Gateway</html>", content_type="application/json")
     with pytest.raises(LlmError, match=r"not valid JSON.*502 Bad Gateway"):
         client_for(server)(simple_request())
+    assert_sent(server)
 
 
 def test_an_error_body_with_status_200_is_an_error(server: ScriptedServer) -> None:
     server.json(anthropic_error("api_error", "Internal server error"))
     with pytest.raises(LlmError, match=r"api_error.*Internal server error"):
         client_for(server, max_retries=0)(simple_request())
+    assert_sent(server)
 
 
 def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:

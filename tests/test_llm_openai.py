@@ -47,6 +47,27 @@ def client_for(server: ScriptedServer, **options: Any) -> OpenAIChatClient:
     return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **settings)
 
 
+def expected_body(stream: bool) -> dict[str, Any]:
+    """The body the client sends for ``simple_request()``, as JSON on the wire."""
+    body: dict[str, Any] = {"model": "gpt-4o-mini",
+                            **json.loads(json.dumps(dict(simple_request()))), "stream": stream}
+    if stream:
+        body["stream_options"] = {"include_usage": True}
+    return body
+
+
+def assert_sent(server: ScriptedServer, *, stream: bool = False, count: int = 1) -> None:
+    """The server received ``count`` identical ``simple_request()`` posts: method, path,
+    headers (the key among them) and the whole body."""
+    assert len(server.requests) == count
+    for sent in server.requests:
+        assert (sent.method, sent.path) == ("POST", "/v1/chat/completions")
+        assert sent.headers["authorization"] == f"Bearer {KEY}"
+        assert sent.headers["content-type"] == "application/json"
+        assert sent.headers["accept"] == ("text/event-stream" if stream else "application/json")
+        assert sent.body == expected_body(stream)
+
+
 def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
     return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
             "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": delta,
@@ -148,11 +169,6 @@ def test_the_client_is_a_runtime_llm_call() -> None:
     assert params["signal"].kind is inspect.Parameter.KEYWORD_ONLY
 
 
-def test_extra_body_cannot_replace_messages_or_stream() -> None:
-    with pytest.raises(ValueError, match="stream"):
-        OpenAIChatClient("m", "http://127.0.0.1:9", extra_body={"stream": True})
-
-
 def test_a_body_holding_nan_is_refused_before_sending(server: ScriptedServer) -> None:
     client = client_for(server, extra_body={"temperature": float("nan")})
     with pytest.raises(ValueError, match="NaN or infinity"):
@@ -183,6 +199,7 @@ def test_several_tool_calls_in_one_reply(server: ScriptedServer) -> None:
         AgentToolCall("call_d", "getTime", {}),
     ]
     assert reply.stop_reason == "toolUse"
+    assert_sent(server)
 
 
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
@@ -190,6 +207,7 @@ def test_reasoning_becomes_thinking_content(server: ScriptedServer, field: str) 
     server.json(openai_completion("42.", reasoning={field: "Six times seven."}))
     reply = client_for(server)(simple_request())
     assert reply.content == [ThinkingContent("Six times seven."), TextContent("42.")]
+    assert_sent(server)
 
 
 def test_usage_with_cached_prompt_tokens(server: ScriptedServer) -> None:
@@ -199,6 +217,7 @@ def test_usage_with_cached_prompt_tokens(server: ScriptedServer) -> None:
         "completion_tokens_details": {"reasoning_tokens": 12}}))
     reply = client_for(server)(simple_request())
     assert reply.usage == LlmUsage(input=176, output=30, cache_read=1024, total_tokens=1230)
+    assert_sent(server)
 
 
 @pytest.mark.parametrize(("finish", "calls", "expected"), [
@@ -215,6 +234,7 @@ def test_finish_reason_mapping(server: ScriptedServer, finish: Any, calls: bool,
     reply = client_for(server)(simple_request())
     assert reply.stop_reason == expected
     assert (reply.error_message is not None) == (expected == "error")
+    assert_sent(server)
 
 
 def test_a_content_filter_stop_is_an_error_that_keeps_the_text(server: ScriptedServer) -> None:
@@ -223,6 +243,7 @@ def test_a_content_filter_stop_is_an_error_that_keeps_the_text(server: ScriptedS
     assert reply.stop_reason == "error"
     assert reply.error_message is not None and "content filter" in reply.error_message
     assert reply.content == [TextContent("Partial answer")]
+    assert_sent(server)
 
 
 def test_a_refusal_is_an_error_that_says_so(server: ScriptedServer) -> None:
@@ -233,6 +254,7 @@ def test_a_refusal_is_an_error_that_says_so(server: ScriptedServer) -> None:
     assert reply.stop_reason == "error"
     assert reply.error_message == "OpenAI model refused to answer: I can't help with that."
     assert reply.content == []
+    assert_sent(server)
 
 
 def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> None:
@@ -242,6 +264,7 @@ def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> 
     reply = client_for(server, stream=True)(simple_request())
     assert reply.stop_reason == "error"
     assert reply.error_message == "OpenAI model refused to answer: I can't help."
+    assert_sent(server, stream=True)
 
 
 def test_a_streamed_content_filter_stop_keeps_the_text(server: ScriptedServer) -> None:
@@ -250,6 +273,7 @@ def test_a_streamed_content_filter_stop_keeps_the_text(server: ScriptedServer) -
     reply = client_for(server, stream=True)(simple_request())
     assert (reply.stop_reason, reply.content) == ("error", [TextContent("Partial")])
     assert reply.error_message is not None and "content_filter" in reply.error_message
+    assert_sent(server, stream=True)
 
 
 def test_legacy_function_call_is_read(server: ScriptedServer) -> None:
@@ -261,6 +285,7 @@ def test_legacy_function_call_is_read(server: ScriptedServer) -> None:
     assert isinstance(call, AgentToolCall)
     assert (call.name, call.arguments) == ("getWeather", {"city": "Oslo"})
     assert call.id.startswith("call_")
+    assert_sent(server)
 
 
 def test_an_error_object_with_status_200_is_an_error(server: ScriptedServer) -> None:
@@ -268,12 +293,14 @@ def test_an_error_object_with_status_200_is_an_error(server: ScriptedServer) -> 
     with pytest.raises(LlmError, match="Upstream provider failed") as info:
         client_for(server)(simple_request())
     assert info.value.status == 502
+    assert_sent(server)
 
 
 def test_a_reply_without_choices_is_an_error(server: ScriptedServer) -> None:
     server.json({"id": "x", "choices": []})
     with pytest.raises(LlmError, match="no choices"):
         client_for(server)(simple_request())
+    assert_sent(server)
 
 
 # --- streaming --------------------------------------------------------------------------------------
@@ -318,11 +345,7 @@ def test_stream_split_at_awkward_byte_boundaries(server: ScriptedServer, size: i
     assert "".join(e.delta for e in calls if e.content_index == 2) == '{"city": "Zürich"}'
     assert {(e.content_index, e.tool_call_id, e.tool_name) for e in calls} == {
         (2, "call_x", "getWeather"), (3, "call_y", "getWeather")}
-
-    sent = server.requests[0]
-    assert sent.body["stream"] is True
-    assert sent.body["stream_options"] == {"include_usage": True}
-    assert sent.headers["accept"] == "text/event-stream"
+    assert_sent(server, stream=True)
 
 
 def test_a_new_call_id_at_a_used_index_starts_a_new_call(server: ScriptedServer) -> None:
@@ -344,6 +367,7 @@ def test_a_new_call_id_at_a_used_index_starts_a_new_call(server: ScriptedServer)
                              AgentToolCall("call_b", "getTime", {"zone": "UTC"})]
     assert [(e.content_index, e.tool_call_id) for e in events.events] == [
         (0, "call_a"), (0, "call_a"), (1, "call_b")]
+    assert_sent(server, stream=True)
 
 
 def test_stream_with_comments_blank_lines_and_crlf(server: ScriptedServer) -> None:
@@ -356,12 +380,14 @@ def test_stream_with_comments_blank_lines_and_crlf(server: ScriptedServer) -> No
     assert reply.content == [TextContent("AB")]
     assert reply.stop_reason == "stop"
     assert reply.usage is None
+    assert_sent(server, stream=True)
 
 
 def test_stream_answered_as_whole_json_is_read(server: ScriptedServer) -> None:
     server.json(openai_completion("not streamed"))
     reply = client_for(server, stream=True)(simple_request(), on_update=Collector())
     assert reply.content == [TextContent("not streamed")]
+    assert_sent(server, stream=True)
 
 
 def test_events_reach_on_update_on_the_calling_thread(server: ScriptedServer) -> None:
@@ -370,6 +396,7 @@ def test_events_reach_on_update_on_the_calling_thread(server: ScriptedServer) ->
     client_for(server, stream=True)(simple_request(),
                                     on_update=lambda _e: threads.add(threading.get_ident()))
     assert threads == {threading.get_ident()}
+    assert_sent(server, stream=True)
 
 
 # --- failures -------------------------------------------------------------------------------------
@@ -400,6 +427,7 @@ def test_malformed_json_body_fails_with_a_clear_error(server: ScriptedServer) ->
         client_for(server)(simple_request())
     assert info.value.status == 200
     assert len(server.requests) == 1
+    assert_sent(server)
 
 
 def test_connection_closed_mid_stream(server: ScriptedServer,
@@ -421,6 +449,7 @@ def test_stream_ending_without_done_is_an_error(server: ScriptedServer) -> None:
     server.sse([sse_bytes(STREAM_CHUNKS[:4])])
     with pytest.raises(LlmStreamError, match=r"broke off.*\[DONE\]"):
         client_for(server, stream=True, max_retries=0)(simple_request())
+    assert_sent(server, stream=True)
 
 
 def test_stream_broken_before_any_delta_is_retried(server: ScriptedServer) -> None:
@@ -429,6 +458,7 @@ def test_stream_broken_before_any_delta_is_retried(server: ScriptedServer) -> No
     reply = client_for(server, stream=True)(simple_request())
     assert len(reply.content) == 4
     assert len(server.requests) == 2
+    assert_sent(server, stream=True, count=2)
 
 
 def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
