@@ -13,7 +13,7 @@ from typing import Any
 import requests
 
 from yiemagent.llm.anthropic_format import context_to_anthropic, openai_request_to_anthropic
-from yiemagent.llm.anthropic_parse import ANTHROPIC_API, AnthropicStreamAssembler, parse_message
+from yiemagent.llm.anthropic_parse import AnthropicStreamAssembler, parse_message
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
 from yiemagent.llm.transport import Emit, iter_response_sse, read_json_body
@@ -36,7 +36,6 @@ class AnthropicMessagesClient(LlmClient):
     ``extra_body`` is merged into every body (``temperature``, ``thinking``, ``tool_choice``, ...).
     """
 
-    api = ANTHROPIC_API
     auth_header = "x-api-key"
     auth_prefix = ""
     default_base_url = "https://api.anthropic.com"

@@ -16,7 +16,7 @@ from typing import Any
 
 from yiemagent.content import AgentToolCall, ContentBlock, TextContent, ThinkingContent
 from yiemagent.events import MessageUpdateEvent
-from yiemagent.llm.errors import LlmError
+from yiemagent.llm.errors import LlmError, error_object_text
 from yiemagent.llm.jsonutil import as_int, as_mapping
 from yiemagent.llm.transport import Emit
 from yiemagent.messages import AssistantMessage, LlmUsage
@@ -75,9 +75,9 @@ def error_from_body(body: Any, label: str) -> LlmError | None:
     """Return an ``LlmError`` for an ``{"type": "error", "error": {...}}`` body or stream event."""
     if not isinstance(body, Mapping) or body.get("type") != "error":
         return None
-    error = as_mapping(body.get("error"))
-    kind = str(error.get("type") or "error")
-    message = str(error.get("message") or json.dumps(body))
+    text, kind = error_object_text(body.get("error"))
+    kind = kind or "error"
+    message = text or json.dumps(body)
     return LlmError(f"{label} reported an error ({kind}): {message}", provider_message=message,
                     retryable=kind in _RETRYABLE_TYPES)
 

@@ -43,7 +43,6 @@ class LlmClient(abc.ABC):
     events, or the headers the client builds.
     """
 
-    api: ClassVar[str] = ""
     auth_header: ClassVar[str] = "Authorization"
     auth_prefix: ClassVar[str] = "Bearer "
     default_base_url: ClassVar[str] = ""

@@ -15,6 +15,7 @@ __all__ = [
     "LlmError",
     "LlmStreamError",
     "LlmTimeoutError",
+    "error_object_text",
     "provider_error_text",
 ]
 
@@ -77,7 +78,9 @@ def _short(text: str) -> str:
     return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "…"
 
 
-def _from_error_object(error: Any) -> tuple[str | None, str | None]:
+def error_object_text(error: Any) -> tuple[str | None, str | None]:
+    """Return ``(message, type)`` of a provider's ``error`` value: OpenAI's and Anthropic's
+    ``{"type" or "code", "message"}`` object, or Ollama's plain string; ``None`` where absent."""
     if isinstance(error, str):
         return error, None
     if isinstance(error, dict):
@@ -99,7 +102,7 @@ def provider_error_text(body: bytes | str) -> tuple[str, str | None]:
     except ValueError:
         return _short(text), None
     if isinstance(data, dict):
-        message, kind = _from_error_object(data.get("error"))
+        message, kind = error_object_text(data.get("error"))
         if message is None and data.get("message") is not None:
             message = str(data["message"])
         if message is None and data.get("detail") is not None:

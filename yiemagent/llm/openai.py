@@ -16,7 +16,7 @@ import requests
 
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
-from yiemagent.llm.openai_parse import OPENAI_API, OpenAIStreamAssembler, parse_chat_completion
+from yiemagent.llm.openai_parse import OpenAIStreamAssembler, parse_chat_completion
 from yiemagent.llm.transport import Emit, iter_response_sse, read_json_body
 from yiemagent.messages import AssistantMessage
 
@@ -34,7 +34,6 @@ class OpenAIChatClient(LlmClient):
     never changed: its dicts are cached and reused by the caller.
     """
 
-    api = OPENAI_API
     default_base_url = "https://api.openai.com/v1"
     default_api_key_env = "OPENAI_API_KEY"
     base_url_env = "OPENAI_BASE_URL"

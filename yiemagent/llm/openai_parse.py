@@ -17,7 +17,7 @@ from typing import Any
 
 from yiemagent.content import AgentToolCall, ContentBlock, TextContent, ThinkingContent
 from yiemagent.events import MessageUpdateEvent
-from yiemagent.llm.errors import LlmError
+from yiemagent.llm.errors import LlmError, error_object_text
 from yiemagent.llm.jsonutil import as_int, as_mapping
 from yiemagent.llm.transport import Emit
 from yiemagent.messages import AssistantMessage, LlmUsage
@@ -115,12 +115,9 @@ def provider_error_in_body(body: Any, label: str, status: int | None = None) -> 
     if not isinstance(body, Mapping) or not body.get("error"):
         return None
     error = body["error"]
-    if isinstance(error, Mapping):
-        message = str(error.get("message") or json.dumps(error))
-        code = error.get("code")
-        code_status = code if isinstance(code, int) else None
-    else:
-        message, code_status = str(error), None
+    message = error_object_text(error)[0] or json.dumps(error)
+    code = error.get("code") if isinstance(error, Mapping) else None
+    code_status = code if isinstance(code, int) and not isinstance(code, bool) else None
     where = f" (HTTP {status})" if status else ""
     return LlmError(f"{label} reported an error{where}: {message}",
                     status=code_status or status, provider_message=message)

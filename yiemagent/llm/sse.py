@@ -5,6 +5,11 @@ are comments; ``data`` lines of one event are joined with ``\\n``; a blank line 
 event; an event without data is not dispatched. Lines are split on bytes and decoded whole, so a
 multi-byte UTF-8 character split between two chunks is read correctly. What the data means
 (``[DONE]`` for OpenAI, ``message_stop`` for Anthropic) is left to the provider clients.
+
+One deliberate deviation: at the end of the stream, WHATWG discards an event whose blank line
+never came; ``finish()`` dispatches it when its lines were complete, because some servers end
+the body right after the last ``data:`` line. The clients still require their terminator, so a
+truncated stream is reported all the same.
 """
 
 from __future__ import annotations
@@ -66,7 +71,8 @@ class SSEParser:
 
     def finish(self) -> list[SSEEvent]:
         """End the stream: a trailing lone CR ends its line; an event whose lines were all complete
-        is dispatched even without the final blank line; an unterminated last line is dropped.
+        is dispatched even without the final blank line (WHATWG would discard it); an
+        unterminated last line is dropped.
         """
         events: list[SSEEvent] = []
         if self._buffer.endswith(b"\r"):
