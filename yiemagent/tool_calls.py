@@ -14,7 +14,12 @@ from typing import Any
 
 from yiemagent.content import AgentToolCall, ContentBlock
 
-__all__ = ["extract_tool_calls", "parse_arguments"]
+__all__ = ["extract_tool_calls", "new_tool_call_id", "parse_arguments"]
+
+
+def new_tool_call_id() -> str:
+    """A fresh id for a tool call that came without one (``call_`` and 24 hex digits)."""
+    return f"call_{uuid.uuid4().hex[:24]}"
 
 
 def parse_arguments(raw: Any) -> Any:
@@ -49,7 +54,7 @@ def _call_from_entry(entry: Mapping[str, Any]) -> AgentToolCall:
         name, raw = function.get("name"), function.get("arguments")
     else:
         name, raw = entry.get("name"), entry.get("arguments")
-    call_id = entry.get("id") or f"call_{uuid.uuid4().hex[:24]}"
+    call_id = entry.get("id") or new_tool_call_id()
     return AgentToolCall(id=str(call_id), name=str(name or ""), arguments=parse_arguments(raw))
 
 

@@ -11,7 +11,6 @@ content filter stopped (``content_filter``) or the model refused (``message.refu
 from __future__ import annotations
 
 import json
-import uuid
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,7 +20,7 @@ from yiemagent.llm.errors import LlmError, error_object_text
 from yiemagent.llm.jsonutil import as_int, as_mapping
 from yiemagent.llm.transport import Emit
 from yiemagent.messages import AssistantMessage, LlmUsage
-from yiemagent.tool_calls import parse_arguments
+from yiemagent.tool_calls import new_tool_call_id, parse_arguments
 
 __all__ = [
     "OPENAI_API",
@@ -94,17 +93,13 @@ def _reasoning(message: Mapping[str, Any]) -> str:
     return ""
 
 
-def _new_call_id() -> str:
-    return f"call_{uuid.uuid4().hex[:24]}"
-
-
 def _tool_call(entry: Any) -> AgentToolCall | None:
     if not isinstance(entry, Mapping):
         return None
     function = entry.get("function")
     function = function if isinstance(function, Mapping) else entry
     return AgentToolCall(
-        id=str(entry.get("id") or _new_call_id()),
+        id=str(entry.get("id") or new_tool_call_id()),
         name=str(function.get("name") or ""),
         arguments=parse_arguments(function.get("arguments")),
     )
@@ -172,7 +167,7 @@ class _Block:
             return TextContent(text)
         if self.kind == "thinking":
             return ThinkingContent(text)
-        return AgentToolCall(id=self.call_id or _new_call_id(), name=self.name or "",
+        return AgentToolCall(id=self.call_id or new_tool_call_id(), name=self.name or "",
                              arguments=parse_arguments(text))
 
 
