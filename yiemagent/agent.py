@@ -228,7 +228,7 @@ class YiemAgent:
         deadline = None if timeout is None else time.monotonic() + timeout
         with self._cond:
             while True:
-                if not self.output_channel.empty():
+                if self.output_channel.queue:  # every put happens under this condition too
                     response = self.output_channel.get_nowait()
                     self._cond.notify_all()  # the worker may be waiting for room
                     return response
@@ -313,9 +313,11 @@ class YiemAgent:
         ``None`` once shutting down."""
         with self._cond:
             while not self._stopping:
-                waiting = [c for c in (self.input_channel, self.follow_up_channel) if c.queue]
-                if waiting:
-                    channel = min(waiting, key=lambda c: c.queue[0][0])  # by arrival number
+                inputs, follow_ups = self.input_channel.queue, self.follow_up_channel.queue
+                if inputs or follow_ups:
+                    # The earlier arrival starts the next run, whichever channel it came through.
+                    early = not follow_ups or (inputs and inputs[0][0] < follow_ups[0][0])
+                    channel = self.input_channel if early else self.follow_up_channel
                     _, msg = channel.get_nowait()
                     self._run_opened = next(self._arrivals)  # later sends join this run
                     self._state.active_run = True

@@ -310,15 +310,17 @@ class AbortSignal:
     ``wait`` blocks until abort or timeout.
     """
 
-    _event: threading.Event
+    _aborted: bool
     _lock: threading.Lock
     _callbacks: list[Callable[[], None]]
+    _event: threading.Event | None  # made by the first ``wait``: most signals are never waited on
     reason: str | None
 
     def __init__(self, aborted: bool = False, reason: str | None = None) -> None:
-        self._event = threading.Event()
+        self._aborted = False
         self._lock = threading.Lock()
         self._callbacks = []
+        self._event = None
         self.reason = None
         if aborted:
             self.abort(reason)
@@ -326,15 +328,17 @@ class AbortSignal:
     @property
     def aborted(self) -> bool:
         """Whether ``abort`` has been called."""
-        return self._event.is_set()
+        return self._aborted
 
     def abort(self, reason: str | None = None) -> None:
         """Set the flag (idempotent) and run the registered callbacks once."""
         with self._lock:
-            if self._event.is_set():
+            if self._aborted:
                 return
             self.reason = reason
-            self._event.set()
+            self._aborted = True
+            if self._event is not None:
+                self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
             try:
@@ -345,7 +349,7 @@ class AbortSignal:
     def on_abort(self, callback: Callable[[], None]) -> Callable[[], None]:
         """Run ``callback`` on abort; return a function that unregisters it."""
         with self._lock:
-            if not self._event.is_set():
+            if not self._aborted:
                 self._callbacks.append(callback)
                 return lambda: self._remove(callback)
         callback()
@@ -358,7 +362,13 @@ class AbortSignal:
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until aborted or ``timeout`` seconds pass; return ``aborted``."""
-        return self._event.wait(timeout)
+        with self._lock:
+            if self._aborted:
+                return True
+            if self._event is None:
+                self._event = threading.Event()
+            event = self._event
+        return event.wait(timeout)
 
     def __repr__(self) -> str:
         return f"AbortSignal(aborted={self.aborted})"
