@@ -38,7 +38,7 @@ from yiemagent.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from yiemagent.function_tool import function_tool
+from yiemagent.function_tool import function_tool, to_tool_result
 from yiemagent.llm import (
     AnthropicMessagesClient,
     LlmAbortedError,
@@ -179,6 +179,7 @@ __all__ = [
     "run_agent",
     "should_terminate",
     "take_response",
+    "to_tool_result",
     "validate_required_args",
     "validate_tool_arguments",
 ]

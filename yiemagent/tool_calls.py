@@ -14,7 +14,7 @@ from typing import Any
 
 from yiemagent.content import AgentToolCall, ContentBlock
 
-__all__ = ["extract_tool_calls", "new_tool_call_id", "parse_arguments"]
+__all__ = ["extract_tool_calls", "new_tool_call_id", "parse_arguments", "tool_call_from_entry"]
 
 
 def new_tool_call_id() -> str:
@@ -48,7 +48,10 @@ def parse_arguments(raw: Any) -> Any:
     return raw
 
 
-def _call_from_entry(entry: Mapping[str, Any]) -> AgentToolCall:
+def tooltool_call_from_entry(entry: Mapping[str, Any]) -> AgentToolCall:
+    """An ``AgentToolCall`` from one tool-call dict: the OpenAI wire form ``{"id", "function":
+    {"name", "arguments"}}`` or the flat ``{"id", "name", "arguments"}``; arguments are parsed
+    with ``parse_arguments`` and a missing id is generated. Never raises."""
     function = entry.get("function")
     if isinstance(function, Mapping):
         name, raw = function.get("name"), function.get("arguments")
@@ -68,9 +71,9 @@ def _calls_in_block(block: ContentBlock) -> Iterable[AgentToolCall]:
     if kind == "tool_calls":
         for entry in block.get("tool_calls") or []:
             if isinstance(entry, Mapping):
-                yield _call_from_entry(entry)
+                yield tool_call_from_entry(entry)
     elif kind == "tool_call" or (kind == "function" and isinstance(block.get("function"), Mapping)):
-        yield _call_from_entry(block)
+        yield tool_call_from_entry(block)
 
 
 def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[AgentToolCall]]:

@@ -29,6 +29,7 @@ __all__ = [
     "format_msg_for_llm",
     "message_to_openai",
     "openai_to_user_message",
+    "parse_data_url",
     "prepare_context",
     "tools_to_openai",
 ]
@@ -208,6 +209,12 @@ def format_msg_for_llm(ctx: AgentContext) -> LlmRequest:
 _DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
 
 
+def parse_data_url(url: Any) -> tuple[str, str] | None:
+    """``(mime_type, base64_data)`` of a ``data:<mime>;base64,<data>`` URL, else ``None``."""
+    match = _DATA_URL.match(url) if isinstance(url, str) else None
+    return None if match is None else (match.group(1), match.group(2))
+
+
 def _user_part(part: Any) -> ContentBlock:
     if isinstance(part, str):
         return TextContent(part)
@@ -221,11 +228,11 @@ def _user_part(part: Any) -> ContentBlock:
     if kind == "image_url":
         url = part.get("image_url")
         url = url.get("url") if isinstance(url, Mapping) else url
-        match = _DATA_URL.match(url) if isinstance(url, str) else None
-        if match is None:
+        parsed = parse_data_url(url)
+        if parsed is None:
             raise ValueError("an image_url part must hold a base64 data URL "
                              "('data:image/png;base64,...'); remote URLs are not fetched")
-        return ImageContent(match.group(2), match.group(1))
+        return ImageContent(parsed[1], parsed[0])
     if kind == "image" and isinstance(part.get("data"), str):
         return ImageContent(part["data"], str(part.get("mime_type") or part.get("mimeType")
                                               or "image/png"))
