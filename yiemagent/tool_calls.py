@@ -48,7 +48,7 @@ def parse_arguments(raw: Any) -> Any:
     return raw
 
 
-def tooltool_call_from_entry(entry: Mapping[str, Any]) -> AgentToolCall:
+def tool_call_from_entry(entry: Mapping[str, Any]) -> AgentToolCall:
     """An ``AgentToolCall`` from one tool-call dict: the OpenAI wire form ``{"id", "function":
     {"name", "arguments"}}`` or the flat ``{"id", "name", "arguments"}``; arguments are parsed
     with ``parse_arguments`` and a missing id is generated. Never raises."""
