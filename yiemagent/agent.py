@@ -115,16 +115,22 @@ class YiemAgent:
                             f"{type(llm_call).__name__}")
         if not isinstance(max_turns, int) or max_turns < 1:
             raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+        # An agent given its store's own mapping (or no tools) follows the store: tools loaded,
+        # reloaded, registered or removed there are what the next turn offers the model.
+        self._follow_store = tool_store is not None and (tools is None or tools is tool_store.tools)
         if tools is None and tool_store is not None:
             tools = tool_store.tools
         # Checks the tool options now, in the caller's thread, rather than at the first run.
         AgentLoopConfig(tool_execution=tool_execution, tool_timeout_s=tool_timeout_s,
                         max_parallel_tools=max_parallel_tools)
-        self._state = AgentState(system_prompt, _model(model), dict(tool_mapping(tools)),
+        self._state = AgentState(system_prompt, _model(model), tool_mapping(tools),
                                  _history(messages))
         self.llm_call = llm_call
         self.agent_event_sink = agent_event_sink
         self.tool_store = tool_store
+        store_tools = getattr(tool_store, "tools", {})
+        # Tools that came from the store follow it (a reload reaches them); others stay as given.
+        self._store_names = {n for n, t in self._state.tools.items() if store_tools.get(n) is t}
         self.prepare_context = prepare_context or default_prepare_context
         self.format_msg_for_llm = format_msg_for_llm or default_format_msg_for_llm
         self.before_tool_call = before_tool_call
@@ -183,6 +189,44 @@ class YiemAgent:
     def is_running(self) -> bool:
         """Whether a run is active."""
         return self._state.active_run
+
+    def _refresh_tools(self) -> None:
+        """Bring the store's changes to the agent's tools before an LLM call: the whole store
+        when the agent follows it, else the tools that came from it (replaced when reloaded,
+        dropped when gone). Run by the worker at the start of every turn."""
+        store = self.tool_store
+        if store is None:
+            return
+        lock = getattr(store, "lock", None)
+        if lock is not None:
+            with lock:
+                current = dict(store.tools)
+        else:
+            current = dict(store.tools)
+        state = self._state
+        if self._follow_store:
+            if current != state.tools:  # AgentTool compares by identity: a C-level check
+                state.tools = current
+            return
+        for name in list(self._store_names):
+            tool = current.get(name)
+            if tool is None:
+                state.tools.pop(name, None)
+                self._store_names.discard(name)
+            elif state.tools.get(name) is not tool:
+                state.tools[name] = tool
+
+    def adopt_tools(self, names: Iterable[str]) -> None:
+        """Make the store's tools of these names callable from the next turn (``writeTool``
+        reports what it added this way); names the store does not hold are ignored."""
+        store = self.tool_store
+        if store is None:
+            return
+        for name in names:
+            tool = store.tools.get(name)
+            if tool is not None:
+                self._state.tools[name] = tool
+                self._store_names.add(name)
 
     def _prime_wire_cache(self) -> None:
         """Convert a history given at construction once, now, so that the first turn costs the

@@ -21,7 +21,7 @@ from yiemagent.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage
+from yiemagent.messages import AgentMessage, AssistantMessage
 from yiemagent.tool_calls import extract_tool_calls
 from yiemagent.tool_types import AbortSignal, AgentContext, AgentLoopConfig, AgentToolCallBatch
 
@@ -129,18 +129,9 @@ class _Run:
                                    self.emit)
         for msg in batch.messages:
             self.add(msg)
-            self.adopt_added_tools(msg)
+            if msg.added_tool_names:
+                self.agent.adopt_tools(msg.added_tool_names)
         return batch
-
-    def adopt_added_tools(self, msg: ToolResultMessage) -> None:
-        """Make tools a call registered in the agent's store callable from the next turn."""
-        store = self.agent.tool_store
-        if store is None or not msg.added_tool_names:
-            return
-        for name in msg.added_tool_names:
-            tool = store.tools.get(name)
-            if tool is not None:
-                self.state.tools[name] = tool
 
 
 def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMessage) -> AssistantMessage:
@@ -200,6 +191,7 @@ def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> Assistant
                                f"(max_turns={agent.max_turns}).")
         for msg in take_input():  # step 1: messages sent during the run join it here
             run.add(msg)
+        agent._refresh_tools()
         turn += 1
         if run.emit.active:
             run.emit(TurnStartEvent(turn))

@@ -39,6 +39,7 @@ __all__ = [
     "ImmediateOutcome",
     "PreparedToolCall",
     "ToolMapping",
+    "shared_tool_mapping",
     "tool_mapping",
 ]
 
@@ -122,25 +123,30 @@ ToolMapping = dict[str, AgentTool]
 
 
 def tool_mapping(tools: Mapping[str, AgentTool] | Iterable[AgentTool] | None) -> ToolMapping:
-    """Return an ordered ``name -> AgentTool`` dict from a mapping or an iterable of tools.
+    """A new ordered ``name -> AgentTool`` dict from a mapping or an iterable of tools.
 
-    A plain ``dict`` is used as given (no copy: contexts share the state's mapping, as in the
-    spec); any other mapping or iterable is checked and copied into a new dict.
+    Raises ``TypeError`` for a value that is not an ``AgentTool`` and ``ValueError`` for a key
+    that is not its tool's name (the model would be shown one name and refused the other).
     """
     if tools is None:
         return {}
-    if type(tools) is dict:
-        return tools
-    if isinstance(tools, Mapping):
-        items = list(tools.items())
-    else:
-        items = [(getattr(t, "name", None), t) for t in tools]
+    items = list(tools.items()) if isinstance(tools, Mapping) else [(None, t) for t in tools]
     out: ToolMapping = {}
-    for name, tool in items:
+    for key, tool in items:
         if not isinstance(tool, AgentTool):
             raise TypeError(f"tools must hold AgentTool instances, got {type(tool).__name__}")
-        out[str(name)] = tool
+        if key is not None and key != tool.name:
+            raise ValueError(f"tools maps the key {key!r} to the tool named {tool.name!r}; "
+                             "the key must be the tool's name")
+        out[tool.name] = tool
     return out
+
+
+def shared_tool_mapping(tools: Mapping[str, AgentTool] | Iterable[AgentTool] | None) -> ToolMapping:
+    """The tools of a context or loop config: a plain ``dict`` is used as given (shared with the
+    agent's state, as in the spec, and not re-checked on every turn); anything else goes
+    through ``tool_mapping``."""
+    return tools if type(tools) is dict else tool_mapping(tools)
 
 
 @attrs.define(frozen=True)
@@ -196,7 +202,7 @@ class AgentContext:
 
     system_prompt: str = ""
     messages: list[AgentMessage] = attrs.field(factory=list)
-    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping)
+    tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
     wire_cache: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
@@ -277,7 +283,7 @@ class AgentLoopConfig:
     ``max_parallel_tools`` caps the thread pool (``None``: one thread per call in the batch).
     """
 
-    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping)
+    tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
     before_tool_call: BeforeHook | None = None
     after_tool_call: AfterHook | None = None
     tool_execution: ToolExecution = attrs.field(default="sequential")
