@@ -15,8 +15,7 @@ import zoneinfo
 from datetime import datetime
 from typing import Any
 
-from yiemagent.content import TextContent
-from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
+from yiemagent import AbortSignal, AgentTool, AgentToolResult, TextContent
 
 CITIES: dict[str, str] = {
     "Amsterdam": "Europe/Amsterdam",

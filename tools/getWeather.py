@@ -19,9 +19,8 @@ from typing import Any
 
 import requests
 
-from yiemagent.content import TextContent
-from yiemagent.llm.abortable import RequestInterrupter, interruptible_session
-from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
+from yiemagent import AbortSignal, AgentTool, AgentToolResult, TextContent
+from yiemagent.llm import RequestInterrupter, interruptible_session
 
 GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
 FORECAST_URL = "https://api.open-meteo.com/v1/forecast"

@@ -4,8 +4,11 @@
 vLLM, llama.cpp's server, LM Studio, OpenRouter); ``AnthropicMessagesClient`` to Anthropic's
 Messages API; ``create_llm_call("openai:gpt-4o-mini")`` builds either from one string. Both retry
 transient failures, stream when asked, stop promptly on abort, and never reveal the api key.
+``RequestInterrupter`` and ``interruptible_session`` give any tool the same prompt abort for its own
+``requests`` calls (see ``tools/getWeather.py``).
 """
 
+from yiemagent.llm.abortable import RequestInterrupter, interruptible_session
 from yiemagent.llm.anthropic import ANTHROPIC_VERSION, AnthropicMessagesClient
 from yiemagent.llm.anthropic_parse import ANTHROPIC_API
 from yiemagent.llm.base import LlmClient
@@ -29,10 +32,12 @@ __all__ = [
     "LlmTimeoutError",
     "OpenAIChatClient",
     "ProviderPreset",
+    "RequestInterrupter",
     "RetryPolicy",
     "SSEEvent",
     "SSEParser",
     "create_llm_call",
+    "interruptible_session",
     "iter_sse",
     "parse_llm_spec",
 ]
