@@ -22,15 +22,18 @@ from typing import Any
 
 import attrs
 
-from yiemagent.content import TextContent
-from yiemagent.tool_registry import (
-    LIST_TOOLS_NAME,
+from yiemagent import (
+    AbortSignal,
+    AgentTool,
+    AgentToolResult,
+    TextContent,
     ToolLoadError,
     ToolStore,
-    check_tool_file,
-    load_tool_file,
+    validate_required_args,
 )
-from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult, compile_schema_validator
+
+# No public equivalents: the reserved name, vetting a file in isolation and loading one file.
+from yiemagent.tool_registry import LIST_TOOLS_NAME, check_tool_file, load_tool_file
 
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # The first line of every file writeTool writes; overwrite=true replaces only files that carry it.
@@ -114,9 +117,11 @@ def check_schema(schema: Any) -> dict[str, Any]:
             '"properties" and "required".'
         )
     try:
-        compile_schema_validator("inputSchema", schema)
+        validate_required_args({}, schema)  # raises ValueError only when the schema is invalid
     except ValueError as exc:
-        raise WriteToolRefused(f"{exc}. Fix the schema and call writeTool again.") from None
+        raise WriteToolRefused(
+            f'"inputSchema" was refused: {exc}. Fix the schema and call writeTool again.'
+        ) from None
     return schema
 
 
@@ -273,10 +278,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from yiemagent.content import ImageContent, TextContent
-from yiemagent.function_tool import to_tool_result
-from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
-from yiemagent.validation import validate_required_args as schema_problems
+from yiemagent import AbortSignal, AgentTool, AgentToolResult, ImageContent, TextContent, to_tool_result
+from yiemagent import validate_required_args as schema_problems
 
 NAME = {name!r}
 LABEL = {label!r}
