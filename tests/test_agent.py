@@ -310,3 +310,27 @@ def test_constructor_checks_tool_options_and_history_up_front() -> None:
     history = [UserMessage("hi", timestamp=1), reply("hello")]
     with YiemAgent(llm_call=ScriptedLLM(), messages=[m.to_dict() for m in history]) as agent:
         assert agent.messages == history
+
+
+def test_state_tracks_pending_calls_and_the_last_error() -> None:
+    seen: list[set[str]] = []
+    holder: dict[str, YiemAgent] = {}
+
+    def look(*_: Any) -> AgentToolResult:
+        seen.append(set(holder["agent"]._state.pending_tool_calls))
+        return AgentToolResult([TextContent("ok")])
+
+    def boom(_request: dict[str, Any]) -> AssistantMessage:
+        raise RuntimeError("model down")
+
+    tool = AgentTool("look", "Look", "Looks", {"type": "object"}, look)
+    llm = ScriptedLLM(call("look", {}, "call_9"), reply("done"), boom)
+    with YiemAgent(llm_call=llm, tools=[tool]) as agent:
+        holder["agent"] = agent
+        agent.prompt("one", timeout=WAIT)
+        assert seen == [{"call_9"}] and agent._state.pending_tool_calls == set()
+        assert agent._state.error_message is None
+        agent.prompt("two", timeout=WAIT)
+        assert "model down" in (agent._state.error_message or "")
+        agent.prompt("three", timeout=WAIT)
+        assert agent._state.error_message is None

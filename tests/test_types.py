@@ -270,8 +270,10 @@ def test_valid_schema_is_compiled_once_at_construction() -> None:
 
 
 @pytest.mark.parametrize(("kw", "match"), [
-    ({"timeout_s": 0}, "timeout_s must be positive"),
-    ({"timeout_s": -1.5}, "timeout_s must be positive"),
+    ({"timeout_s": 0}, "timeout_s must be a positive number of seconds"),
+    ({"timeout_s": -1.5}, "timeout_s must be a positive number of seconds"),
+    ({"timeout_s": "5"}, "timeout_s must be a positive number of seconds"),
+    ({"timeout_s": True}, "timeout_s must be a positive number of seconds"),
 ])
 def test_bad_timeout_is_rejected(kw: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
@@ -416,3 +418,20 @@ def test_a_raising_abort_callback_does_not_stop_the_others() -> None:
 def test_a_misplaced_argument_is_caught_by_the_timestamp_check(make: Any) -> None:
     with pytest.raises(TypeError, match="timestamp must be an int"):
         make()
+
+
+@pytest.mark.parametrize("kw", [{"max_parallel_tools": True}, {"max_parallel_tools": 2.0},
+                                {"tool_timeout_s": False}])
+def test_loop_config_rejects_booleans_and_wrong_types(kw: dict[str, Any]) -> None:
+    with pytest.raises(ValueError, match="must be a positive"):
+        AgentLoopConfig(**kw)
+
+
+def test_a_callback_registered_after_abort_that_raises_is_logged_not_raised() -> None:
+    signal = AbortSignal(aborted=True)
+
+    def broken() -> None:
+        raise RuntimeError("callback broke")
+
+    signal.on_abort(broken)  # does not raise
+    assert signal.wait(0)

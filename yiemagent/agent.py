@@ -31,6 +31,7 @@ from yiemagent.tool_types import (
     AgentState,
     AgentTool,
     BeforeHook,
+    positive_int,
     tool_mapping,
 )
 from yiemagent.utils import WireCache, openai_to_user_message
@@ -113,8 +114,9 @@ class YiemAgent:
         if llm_call is None or not callable(llm_call):
             raise TypeError("YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
                             f"{type(llm_call).__name__}")
-        if not isinstance(max_turns, int) or max_turns < 1:
-            raise ValueError(f"max_turns must be a positive int, got {max_turns!r}")
+        if max_turns is None:
+            raise ValueError("max_turns must be a positive int, got None")
+        positive_int("max_turns", max_turns)
         # An agent given its store's own mapping (or no tools) follows the store: tools loaded,
         # reloaded, registered or removed there are what the next turn offers the model.
         self._follow_store = tool_store is not None and (tools is None or tools is tool_store.tools)

@@ -23,7 +23,6 @@ __all__ = [
     "content_from_dict",
     "content_list",
     "content_to_dict",
-    "text_of",
 ]
 
 
@@ -164,14 +163,3 @@ def content_list(value: str | Iterable[ContentBlock | str] | None) -> list[Conte
     if isinstance(value, MessageContent):
         return [value]
     return [_block(item) for item in value]
-
-
-def text_of(content: Iterable[ContentBlock]) -> str:
-    """Join the text of every text block (typed or dict form), one per line."""
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, TextContent):
-            parts.append(block.text)
-        elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
-            parts.append(block["text"])
-    return "\n".join(parts)

@@ -1,9 +1,12 @@
 """Events sent to an agent's event sink: the spec's three tool events and the run events.
 
-Order within a run (documented in the README): ``AgentStartEvent``, then per turn
+Order within a run (also in the README): ``AgentStartEvent``; ``MessageStartEvent`` and
+``MessageEndEvent`` for the user message (and each message that joins the run); then per turn
 ``TurnStartEvent``, ``MessageStartEvent``, ``MessageUpdateEvent``* (only when the LLM client
-streams), ``MessageEndEvent``, then for each tool call ``ToolExecStartEvent``,
-``ToolExecUpdateEvent``*, ``ToolExecEndEvent``, then ``TurnEndEvent``; finally ``AgentEndEvent``.
+streams), ``MessageEndEvent`` for the reply, for each tool call ``ToolExecStartEvent``,
+``ToolExecUpdateEvent``*, ``ToolExecEndEvent``, then ``MessageStartEvent``/``MessageEndEvent``
+for each tool result, and ``TurnEndEvent``; finally ``AgentEndEvent``. Every start has its end,
+on error and abort paths too.
 """
 
 from __future__ import annotations

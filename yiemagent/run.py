@@ -125,8 +125,12 @@ class _Run:
         """Step 6: execute the calls and add their results (and any tools they added)."""
         state = self.state
         context = AgentContext(state.system_prompt, state.messages, state.tools)
-        batch = execute_tool_calls(context, response, calls, self.loop_config(), self.signal,
-                                   self.emit)
+        state.pending_tool_calls = {call.id for call in calls}
+        try:
+            batch = execute_tool_calls(context, response, calls, self.loop_config(), self.signal,
+                                       self.emit)
+        finally:
+            state.pending_tool_calls = set()
         for msg in batch.messages:
             self.add(msg)
             if msg.added_tool_names:
@@ -215,6 +219,7 @@ def _process_message(agent: YiemAgent, first: AgentMessage, signal: AbortSignal,
     except BaseException as exc:  # defensive: the steps above contain their own failures
         reraise_interrupt(exc)
         response = run.made_up("error", f"the run failed: {describe_error(exc)}")
+    agent._state.error_message = response.error_message if response.stop_reason == "error" else None
     if run.emit.active:
         run.emit(AgentEndEvent(list(run.added)))
     return response

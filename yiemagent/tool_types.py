@@ -112,8 +112,7 @@ class AgentTool:
     schema_validator: Validator = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
-        if self.timeout_s is not None and not self.timeout_s > 0:
-            raise ValueError(f'Tool "{self.name}": timeout_s must be positive, got {self.timeout_s}')
+        positive_seconds(f'Tool "{self.name}": timeout_s', self.timeout_s)
         object.__setattr__(
             self, "schema_validator", compile_schema_validator(self.name, self.input_schema)
         )
@@ -208,7 +207,9 @@ class AgentContext:
 
 @attrs.define
 class AgentState:
-    """The agent's mutable runtime state (spec ``agentState``); ``messages`` is the history."""
+    """The agent's mutable runtime state (spec ``agentState``): ``messages`` is the history,
+    ``pending_tool_calls`` the ids of the batch being executed, ``active_run`` whether a run is
+    under way, ``error_message`` the error of the last run (``None`` when it did not fail)."""
 
     system_prompt: str = "You are helpful assistant."
     model: LlmModel | None = None
@@ -297,14 +298,31 @@ class AgentLoopConfig:
 
     @tool_timeout_s.validator
     def _check_timeout(self, _attr: Any, value: float | None) -> None:
-        if value is not None and not (isinstance(value, (int, float)) and value > 0):
-            raise ValueError(f"tool_timeout_s must be a positive number of seconds or None, "
-                             f"got {value!r}")
+        positive_seconds("tool_timeout_s", value)
 
     @max_parallel_tools.validator
     def _check_pool(self, _attr: Any, value: int | None) -> None:
-        if value is not None and not (isinstance(value, int) and value >= 1):
-            raise ValueError(f"max_parallel_tools must be a positive int or None, got {value!r}")
+        positive_int("max_parallel_tools", value)
+
+
+def _run_callback(callback: Callable[[], None]) -> None:
+    try:
+        callback()
+    except Exception:  # one broken callback must not skip the others or fail abort()
+        logger.exception("an on_abort callback raised")
+
+
+def positive_seconds(what: str, value: Any) -> None:
+    """Raise ``ValueError`` unless ``value`` is ``None`` or a positive number of seconds."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
+                              or not value > 0):
+        raise ValueError(f"{what} must be a positive number of seconds or None, got {value!r}")
+
+
+def positive_int(what: str, value: Any) -> None:
+    """Raise ``ValueError`` unless ``value`` is ``None`` or an int of at least 1."""
+    if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+        raise ValueError(f"{what} must be a positive int or None, got {value!r}")
 
 
 @attrs.define(init=False, eq=False)
@@ -347,18 +365,16 @@ class AbortSignal:
                 self._event.set()
             callbacks, self._callbacks = self._callbacks, []
         for callback in callbacks:
-            try:
-                callback()
-            except Exception:  # one broken callback must not skip the others or fail abort()
-                logger.exception("an on_abort callback raised")
+            _run_callback(callback)
 
     def on_abort(self, callback: Callable[[], None]) -> Callable[[], None]:
-        """Run ``callback`` on abort; return a function that unregisters it."""
+        """Run ``callback`` on abort (now, if already aborted); return a function that
+        unregisters it. A callback that raises is logged, never raised to the caller."""
         with self._lock:
             if not self._aborted:
                 self._callbacks.append(callback)
                 return lambda: self._remove(callback)
-        callback()
+        _run_callback(callback)
         return lambda: None
 
     def _remove(self, callback: Callable[[], None]) -> None:
