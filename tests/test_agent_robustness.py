@@ -11,6 +11,7 @@ from typing import Any
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, last_user_text, reply, text
 
 from yiemagent import (
+    AgentClosedError,
     AgentEvent,
     AgentTool,
     AgentToolResult,
@@ -51,7 +52,7 @@ def test_shutdown_does_not_wait_for_a_taker_when_the_output_channel_is_full() ->
     while True:
         try:
             answered.append(text(agent.take_response(WAIT)))
-        except Exception:
+        except AgentClosedError:
             break
     unprocessed = [m.content[0].text for m in returned[0]]  # type: ignore[union-attr]
     assert answered == [f"echo: m{n}" for n in range(len(answered))]  # in order, none lost

@@ -109,3 +109,17 @@ def test_bad_session_files_are_named_in_the_error(tmp_path: Path, content: str, 
 def test_missing_session_file(tmp_path: Path) -> None:
     with pytest.raises(SessionError, match="cannot read"):
         YiemAgent.load(tmp_path / "nope.json", llm_call=ScriptedLLM())
+
+
+def test_a_session_file_gets_the_usual_mode(tmp_path: Path) -> None:
+    path = tmp_path / "s.json"
+    old_umask = os.umask(0o022)
+    try:
+        with YiemAgent(llm_call=ScriptedLLM()) as agent:
+            agent.save(path)
+            assert path.stat().st_mode & 0o777 == 0o644
+            path.chmod(0o600)
+            agent.save(path)  # replacing a file keeps its mode
+            assert path.stat().st_mode & 0o777 == 0o600
+    finally:
+        os.umask(old_umask)

@@ -6,9 +6,10 @@ It never holds an API key: clients are not part of a session.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
-import tempfile
+import uuid
 from typing import TYPE_CHECKING, Any
 
 import attrs
@@ -60,12 +61,16 @@ def save_session(agent: YiemAgent, path: str | os.PathLike[str]) -> None:
     text = json.dumps(session_to_dict(agent), ensure_ascii=False, indent=1)
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
-    fd, tmp = tempfile.mkstemp(prefix=".session-", suffix=".tmp", dir=folder)
+    tmp = os.path.join(folder, f".session-{uuid.uuid4().hex}.tmp")
+    # Created 0666 so that the umask applies, as to any file the user writes.
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+        with contextlib.suppress(FileNotFoundError):  # a replaced file keeps its mode
+            os.chmod(tmp, os.stat(target).st_mode & 0o777)
         os.replace(tmp, target)
     except BaseException:
         if os.path.exists(tmp):
