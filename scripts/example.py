@@ -1,4 +1,4 @@
-"""Ask an agent the time in a city, printing every event of the run.
+"""Ask an agent the time in a city, printing each turn and tool call of the run.
 
 Loads the tools in ``tools/`` into a store, starts a ``YiemAgent`` and asks one question. Without
 ``--model`` it runs offline with a small scripted model that calls ``getTime`` and reports what
