@@ -21,10 +21,11 @@ from yiemagent.content import (
     TextContent,
     ThinkingContent,
 )
+from yiemagent.llm.jsonutil import parts_text
 from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.tool_calls import extract_tool_calls, parse_arguments
 from yiemagent.tool_types import AgentContext
-from yiemagent.utils import openai_to_user_message
+from yiemagent.utils import openai_to_user_message, parse_data_url
 
 __all__ = [
     "context_to_anthropic",
@@ -35,7 +36,6 @@ __all__ = [
 ]
 
 WireBlock = dict[str, Any]
-_DATA_URL = re.compile(r"^data:([\w.+-]+/[\w.+-]+);base64,(.*)$", re.DOTALL)
 _BAD_ID_CHARS = re.compile(r"[^a-zA-Z0-9_-]")
 
 
@@ -50,8 +50,7 @@ def sanitize_tool_id(call_id: str) -> str:
 def _image_block(image: ImageContent) -> WireBlock:
     if image.data.startswith(("http://", "https://")):
         return {"type": "image", "source": {"type": "url", "url": image.data}}
-    match = _DATA_URL.match(image.data)
-    media_type, data = (match.group(1), match.group(2)) if match else (image.mime_type, image.data)
+    media_type, data = parse_data_url(image.data) or (image.mime_type, image.data)
     return {"type": "image", "source": {"type": "base64", "media_type": media_type, "data": data}}
 
 
@@ -142,29 +141,20 @@ def context_to_anthropic(
     return ctx.system_prompt, messages_to_anthropic(ctx.messages), tools
 
 
-def _wire_text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(p["text"] for p in content
-                         if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
-
-
 def _wire_message(msg: Mapping[str, Any]) -> AgentMessage | None:
     role = msg.get("role")
     if role == "user":
         return openai_to_user_message({"role": "user", "content": msg.get("content") or ""})
     if role == "assistant":
         content: list[ContentBlock] = []
-        if text := _wire_text(msg.get("content")):
+        if text := parts_text(msg.get("content"), "\n"):
             content.append(TextContent(text))
         if msg.get("tool_calls"):
             content.append({"type": "tool_calls", "tool_calls": list(msg["tool_calls"])})
         return AssistantMessage(content)
     if role == "tool":
         return ToolResultMessage(str(msg.get("tool_call_id") or ""), str(msg.get("name") or ""),
-                                 [TextContent(_wire_text(msg.get("content")))])
+                                 [TextContent(parts_text(msg.get("content"), "\n"))])
     return None
 
 
@@ -179,7 +169,7 @@ def openai_request_to_anthropic(
     read, such as a remote image URL.
     """
     raw: Sequence[Any] = request.get("messages") or []
-    system = "\n\n".join(_wire_text(m.get("content")) for m in raw
+    system = "\n\n".join(parts_text(m.get("content"), "\n") for m in raw
                          if isinstance(m, Mapping) and m.get("role") in ("system", "developer"))
     messages = [m for m in (_wire_message(w) for w in raw if isinstance(w, Mapping))
                 if m is not None]

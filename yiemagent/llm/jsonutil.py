@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["as_int", "as_mapping"]
+__all__ = ["as_int", "as_mapping", "parts_text"]
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -20,3 +20,17 @@ def as_int(value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
     return int(value)
+
+
+def parts_text(content: Any, sep: str) -> str:
+    """Return the text of an OpenAI ``content`` field: a string as it is, or the ``text`` of each
+    part of a list of parts joined by ``sep``; anything else (``None``) gives ``""``.
+
+    The parts of a reply are pieces of one text (``sep=""``); those of a request were written
+    apart, so they keep a line between them (``sep="\n"``)."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return sep.join(p["text"] for p in content
+                        if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+    return ""

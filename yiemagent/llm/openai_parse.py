@@ -17,10 +17,10 @@ from typing import Any
 from yiemagent.content import AgentToolCall, ContentBlock, TextContent, ThinkingContent
 from yiemagent.events import MessageUpdateEvent
 from yiemagent.llm.errors import LlmError, error_object_text
-from yiemagent.llm.jsonutil import as_int, as_mapping
+from yiemagent.llm.jsonutil import as_int, as_mapping, parts_text
 from yiemagent.llm.transport import Emit
 from yiemagent.messages import AssistantMessage, LlmUsage
-from yiemagent.tool_calls import new_tool_call_id, parse_arguments
+from yiemagent.tool_calls import new_tool_call_id, parse_arguments, tool_call_from_entry
 
 __all__ = [
     "OPENAI_API",
@@ -76,33 +76,12 @@ def usage_from_openai(data: Any) -> LlmUsage | None:
                     total_tokens=total)
 
 
-def _text(content: Any) -> str:
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):  # some servers send a list of parts
-        return "".join(p.get("text", "") for p in content
-                       if isinstance(p, Mapping) and isinstance(p.get("text"), str))
-    return ""
-
-
 def _reasoning(message: Mapping[str, Any]) -> str:
     for key in ("reasoning_content", "reasoning"):
         value = message.get(key)
         if isinstance(value, str) and value:
             return value
     return ""
-
-
-def _tool_call(entry: Any) -> AgentToolCall | None:
-    if not isinstance(entry, Mapping):
-        return None
-    function = entry.get("function")
-    function = function if isinstance(function, Mapping) else entry
-    return AgentToolCall(
-        id=str(entry.get("id") or new_tool_call_id()),
-        name=str(function.get("name") or ""),
-        arguments=parse_arguments(function.get("arguments")),
-    )
 
 
 def provider_error_in_body(body: Any, label: str, status: int | None = None) -> LlmError | None:
@@ -134,12 +113,12 @@ def parse_chat_completion(body: Any, *, label: str, provider: str, model: str) -
     content: list[ContentBlock] = []
     if reasoning := _reasoning(message):
         content.append(ThinkingContent(reasoning))
-    if text := _text(message.get("content")):
+    if text := parts_text(message.get("content"), ""):  # some servers send a list of parts
         content.append(TextContent(text))
     entries = list(message.get("tool_calls") or [])
     if isinstance(message.get("function_call"), Mapping):  # the legacy single-call form
         entries.append(message["function_call"])
-    calls = [c for c in map(_tool_call, entries) if c is not None]
+    calls = [tool_call_from_entry(e) for e in entries if isinstance(e, Mapping)]
     content.extend(calls)
     refusal = message.get("refusal")
     stop, problem = stop_of(choice.get("finish_reason"), bool(calls),
@@ -212,7 +191,7 @@ class OpenAIStreamAssembler:
             return
         if reasoning := _reasoning(delta):
             self._extend("thinking", reasoning)
-        if text := _text(delta.get("content")):
+        if text := parts_text(delta.get("content"), ""):
             self._extend("text", text)
         if isinstance(delta.get("refusal"), str):
             self._refusal.append(delta["refusal"])
