@@ -16,7 +16,7 @@ from yiemagent.llm.anthropic_format import context_to_anthropic, openai_request_
 from yiemagent.llm.anthropic_parse import AnthropicStreamAssembler, parse_message
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
-from yiemagent.llm.transport import Emit, iter_response_sse, read_json_body
+from yiemagent.llm.transport import Emit, iter_response_sse
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AgentContext
 
@@ -109,16 +109,12 @@ class AnthropicMessagesClient(LlmClient):
         body.update(self.extra_body)
         return body
 
-    def read_reply(self, response: requests.Response, emit: Emit) -> AssistantMessage:
-        """Parse a whole reply, or assemble a streamed one until ``message_stop``."""
-        whole = "json" in response.headers.get("content-type", "")
-        if not self.stream or whole:
-            body = read_json_body(response, self.label)
-            return parse_message(body, label=self.label, provider=self.provider,
-                                 model=self.model)
-        return self._read_stream(response, emit)
+    def parse_reply(self, body: Any) -> AssistantMessage:
+        """Return the message of a whole Messages API reply."""
+        return parse_message(body, label=self.label, provider=self.provider, model=self.model)
 
-    def _read_stream(self, response: requests.Response, emit: Emit) -> AssistantMessage:
+    def read_stream(self, response: requests.Response, emit: Emit) -> AssistantMessage:
+        """Assemble Messages API stream events until ``message_stop``."""
         assembler = AnthropicStreamAssembler(emit, label=self.label, provider=self.provider,
                                              model=self.model)
         for event in iter_response_sse(response, self.label):

@@ -21,7 +21,7 @@ import requests
 
 from yiemagent.llm.redact import ApiKeyAuth, Secret
 from yiemagent.llm.retry import RetryPolicy
-from yiemagent.llm.transport import Emit, HttpTransport
+from yiemagent.llm.transport import Emit, HttpTransport, read_json_body
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AbortSignal
 
@@ -112,8 +112,22 @@ class LlmClient(abc.ABC):
         """Return the request headers; never the api key (the session's auth adds it)."""
 
     @abc.abstractmethod
+    def parse_reply(self, body: Any) -> AssistantMessage:
+        """Return the ``AssistantMessage`` of a whole reply's decoded JSON ``body``; raise
+        ``LlmError`` when it is an error object or not a reply."""
+
+    @abc.abstractmethod
+    def read_stream(self, response: requests.Response, emit: Emit) -> AssistantMessage:
+        """Assemble a streamed reply until its terminator, reporting each delta to ``emit``;
+        raise ``LlmStreamError`` when the stream breaks off first."""
+
     def read_reply(self, response: requests.Response, emit: Emit) -> AssistantMessage:
-        """Read a successful reply (whole or streamed, reporting deltas to ``emit``)."""
+        """Read a successful reply: an event stream when streaming, else (also when a server
+        ignores ``stream`` and answers with JSON) the whole body."""
+        whole = "json" in response.headers.get("content-type", "")
+        if self.stream and not whole:
+            return self.read_stream(response, emit)
+        return self.parse_reply(read_json_body(response, self.label))
 
     def __call__(self, request: Mapping[str, Any], *, on_update: Emit | None = None,
                  signal: AbortSignal | None = None,

@@ -17,7 +17,7 @@ import requests
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
 from yiemagent.llm.openai_parse import OpenAIStreamAssembler, parse_chat_completion
-from yiemagent.llm.transport import Emit, iter_response_sse, read_json_body
+from yiemagent.llm.transport import Emit, iter_response_sse
 from yiemagent.messages import AssistantMessage
 
 __all__ = ["OpenAIChatClient"]
@@ -89,16 +89,13 @@ class OpenAIChatClient(LlmClient):
         body.update(self.extra_body)
         return body
 
-    def read_reply(self, response: requests.Response, emit: Emit) -> AssistantMessage:
-        """Parse a whole reply, or assemble a streamed one until ``[DONE]``."""
-        whole = "json" in response.headers.get("Content-Type", "")
-        if not self.stream or whole:  # a server may ignore stream=true and answer whole
-            body = read_json_body(response, self.label)
-            return parse_chat_completion(body, label=self.label, provider=self.provider,
-                                         model=self.model)
-        return self._read_stream(response, emit)
+    def parse_reply(self, body: Any) -> AssistantMessage:
+        """Return the first choice of a whole chat completion."""
+        return parse_chat_completion(body, label=self.label, provider=self.provider,
+                                     model=self.model)
 
-    def _read_stream(self, response: requests.Response, emit: Emit) -> AssistantMessage:
+    def read_stream(self, response: requests.Response, emit: Emit) -> AssistantMessage:
+        """Assemble ``chat.completion.chunk`` events until ``[DONE]``."""
         assembler = OpenAIStreamAssembler(emit, label=self.label, provider=self.provider,
                                           model=self.model)
         for event in iter_response_sse(response, self.label):
