@@ -27,7 +27,7 @@ def get_weather() -> AgentTool:
 
 
 @pytest.fixture
-def server(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenMeteoServer]:
+def meteo(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenMeteoServer]:
     with OpenMeteoServer() as srv:
         monkeypatch.setenv("YIEM_GEOCODING_URL", srv.geocoding_url)
         monkeypatch.setenv("YIEM_FORECAST_URL", srv.forecast_url)
@@ -48,7 +48,8 @@ def text(message: Any) -> str:
     return "\n".join(b.text for b in message.content if isinstance(b, TextContent))
 
 
-def test_current_weather_in_metric_units(get_weather: AgentTool, server: OpenMeteoServer) -> None:
+@pytest.mark.usefixtures("meteo")
+def test_current_weather_in_metric_units(get_weather: AgentTool) -> None:
     message = call(get_weather, {"city": "Tokyo"})
     assert not message.is_error, text(message)
     assert text(message) == (
@@ -61,9 +62,9 @@ def test_current_weather_in_metric_units(get_weather: AgentTool, server: OpenMet
     assert message.details["units"] == "metric"
 
 
-def test_requests_follow_open_meteo_parameters(get_weather: AgentTool, server: OpenMeteoServer) -> None:
+def test_requests_follow_open_meteo_parameters(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:
     call(get_weather, {"city": "Berlin"})
-    (search_path, search), (forecast_path, forecast) = server.requests
+    (search_path, search), (forecast_path, forecast) = meteo.requests
     assert search_path == "/v1/search"
     assert search["name"] == ["Berlin"] and search["count"] == ["1"]
     assert forecast_path == "/v1/forecast"
@@ -72,59 +73,60 @@ def test_requests_follow_open_meteo_parameters(get_weather: AgentTool, server: O
     assert forecast["temperature_unit"] == ["celsius"]
 
 
-def test_imperial_units(get_weather: AgentTool, server: OpenMeteoServer) -> None:
+def test_imperial_units(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:
     message = call(get_weather, {"city": "Berlin", "units": "imperial"})
     assert not message.is_error, text(message)
-    forecast = server.requests[1][1]
+    forecast = meteo.requests[1][1]
     assert forecast["temperature_unit"] == ["fahrenheit"] and forecast["wind_speed_unit"] == ["mph"]
     assert "moderate rain, 41.0°F (feels like 34.7°F)" in text(message)
     assert "wind 12.4 mp/h" in text(message)
 
 
-def test_units_must_be_metric_or_imperial(get_weather: AgentTool, server: OpenMeteoServer) -> None:
+def test_units_must_be_metric_or_imperial(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:
     message = call(get_weather, {"city": "Berlin", "units": "kelvin"})
     assert message.is_error and "is not one of ['metric', 'imperial']" in text(message)
-    assert server.requests == []
+    assert meteo.requests == []
 
 
-def test_progress_goes_out_as_partial_results(get_weather: AgentTool, server: OpenMeteoServer) -> None:
+@pytest.mark.usefixtures("meteo")
+def test_progress_goes_out_as_partial_results(get_weather: AgentTool) -> None:
     events: list[Any] = []
     call(get_weather, {"city": "Tokyo"}, events)
     updates = [text(e.partial_result) for e in events if isinstance(e, ToolExecUpdateEvent)]
     assert updates == ["Looking up Tokyo…", "Fetching weather for Tokyo, Japan…"]
 
 
-def test_an_unknown_city(get_weather: AgentTool, server: OpenMeteoServer) -> None:
+def test_an_unknown_city(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:
     message = call(get_weather, {"city": "Atlantis"})
     assert message.is_error
     assert 'No place called "Atlantis" was found' in text(message)
-    assert [path for path, _ in server.requests] == ["/v1/search"]
+    assert [path for path, _ in meteo.requests] == ["/v1/search"]
 
 
-def test_http_500_reports_status_and_body(get_weather: AgentTool, server: OpenMeteoServer) -> None:
-    server.forecast_failure = (500, "upstream database exploded")
+def test_http_500_reports_status_and_body(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:
+    meteo.forecast_failure = (500, "upstream database exploded")
     message = call(get_weather, {"city": "Tokyo"})
     assert message.is_error
     assert "The forecast service answered HTTP 500: upstream database exploded" in text(message)
 
 
-def test_an_open_meteo_error_object_shows_its_reason(get_weather: AgentTool, server: OpenMeteoServer) -> None:
-    server.forecast_failure = (400, '{"error": true, "reason": "Latitude must be in range of -90 to 90°."}')
+def test_an_open_meteo_error_object_shows_its_reason(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:
+    meteo.forecast_failure = (400, '{"error": true, "reason": "Latitude must be in range of -90 to 90°."}')
     message = call(get_weather, {"city": "Tokyo"})
     assert message.is_error
     assert "HTTP 400: Latitude must be in range of -90 to 90°." in text(message)
 
 
 def test_a_timeout_is_an_error_result(
-    get_weather: AgentTool, server: OpenMeteoServer, monkeypatch: pytest.MonkeyPatch
+    get_weather: AgentTool, meteo: OpenMeteoServer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("YIEM_WEATHER_TIMEOUT_S", "0.2")
-    server.hold = threading.Event()
+    meteo.hold = threading.Event()
     try:
         message = call(get_weather, {"city": "Tokyo"})
     finally:
-        server.hold.set()
-    assert server.request_seen.is_set()
+        meteo.hold.set()
+    assert meteo.request_seen.is_set()
     assert message.is_error
     assert "The geocoding service did not answer within 0.2 s" in text(message)
 
@@ -139,16 +141,16 @@ def test_an_unreachable_service(get_weather: AgentTool, monkeypatch: pytest.Monk
     assert message.is_error and "Could not reach the geocoding service" in text(message)
 
 
-def test_an_aborted_signal_stops_before_any_request(get_weather: AgentTool, server: OpenMeteoServer) -> None:
+def test_an_aborted_signal_stops_before_any_request(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:
     with pytest.raises(RuntimeError, match="aborted"):
         get_weather.execute("call-1", {"city": "Tokyo"}, AbortSignal(aborted=True), lambda _p: None)
-    assert server.requests == []
+    assert meteo.requests == []
 
 
 def test_an_abort_during_a_request_ends_the_lookup_at_once(
-    get_weather: AgentTool, server: OpenMeteoServer
+    get_weather: AgentTool, meteo: OpenMeteoServer
 ) -> None:
-    server.hold = threading.Event()  # the geocoding request waits until the test releases it
+    meteo.hold = threading.Event()  # the geocoding request waits until the test releases it
     signal = AbortSignal()
     failures: list[BaseException] = []
 
@@ -161,16 +163,16 @@ def test_an_abort_during_a_request_ends_the_lookup_at_once(
     worker = threading.Thread(target=look_up)
     worker.start()
     try:
-        assert server.request_seen.wait(10)
+        assert meteo.request_seen.wait(10)
         signal.abort()
         worker.join(5)  # the request's timeout is 10 s and the server holds it for 30 s
         assert not worker.is_alive()
     finally:
-        server.hold.set()
+        meteo.hold.set()
         worker.join()
     [error] = failures
     assert isinstance(error, RuntimeError) and "aborted" in str(error)
-    assert [path for path, _ in server.requests] == ["/v1/search"]
+    assert [path for path, _ in meteo.requests] == ["/v1/search"]
 
 
 def test_tool_shape(get_weather: AgentTool) -> None:

@@ -207,7 +207,7 @@ def test_overwrite_replaces_a_written_tool(store: ToolStore, folder: Path) -> No
     assert files(folder).count("addNumbers.py") == 1
 
 
-def test_multi_line_strings_keep_their_content(store: ToolStore, folder: Path) -> None:
+def test_multi_line_strings_keep_their_content(store: ToolStore) -> None:
     code = 'poem = """first\n    indented\nlast"""\nreturn poem'
     message = write(store, name="poem", inputSchema={"type": "object"}, executeCode=code)
     assert not message.is_error, text(message)
