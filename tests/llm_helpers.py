@@ -3,14 +3,19 @@
 from __future__ import annotations
 
 import logging
+import threading
 import traceback
 from collections.abc import Iterable
 from typing import Any
 
+import pytest
+from llm_server import ScriptedServer
+
 from yiemagent.content import AgentToolCall, ImageContent, TextContent
 from yiemagent.events import MessageUpdateEvent
+from yiemagent.llm import AnthropicMessagesClient, LlmClient, LlmError, OpenAIChatClient
 from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.tool_types import AgentContext, AgentTool, AgentToolResult
+from yiemagent.tool_types import AbortSignal, AgentContext, AgentTool, AgentToolResult
 from yiemagent.utils import LlmRequest, format_msg_for_llm
 
 KEY = "sk-test-9f8e7d6c5b4a-SECRET"
@@ -23,6 +28,43 @@ WEATHER_SCHEMA = {
 
 # Quick retries and timeouts for tests: no test waits for a real backoff.
 FAST: dict[str, Any] = {"retry_base_delay_s": 0.001, "retry_max_backoff_s": 0.005, "timeout": 5.0}
+
+
+def openai_client(server: ScriptedServer, **options: Any) -> OpenAIChatClient:
+    """An OpenAI client for ``server`` with the test key and ``FAST`` settings; ``options`` win."""
+    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **{**FAST, "api_key": KEY, **options})
+
+
+def anthropic_client(server: ScriptedServer, **options: Any) -> AnthropicMessagesClient:
+    """An Anthropic client for ``server`` with the test key and ``FAST`` settings; ``options`` win."""
+    return AnthropicMessagesClient("claude-sonnet-4-5", server.url,
+                                   **{**FAST, "api_key": KEY, **options})
+
+
+def error_while_held(server: ScriptedServer, body: Any, client: LlmClient, *,
+                     signal: AbortSignal | None = None) -> LlmError:
+    """Call ``client`` while ``server`` holds back its reply ``body`` (it stays silent until the
+    call is over) and return the ``LlmError`` the call raises; with ``signal``, the signal is
+    aborted once the server has the request."""
+    release = threading.Event()
+    server.json(body, wait=release)
+
+    def abort_when_received() -> None:
+        server.wait_for_requests(1)
+        assert signal is not None
+        signal.abort()
+
+    aborter = threading.Thread(target=abort_when_received) if signal is not None else None
+    if aborter is not None:
+        aborter.start()
+    try:
+        with pytest.raises(LlmError) as info:
+            client(simple_request(), signal=signal)
+    finally:
+        release.set()
+        if aborter is not None:
+            aborter.join()
+    return info.value
 
 
 def weather_tool() -> AgentTool:

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,9 +13,11 @@ from llm_helpers import (
     PIXEL,
     WEATHER_SCHEMA,
     Collector,
+    anthropic_client,
     anthropic_error,
     anthropic_message,
     assert_no_key,
+    error_while_held,
     history_request,
     leak_texts,
     simple_request,
@@ -36,18 +36,6 @@ from yiemagent.llm import (
 from yiemagent.messages import AssistantMessage, LlmUsage, ToolResultMessage, UserMessage
 from yiemagent.tool_types import AbortSignal, AgentContext
 from yiemagent.utils import format_msg_for_llm
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as srv:
-        yield srv
-
-
-def client_for(server: ScriptedServer, **options: Any) -> AnthropicMessagesClient:
-    settings = {**FAST, "api_key": KEY, **options}
-    return AnthropicMessagesClient("claude-sonnet-4-5", server.url, **settings)
-
 
 WEATHER_TOOL = {"name": "getWeather", "description": "Current weather for a city",
                 "input_schema": WEATHER_SCHEMA}
@@ -77,7 +65,7 @@ def assert_sent(server: ScriptedServer, *, stream: bool = False, count: int = 1)
 
 def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer) -> None:
     server.json(anthropic_message([{"type": "text", "text": "Hi there!"}]))
-    reply = client_for(server, max_tokens=256, extra_body={"temperature": 0})(
+    reply = anthropic_client(server, max_tokens=256, extra_body={"temperature": 0})(
         simple_request("Hello"))
 
     assert reply.content == [TextContent("Hi there!")]
@@ -106,7 +94,7 @@ def test_history_is_converted_from_the_library_messages(server: ScriptedServer) 
     server.json(anthropic_message([{"type": "text", "text": "Rain."}]))
     request = history_request()
     before = json.dumps(request)
-    client_for(server)(request)
+    anthropic_client(server)(request)
     assert json.dumps(request) == before  # the cached OpenAI dicts are untouched
     assert server.requests[0].body["messages"] == [
         {"role": "user", "content": [
@@ -145,7 +133,7 @@ def test_thinking_dict_tool_calls_and_odd_ids_are_converted(server: ScriptedServ
         ToolResultMessage("call_bad", "getWeather", "invalid JSON", is_error=True),
     ]
     request = format_msg_for_llm(AgentContext("", messages, [weather_tool()]))
-    client_for(server)(request)
+    anthropic_client(server)(request)
     body = server.requests[0].body
     assert "system" not in body
     assert body["messages"][1]["content"] == [
@@ -176,7 +164,7 @@ def test_a_plain_openai_dict_without_context_is_converted(server: ScriptedServer
             "name": "getWeather", "description": "Current weather for a city",
             "parameters": WEATHER_SCHEMA}}],
     }
-    client_for(server)(request)
+    anthropic_client(server)(request)
     body = server.requests[0].body
     assert body["system"] == "Be brief."
     assert body["tools"] == [WEATHER_TOOL]
@@ -192,7 +180,7 @@ def test_a_plain_openai_dict_without_context_is_converted(server: ScriptedServer
 
 def test_a_request_it_cannot_read_is_refused(server: ScriptedServer) -> None:
     with pytest.raises(ValueError, match="format_msg_for_llm"):
-        client_for(server)({"prompt": "hi"})
+        anthropic_client(server)({"prompt": "hi"})
     assert server.requests == []
 
 
@@ -227,7 +215,7 @@ def test_thinking_text_and_several_tool_calls(server: ScriptedServer) -> None:
     ], stop_reason="tool_use", usage={
         "input_tokens": 100, "output_tokens": 50, "cache_read_input_tokens": 2000,
         "cache_creation_input_tokens": 300}))
-    reply = client_for(server)(simple_request())
+    reply = anthropic_client(server)(simple_request())
     assert reply.content == [
         ThinkingContent("Two cities.", "EqQBCgIYAhIM"),
         TextContent("Checking."),
@@ -247,7 +235,7 @@ def test_thinking_text_and_several_tool_calls(server: ScriptedServer) -> None:
 ])
 def test_stop_reason_mapping(server: ScriptedServer, reason: str, expected: str) -> None:
     server.json(anthropic_message([{"type": "text", "text": "x"}], stop_reason=reason))
-    reply = client_for(server)(simple_request())
+    reply = anthropic_client(server)(simple_request())
     assert reply.stop_reason == expected
     assert (reply.error_message is not None) == (expected == "error")
     assert_sent(server)
@@ -255,7 +243,7 @@ def test_stop_reason_mapping(server: ScriptedServer, reason: str, expected: str)
 
 def test_a_refusal_is_an_error_that_keeps_the_text(server: ScriptedServer) -> None:
     server.json(anthropic_message([{"type": "text", "text": "I won't"}], stop_reason="refusal"))
-    reply = client_for(server)(simple_request())
+    reply = anthropic_client(server)(simple_request())
     assert reply.stop_reason == "error"
     assert reply.error_message == "Anthropic model declined to answer (stop_reason refusal)"
     assert reply.content == [TextContent("I won't")]
@@ -268,7 +256,7 @@ def test_a_streamed_refusal_is_an_error(server: ScriptedServer) -> None:
                "usage": {"output_tokens": 3}},
               {"type": "message_stop"}]
     server.sse([sse_bytes(events, named=True)])
-    reply = client_for(server, stream=True)(simple_request())
+    reply = anthropic_client(server, stream=True)(simple_request())
     assert reply.stop_reason == "error"
     assert reply.error_message is not None and "declined" in reply.error_message
     assert reply.content == [TextContent("Gérons ça.")]
@@ -317,7 +305,7 @@ STREAM_EVENTS: list[dict[str, Any]] = [
 def test_stream_split_at_awkward_byte_boundaries(server: ScriptedServer, size: int) -> None:
     server.sse(split_every(sse_bytes(STREAM_EVENTS, named=True), size))
     events = Collector()
-    reply = client_for(server, stream=True)(simple_request(), on_update=events)
+    reply = anthropic_client(server, stream=True)(simple_request(), on_update=events)
 
     assert reply.content == [
         ThinkingContent("Zürich is in Switzerland 🇨🇭.", "EqQBCgIYAhIM1gbcDa9GJwZA"),
@@ -341,7 +329,7 @@ def test_error_event_mid_stream(server: ScriptedServer, caplog: pytest.LogCaptur
     broken = [*STREAM_EVENTS[:9], anthropic_error("overloaded_error", "Overloaded")]
     server.sse([sse_bytes(broken, named=True)])
     events = Collector()
-    client = client_for(server, stream=True)
+    client = anthropic_client(server, stream=True)
     with pytest.raises(LlmError, match=r"overloaded_error.*Overloaded") as info:
         client(simple_request(), on_update=events)
     assert "not retried" in str(info.value)  # deltas already went out
@@ -354,7 +342,7 @@ def test_error_event_before_any_delta_is_retried(server: ScriptedServer) -> None
     server.sse([sse_bytes([STREAM_EVENTS[0], anthropic_error("overloaded_error", "Overloaded")],
                           named=True)])
     server.sse([sse_bytes(STREAM_EVENTS, named=True)])
-    reply = client_for(server, stream=True)(simple_request())
+    reply = anthropic_client(server, stream=True)(simple_request())
     assert len(reply.content) == 3
     assert len(server.requests) == 2
     assert_sent(server, stream=True, count=2)
@@ -365,7 +353,7 @@ def test_connection_closed_mid_stream(server: ScriptedServer,
     caplog.set_level(logging.DEBUG)
     server.sse(split_every(sse_bytes(STREAM_EVENTS[:10], named=True), 9), finish=False)
     events = Collector()
-    client = client_for(server, stream=True)
+    client = anthropic_client(server, stream=True)
     with pytest.raises(LlmStreamError, match="stream broke off") as info:
         client(simple_request(), on_update=events)
     assert events.text() == "Gérons ça."
@@ -377,7 +365,7 @@ def test_connection_closed_mid_stream(server: ScriptedServer,
 def test_stream_ending_without_message_stop_is_an_error(server: ScriptedServer) -> None:
     server.sse([sse_bytes(STREAM_EVENTS[:-1], named=True)])
     with pytest.raises(LlmStreamError, match=r"broke off.*message_stop"):
-        client_for(server, stream=True)(simple_request())
+        anthropic_client(server, stream=True)(simple_request())
     assert_sent(server, stream=True)
 
 
@@ -387,7 +375,7 @@ def test_401_carries_the_provider_text_and_status_and_never_the_key(
         server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     server.json(anthropic_error("authentication_error", f"invalid x-api-key {KEY}"), status=401)
-    client = client_for(server)
+    client = anthropic_client(server)
     events = Collector()
     with pytest.raises(LlmError) as info:
         client(simple_request(), on_update=events)
@@ -403,7 +391,7 @@ def test_401_carries_the_provider_text_and_status_and_never_the_key(
 def test_529_overloaded_then_success(server: ScriptedServer) -> None:
     server.json(anthropic_error("overloaded_error", "Overloaded"), status=529)
     server.json(anthropic_message([{"type": "text", "text": "back"}]))
-    reply = client_for(server)(simple_request())
+    reply = anthropic_client(server)(simple_request())
     assert reply.content == [TextContent("back")]
     assert len(server.requests) == 2
     assert_sent(server, count=2)
@@ -412,44 +400,26 @@ def test_529_overloaded_then_success(server: ScriptedServer) -> None:
 def test_malformed_json_body(server: ScriptedServer) -> None:
     server.text("<html>502 Bad Gateway</html>", content_type="application/json")
     with pytest.raises(LlmError, match=r"not valid JSON.*502 Bad Gateway"):
-        client_for(server)(simple_request())
+        anthropic_client(server)(simple_request())
     assert_sent(server)
 
 
 def test_an_error_body_with_status_200_is_an_error(server: ScriptedServer) -> None:
     server.json(anthropic_error("api_error", "Internal server error"))
     with pytest.raises(LlmError, match=r"api_error.*Internal server error"):
-        client_for(server, max_retries=0)(simple_request())
+        anthropic_client(server, max_retries=0)(simple_request())
     assert_sent(server)
 
 
 def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    release = threading.Event()
-    server.json(anthropic_message([{"type": "text", "text": "late"}]), wait=release)
-    client = client_for(server, timeout=0.3, max_retries=0)
-    try:
-        with pytest.raises(LlmTimeoutError, match="timed out") as info:
-            client(simple_request())
-    finally:
-        release.set()
-    assert_no_key(leak_texts(info.value, caplog.records, client=client))
+    client = anthropic_client(server, timeout=0.3, max_retries=0)
+    error = error_while_held(server, anthropic_message([{"type": "text", "text": "late"}]), client)
+    assert isinstance(error, LlmTimeoutError) and "timed out" in str(error)
+    assert_no_key(leak_texts(error, caplog.records, client=client))
 
 
 def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
-    release = threading.Event()
-    server.json(anthropic_message([{"type": "text", "text": "late"}]), wait=release)
-    signal = AbortSignal()
-
-    def abort_when_received() -> None:
-        server.wait_for_requests(1)
-        signal.abort()
-
-    helper = threading.Thread(target=abort_when_received)
-    helper.start()
-    try:
-        with pytest.raises(LlmAbortedError, match="aborted"):
-            client_for(server, timeout=30)(simple_request(), signal=signal)
-    finally:
-        release.set()
-        helper.join()
+    error = error_while_held(server, anthropic_message([{"type": "text", "text": "late"}]),
+                             anthropic_client(server, timeout=30), signal=AbortSignal())
+    assert isinstance(error, LlmAbortedError) and "aborted" in str(error)

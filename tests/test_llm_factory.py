@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 from llm_helpers import FAST, KEY, anthropic_message, openai_completion, simple_request
 from llm_server import ScriptedServer
@@ -23,12 +21,6 @@ def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
     for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
                  "OPENROUTER_API_KEY"):
         monkeypatch.delenv(name, raising=False)
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as srv:
-        yield srv
 
 
 @pytest.mark.parametrize(("spec", "expected"), [

@@ -7,7 +7,6 @@ import inspect
 import json
 import logging
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -16,8 +15,10 @@ from llm_helpers import (
     KEY,
     Collector,
     assert_no_key,
+    error_while_held,
     history_request,
     leak_texts,
+    openai_client,
     openai_completion,
     openai_tool_call,
     simple_request,
@@ -34,17 +35,6 @@ from yiemagent.llm import (
 )
 from yiemagent.messages import LlmUsage
 from yiemagent.tool_types import AbortSignal
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as srv:
-        yield srv
-
-
-def client_for(server: ScriptedServer, **options: Any) -> OpenAIChatClient:
-    settings = {**FAST, "api_key": KEY, **options}
-    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **settings)
 
 
 def expected_body(stream: bool) -> dict[str, Any]:
@@ -79,7 +69,7 @@ def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dic
 def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer) -> None:
     server.json(openai_completion("Hi there!"))
     request = simple_request("Hello")
-    reply = client_for(server, extra_body={"temperature": 0.2})(request)
+    reply = openai_client(server, extra_body={"temperature": 0.2})(request)
 
     assert reply.content == [TextContent("Hi there!")]
     assert (reply.api, reply.provider, reply.model) == ("openai-completions", "openai",
@@ -113,7 +103,7 @@ def test_the_request_is_never_changed(server: ScriptedServer) -> None:
     request = history_request()
     before = copy.deepcopy(dict(request))
     messages, first = request["messages"], request["messages"][0]
-    client = client_for(server, stream=False, extra_body={"max_tokens": 5})
+    client = openai_client(server, stream=False, extra_body={"max_tokens": 5})
     client(request)
     client(request)
     assert dict(request) == before
@@ -126,7 +116,7 @@ def test_the_request_is_never_changed(server: ScriptedServer) -> None:
 def test_history_with_tool_calls_and_results_is_sent_as_formatted(server: ScriptedServer) -> None:
     server.json(openai_completion("Tomorrow: rain."))
     request = history_request()
-    client_for(server)(request)
+    openai_client(server)(request)
     sent = server.requests[0].body["messages"]
     assert sent == json.loads(json.dumps(request["messages"]))
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool", "user"]
@@ -170,7 +160,7 @@ def test_the_client_is_a_runtime_llm_call() -> None:
 
 
 def test_a_body_holding_nan_is_refused_before_sending(server: ScriptedServer) -> None:
-    client = client_for(server, extra_body={"temperature": float("nan")})
+    client = openai_client(server, extra_body={"temperature": float("nan")})
     with pytest.raises(ValueError, match="NaN or infinity"):
         client(simple_request())
     assert server.requests == []
@@ -178,7 +168,7 @@ def test_a_body_holding_nan_is_refused_before_sending(server: ScriptedServer) ->
 
 def test_a_request_without_messages_is_refused(server: ScriptedServer) -> None:
     with pytest.raises(ValueError, match="'messages'"):
-        client_for(server)({"prompt": "hi"})
+        openai_client(server)({"prompt": "hi"})
     assert server.requests == []
 
 
@@ -191,7 +181,7 @@ def test_several_tool_calls_in_one_reply(server: ScriptedServer) -> None:
         openai_tool_call("call_c", "getWeather", '{"city": "Oslo'),
         openai_tool_call("call_d", "getTime", ""),
     ]))
-    reply = client_for(server)(simple_request())
+    reply = openai_client(server)(simple_request())
     assert reply.content == [
         AgentToolCall("call_a", "getWeather", {"city": "Paris"}),
         AgentToolCall("call_b", "getWeather", {"city": "Rome"}),
@@ -205,7 +195,7 @@ def test_several_tool_calls_in_one_reply(server: ScriptedServer) -> None:
 @pytest.mark.parametrize("field", ["reasoning_content", "reasoning"])
 def test_reasoning_becomes_thinking_content(server: ScriptedServer, field: str) -> None:
     server.json(openai_completion("42.", reasoning={field: "Six times seven."}))
-    reply = client_for(server)(simple_request())
+    reply = openai_client(server)(simple_request())
     assert reply.content == [ThinkingContent("Six times seven."), TextContent("42.")]
     assert_sent(server)
 
@@ -215,7 +205,7 @@ def test_usage_with_cached_prompt_tokens(server: ScriptedServer) -> None:
         "prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230,
         "prompt_tokens_details": {"cached_tokens": 1024},
         "completion_tokens_details": {"reasoning_tokens": 12}}))
-    reply = client_for(server)(simple_request())
+    reply = openai_client(server)(simple_request())
     assert reply.usage == LlmUsage(input=176, output=30, cache_read=1024, total_tokens=1230)
     assert_sent(server)
 
@@ -231,7 +221,7 @@ def test_finish_reason_mapping(server: ScriptedServer, finish: Any, calls: bool,
     body = openai_completion("x", tool_calls=tool_calls)
     body["choices"][0]["finish_reason"] = finish
     server.json(body)
-    reply = client_for(server)(simple_request())
+    reply = openai_client(server)(simple_request())
     assert reply.stop_reason == expected
     assert (reply.error_message is not None) == (expected == "error")
     assert_sent(server)
@@ -239,7 +229,7 @@ def test_finish_reason_mapping(server: ScriptedServer, finish: Any, calls: bool,
 
 def test_a_content_filter_stop_is_an_error_that_keeps_the_text(server: ScriptedServer) -> None:
     server.json(openai_completion("Partial answer", finish="content_filter"))
-    reply = client_for(server)(simple_request())
+    reply = openai_client(server)(simple_request())
     assert reply.stop_reason == "error"
     assert reply.error_message is not None and "content filter" in reply.error_message
     assert reply.content == [TextContent("Partial answer")]
@@ -250,7 +240,7 @@ def test_a_refusal_is_an_error_that_says_so(server: ScriptedServer) -> None:
     body = openai_completion(None)
     body["choices"][0]["message"]["refusal"] = "I can't help with that."
     server.json(body)
-    reply = client_for(server)(simple_request())
+    reply = openai_client(server)(simple_request())
     assert reply.stop_reason == "error"
     assert reply.error_message == "OpenAI model refused to answer: I can't help with that."
     assert reply.content == []
@@ -261,7 +251,7 @@ def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> 
     server.sse([sse_bytes([chunk({"role": "assistant", "refusal": ""}),
                            chunk({"refusal": "I can't "}), chunk({"refusal": "help."}),
                            chunk({}, "stop")], done=True)])
-    reply = client_for(server, stream=True)(simple_request())
+    reply = openai_client(server, stream=True)(simple_request())
     assert reply.stop_reason == "error"
     assert reply.error_message == "OpenAI model refused to answer: I can't help."
     assert_sent(server, stream=True)
@@ -270,7 +260,7 @@ def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> 
 def test_a_streamed_content_filter_stop_keeps_the_text(server: ScriptedServer) -> None:
     server.sse([sse_bytes([chunk({"content": "Partial"}), chunk({}, "content_filter")],
                           done=True)])
-    reply = client_for(server, stream=True)(simple_request())
+    reply = openai_client(server, stream=True)(simple_request())
     assert (reply.stop_reason, reply.content) == ("error", [TextContent("Partial")])
     assert reply.error_message is not None and "content_filter" in reply.error_message
     assert_sent(server, stream=True)
@@ -281,7 +271,7 @@ def test_legacy_function_call_is_read(server: ScriptedServer) -> None:
     body["choices"][0]["message"]["function_call"] = {"name": "getWeather",
                                                        "arguments": '{"city": "Oslo"}'}
     server.json(body)
-    [call] = client_for(server)(simple_request()).content
+    [call] = openai_client(server)(simple_request()).content
     assert isinstance(call, AgentToolCall)
     assert (call.name, call.arguments) == ("getWeather", {"city": "Oslo"})
     assert call.id.startswith("call_")
@@ -291,7 +281,7 @@ def test_legacy_function_call_is_read(server: ScriptedServer) -> None:
 def test_an_error_object_with_status_200_is_an_error(server: ScriptedServer) -> None:
     server.json({"error": {"message": "Upstream provider failed", "code": 502}})
     with pytest.raises(LlmError, match="Upstream provider failed") as info:
-        client_for(server)(simple_request())
+        openai_client(server)(simple_request())
     assert info.value.status == 502
     assert_sent(server)
 
@@ -299,7 +289,7 @@ def test_an_error_object_with_status_200_is_an_error(server: ScriptedServer) -> 
 def test_a_reply_without_choices_is_an_error(server: ScriptedServer) -> None:
     server.json({"id": "x", "choices": []})
     with pytest.raises(LlmError, match="no choices"):
-        client_for(server)(simple_request())
+        openai_client(server)(simple_request())
     assert_sent(server)
 
 
@@ -328,7 +318,7 @@ STREAM_CHUNKS = [
 def test_stream_split_at_awkward_byte_boundaries(server: ScriptedServer, size: int) -> None:
     server.sse(split_every(sse_bytes(STREAM_CHUNKS, done=True), size))
     events = Collector()
-    reply = client_for(server, stream=True)(simple_request(), on_update=events)
+    reply = openai_client(server, stream=True)(simple_request(), on_update=events)
 
     assert reply.content == [
         ThinkingContent("Think é日🎉."),
@@ -362,7 +352,7 @@ def test_a_new_call_id_at_a_used_index_starts_a_new_call(server: ScriptedServer)
         chunk({}, "tool_calls"),
     ], done=True)])
     events = Collector()
-    reply = client_for(server, stream=True)(simple_request(), on_update=events)
+    reply = openai_client(server, stream=True)(simple_request(), on_update=events)
     assert reply.content == [AgentToolCall("call_a", "getWeather", {"city": "Paris"}),
                              AgentToolCall("call_b", "getTime", {"zone": "UTC"})]
     assert [(e.content_index, e.tool_call_id) for e in events.events] == [
@@ -376,7 +366,7 @@ def test_stream_with_comments_blank_lines_and_crlf(server: ScriptedServer) -> No
             + b": keep-alive\n\n"
             + sse_bytes([chunk({"content": "B"}, "stop")], done=True))
     server.sse(split_every(body, 3))
-    reply = client_for(server, stream=True)(simple_request())
+    reply = openai_client(server, stream=True)(simple_request())
     assert reply.content == [TextContent("AB")]
     assert reply.stop_reason == "stop"
     assert reply.usage is None
@@ -385,7 +375,7 @@ def test_stream_with_comments_blank_lines_and_crlf(server: ScriptedServer) -> No
 
 def test_stream_answered_as_whole_json_is_read(server: ScriptedServer) -> None:
     server.json(openai_completion("not streamed"))
-    reply = client_for(server, stream=True)(simple_request(), on_update=Collector())
+    reply = openai_client(server, stream=True)(simple_request(), on_update=Collector())
     assert reply.content == [TextContent("not streamed")]
     assert_sent(server, stream=True)
 
@@ -393,7 +383,7 @@ def test_stream_answered_as_whole_json_is_read(server: ScriptedServer) -> None:
 def test_events_reach_on_update_on_the_calling_thread(server: ScriptedServer) -> None:
     server.sse(split_every(sse_bytes(STREAM_CHUNKS, done=True), 5))
     threads: set[int] = set()
-    client_for(server, stream=True)(simple_request(),
+    openai_client(server, stream=True)(simple_request(),
                                     on_update=lambda _e: threads.add(threading.get_ident()))
     assert threads == {threading.get_ident()}
     assert_sent(server, stream=True)
@@ -407,7 +397,7 @@ def test_401_carries_the_provider_text_and_status_and_never_the_key(
     server.json({"error": {"message": f"Incorrect API key provided: {KEY}.",
                            "type": "invalid_request_error", "param": None,
                            "code": "invalid_api_key"}}, status=401)
-    client = client_for(server)
+    client = openai_client(server)
     events = Collector()
     with pytest.raises(LlmError) as info:
         client(simple_request(), on_update=events)
@@ -424,7 +414,7 @@ def test_401_carries_the_provider_text_and_status_and_never_the_key(
 def test_malformed_json_body_fails_with_a_clear_error(server: ScriptedServer) -> None:
     server.text('{"choices": [{"message": ')
     with pytest.raises(LlmError, match="not valid JSON") as info:
-        client_for(server)(simple_request())
+        openai_client(server)(simple_request())
     assert info.value.status == 200
     assert len(server.requests) == 1
     assert_sent(server)
@@ -436,7 +426,7 @@ def test_connection_closed_mid_stream(server: ScriptedServer,
     data = sse_bytes(STREAM_CHUNKS[:5])
     server.sse(split_every(data, 11), finish=False)
     events = Collector()
-    client = client_for(server, stream=True)
+    client = openai_client(server, stream=True)
     with pytest.raises(LlmStreamError, match="stream broke off") as info:
         client(simple_request(), on_update=events)
     assert events.text() == "Héllo, wörld 日本!"  # what arrived was reported
@@ -448,14 +438,14 @@ def test_connection_closed_mid_stream(server: ScriptedServer,
 def test_stream_ending_without_done_is_an_error(server: ScriptedServer) -> None:
     server.sse([sse_bytes(STREAM_CHUNKS[:4])])
     with pytest.raises(LlmStreamError, match=r"broke off.*\[DONE\]"):
-        client_for(server, stream=True, max_retries=0)(simple_request())
+        openai_client(server, stream=True, max_retries=0)(simple_request())
     assert_sent(server, stream=True)
 
 
 def test_stream_broken_before_any_delta_is_retried(server: ScriptedServer) -> None:
     server.sse([sse_bytes(STREAM_CHUNKS[:1])], finish=False)
     server.sse([sse_bytes(STREAM_CHUNKS, done=True)])
-    reply = client_for(server, stream=True)(simple_request())
+    reply = openai_client(server, stream=True)(simple_request())
     assert len(reply.content) == 4
     assert len(server.requests) == 2
     assert_sent(server, stream=True, count=2)
@@ -463,15 +453,10 @@ def test_stream_broken_before_any_delta_is_retried(server: ScriptedServer) -> No
 
 def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    release = threading.Event()
-    try:
-        server.json(openai_completion("too late"), wait=release)
-        client = client_for(server, timeout=0.3, max_retries=0)
-        with pytest.raises(LlmTimeoutError, match="timed out") as info:
-            client(simple_request())
-    finally:
-        release.set()
-    assert_no_key(leak_texts(info.value, caplog.records, client=client))
+    client = openai_client(server, timeout=0.3, max_retries=0)
+    error = error_while_held(server, openai_completion("too late"), client)
+    assert isinstance(error, LlmTimeoutError) and "timed out" in str(error)
+    assert_no_key(leak_texts(error, caplog.records, client=client))
 
 
 def test_a_timeout_is_retried(server: ScriptedServer) -> None:
@@ -479,29 +464,16 @@ def test_a_timeout_is_retried(server: ScriptedServer) -> None:
     try:
         server.json(openai_completion("too late"), wait=release)
         server.json(openai_completion("second try"))
-        reply = client_for(server, timeout=0.3, max_retries=1)(simple_request())
+        reply = openai_client(server, timeout=0.3, max_retries=1)(simple_request())
     finally:
         release.set()
     assert reply.content == [TextContent("second try")]
 
 
 def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
-    release = threading.Event()
-    server.json(openai_completion("too late"), wait=release)
-    signal = AbortSignal()
-
-    def abort_when_received() -> None:
-        server.wait_for_requests(1)
-        signal.abort()
-
-    helper = threading.Thread(target=abort_when_received)
-    helper.start()
-    try:
-        with pytest.raises(LlmAbortedError, match="aborted"):
-            client_for(server, timeout=30)(simple_request(), signal=signal)
-    finally:
-        release.set()
-        helper.join()
+    error = error_while_held(server, openai_completion("too late"),
+                             openai_client(server, timeout=30), signal=AbortSignal())
+    assert isinstance(error, LlmAbortedError) and "aborted" in str(error)
 
 
 def http_helpers_since(before: set[threading.Thread]) -> list[threading.Thread]:
@@ -525,7 +497,7 @@ def test_abort_before_the_reply_headers_ends_the_request_thread(server: Scripted
     aborter.start()
     try:
         with pytest.raises(LlmAbortedError):
-            client_for(server, timeout=30)(simple_request(), signal=signal)
+            openai_client(server, timeout=30)(simple_request(), signal=signal)
         aborter.join()
         [worker] = workers
         worker.join(5)  # its socket was shut down: it must not wait for the server or the timeout
@@ -538,7 +510,7 @@ def test_abort_before_the_reply_headers_ends_the_request_thread(server: Scripted
 def test_close_ends_a_request_in_flight(server: ScriptedServer) -> None:
     release = threading.Event()
     server.json(openai_completion("too late"), wait=release)
-    client = client_for(server, timeout=30)
+    client = openai_client(server, timeout=30)
     before = set(threading.enumerate())
     failures: list[LlmError] = []
 
@@ -568,7 +540,7 @@ def test_close_ends_a_request_in_flight(server: ScriptedServer) -> None:
 def test_one_connection_serves_successive_calls(server: ScriptedServer,
                                                caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG, logger="urllib3.connectionpool")
-    client = client_for(server)
+    client = openai_client(server)
     for _ in range(3):  # ending an attempt must not shut the socket it gave back to the pool
         server.json(openai_completion())
         client(simple_request())
@@ -591,7 +563,7 @@ def test_abort_mid_stream_stops_events(server: ScriptedServer) -> None:
 
     try:
         with pytest.raises(LlmAbortedError):
-            client_for(server, stream=True, timeout=30)(simple_request(), on_update=on_update,
+            openai_client(server, stream=True, timeout=30)(simple_request(), on_update=on_update,
                                                         signal=signal)
     finally:
         release.set()
@@ -600,5 +572,5 @@ def test_abort_mid_stream_stops_events(server: ScriptedServer) -> None:
 
 def test_an_aborted_signal_sends_nothing(server: ScriptedServer) -> None:
     with pytest.raises(LlmAbortedError):
-        client_for(server)(simple_request(), signal=AbortSignal(aborted=True))
+        openai_client(server)(simple_request(), signal=AbortSignal(aborted=True))
     assert server.requests == []

@@ -5,7 +5,6 @@ from __future__ import annotations
 import email.utils
 import logging
 import socket
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ from llm_helpers import (
     Collector,
     assert_no_key,
     leak_texts,
+    openai_client,
     openai_completion,
     simple_request,
 )
@@ -24,17 +24,6 @@ from yiemagent.content import TextContent
 from yiemagent.llm import LlmAbortedError, LlmError, OpenAIChatClient, RetryPolicy
 from yiemagent.llm.retry import backoff_delay, call_with_retries, parse_retry_after
 from yiemagent.tool_types import AbortSignal
-
-
-@pytest.fixture
-def server() -> Iterator[ScriptedServer]:
-    with ScriptedServer() as srv:
-        yield srv
-
-
-def client_for(server: ScriptedServer, **options: Any) -> OpenAIChatClient:
-    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **{**FAST, "api_key": KEY,
-                                                                   **options})
 
 
 def error_body(message: str) -> dict[str, Any]:
@@ -131,7 +120,7 @@ def test_429_with_retry_after_then_success(server: ScriptedServer,
     server.json(error_body("Rate limit reached for gpt-4o-mini"), status=429,
                 headers={"Retry-After": "0.01"})
     server.json(openai_completion("after the wait"))
-    reply = client_for(server)(simple_request())
+    reply = openai_client(server)(simple_request())
     assert reply.content == [TextContent("after the wait")]
     assert len(server.requests) == 2
     assert server.requests[0].body == server.requests[1].body
@@ -143,14 +132,14 @@ def test_429_with_retry_after_then_success(server: ScriptedServer,
 def test_retry_after_ms_is_honoured(server: ScriptedServer) -> None:
     server.json(error_body("slow down"), status=429, headers={"retry-after-ms": "5"})
     server.json(openai_completion())
-    client_for(server)(simple_request())
+    openai_client(server)(simple_request())
     assert len(server.requests) == 2
 
 
 def test_500_then_success(server: ScriptedServer) -> None:
     server.json(error_body("The server had an error while processing your request."), status=500)
     server.json(openai_completion("fine now"))
-    assert client_for(server)(simple_request()).content == [TextContent("fine now")]
+    assert openai_client(server)(simple_request()).content == [TextContent("fine now")]
     assert len(server.requests) == 2
 
 
@@ -158,7 +147,7 @@ def test_500_then_success(server: ScriptedServer) -> None:
 def test_transient_statuses_are_retried(server: ScriptedServer, status: int) -> None:
     server.json(error_body("transient"), status=status)
     server.json(openai_completion())
-    client_for(server)(simple_request())
+    openai_client(server)(simple_request())
     assert len(server.requests) == 2
 
 
@@ -166,7 +155,7 @@ def test_transient_statuses_are_retried(server: ScriptedServer, status: int) -> 
 def test_other_4xx_fail_at_once(server: ScriptedServer, status: int) -> None:
     server.json(error_body("The model `gpt-5o` does not exist"), status=status)
     with pytest.raises(LlmError, match=f"HTTP {status}.*does not exist") as info:
-        client_for(server, max_retries=5)(simple_request())
+        openai_client(server, max_retries=5)(simple_request())
     assert info.value.status == status
     assert len(server.requests) == 1
 
@@ -175,7 +164,7 @@ def test_retry_after_above_the_cap_fails_at_once(server: ScriptedServer,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     server.json(error_body("Rate limit reached"), status=429, headers={"Retry-After": "120"})
-    client = client_for(server, max_retries=5, max_retry_delay_ms=1000)
+    client = openai_client(server, max_retries=5, max_retry_delay_ms=1000)
     events = Collector()
     with pytest.raises(LlmError) as info:
         client(simple_request(), on_update=events)
@@ -193,7 +182,7 @@ def test_retries_spent_carry_the_provider_text_and_status(
     caplog.set_level(logging.DEBUG)
     for _ in range(3):
         server.json(error_body(f"Internal error, key {KEY} rejected"), status=503)
-    client = client_for(server, max_retries=2)
+    client = openai_client(server, max_retries=2)
     with pytest.raises(LlmError) as info:
         client(simple_request())
     text = str(info.value)
@@ -233,7 +222,7 @@ def test_abort_during_backoff_over_http(server: ScriptedServer) -> None:
     logger.addHandler(handler)
     try:
         with pytest.raises(LlmAbortedError, match="aborted"):
-            client_for(server, max_retries=3)(simple_request(), signal=signal)
+            openai_client(server, max_retries=3)(simple_request(), signal=signal)
     finally:
         logger.removeHandler(handler)
     assert len(server.requests) == 1
