@@ -26,8 +26,10 @@ WEATHER_SCHEMA = {
     "required": ["city"],
 }
 
-# Quick retries and timeouts for tests: no test waits for a real backoff.
-FAST: dict[str, Any] = {"retry_base_delay_s": 0.001, "retry_max_backoff_s": 0.005, "timeout": 5.0}
+# Quick retries, so no test waits for a real backoff; an ample timeout, so a busy machine never
+# turns a slow but working request into a failure (a test that wants a timeout sets a short one
+# only while its server stays silent).
+FAST: dict[str, Any] = {"retry_base_delay_s": 0.001, "retry_max_backoff_s": 0.005, "timeout": 30.0}
 
 
 def openai_client(server: ScriptedServer, **options: Any) -> OpenAIChatClient:

@@ -459,15 +459,32 @@ def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCapture
     assert_no_key(leak_texts(error, caplog.records, client=client))
 
 
-def test_a_timeout_is_retried(server: ScriptedServer) -> None:
-    release = threading.Event()
+def test_a_timeout_is_retried(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch,
+                              caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.WARNING, logger="yiemagent.llm")
+    release = threading.Event()  # the first reply never comes while the client waits
+    server.json(openai_completion("too late"), wait=release)
+    server.json(openai_completion("second try"))
+    client = openai_client(server, max_retries=1)
+    # Only the first request, whose server stays silent, gets a short timeout: the retry keeps
+    # the client's ample one, so a busy machine cannot make the retry time out too.
+    session = client._transport.session
+    post, short = session.post, [0.3]
+
+    def post_with_a_short_first_timeout(*args: Any, **kwargs: Any) -> Any:
+        if short:
+            kwargs["timeout"] = short.pop()
+        return post(*args, **kwargs)
+
+    monkeypatch.setattr(session, "post", post_with_a_short_first_timeout)
     try:
-        server.json(openai_completion("too late"), wait=release)
-        server.json(openai_completion("second try"))
-        reply = openai_client(server, timeout=0.3, max_retries=1)(simple_request())
+        reply = client(simple_request())
     finally:
         release.set()
     assert reply.content == [TextContent("second try")]
+    assert len(server.requests) == 2
+    [retrying] = caplog.records
+    assert "timed out" in retrying.getMessage()
 
 
 def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
