@@ -182,17 +182,15 @@ class ScriptedServer:
         return self.add(Reply(status, {"Content-Type": "application/json", **(headers or {})},
                               json.dumps(body).encode("utf-8"), wait=wait))
 
-    def text(self, body: str | bytes, status: int = 200, content_type: str = "application/json",
-             headers: Mapping[str, str] | None = None) -> Reply:
-        """Queue a reply with a raw body (for malformed JSON and non-JSON errors)."""
-        data = body.encode("utf-8") if isinstance(body, str) else body
-        return self.add(Reply(status, {"Content-Type": content_type, **(headers or {})}, data))
+    def text(self, body: str, content_type: str = "application/json") -> Reply:
+        """Queue a successful reply with a raw body (for bodies that are not the JSON they claim)."""
+        return self.add(Reply(200, {"Content-Type": content_type}, body.encode("utf-8")))
 
-    def sse(self, chunks: list[bytes], *, status: int = 200, finish: bool = True,
-            wait: threading.Event | None = None, wait_after: int | None = None) -> Reply:
+    def sse(self, chunks: list[bytes], *, finish: bool = True, wait: threading.Event | None = None,
+            wait_after: int | None = None) -> Reply:
         """Queue an event stream sent as the given byte pieces, one HTTP chunk and flush each
         (TCP may still regroup the bytes on their way to the client)."""
-        return self.add(Reply(status, {"Content-Type": "text/event-stream"}, chunks=chunks,
+        return self.add(Reply(200, {"Content-Type": "text/event-stream"}, chunks=chunks,
                               finish=finish, wait=wait, wait_after=wait_after))
 
     def _record(self, request: Recorded) -> Reply:
@@ -204,7 +202,8 @@ class ScriptedServer:
         error = {"error": {"message": "the test scripted no reply for this request"}}
         return Reply(400, {"Content-Type": "application/json"}, json.dumps(error).encode())
 
-    def wait_for_requests(self, count: int, timeout: float = BLOCK_LIMIT_S) -> bool:
-        """Block until ``count`` requests arrived (or ``timeout``); return whether they did."""
+    def wait_for_requests(self, count: int) -> bool:
+        """Block until ``count`` requests arrived (at most ``BLOCK_LIMIT_S``); return whether they
+        did."""
         with self._cond:
-            return self._cond.wait_for(lambda: len(self.requests) >= count, timeout)
+            return self._cond.wait_for(lambda: len(self.requests) >= count, BLOCK_LIMIT_S)

@@ -16,7 +16,7 @@ import re
 import types
 import typing
 from collections.abc import Callable
-from typing import Any, Literal, TypeVar, overload
+from typing import Any, Literal, overload
 
 import attrs
 
@@ -25,7 +25,6 @@ from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
 
 __all__ = ["function_tool", "parse_docstring", "to_tool_result"]
 
-F = TypeVar("F", bound=Callable[..., Any])
 Converter = Callable[[Any], Any]
 
 SPECIAL_PARAMETERS = ("signal", "on_partial_result")

@@ -411,8 +411,7 @@ def _forget(store: ToolStore, path: str) -> None:
     record = store._files.pop(path, None)
     if record is None:
         return
-    if sys.modules.get(record.module_name) is not None:
-        sys.modules.pop(record.module_name, None)
+    sys.modules.pop(record.module_name, None)
     if store.tools.get(record.tool_name) is record.tool:
         del store.tools[record.tool_name]
 
