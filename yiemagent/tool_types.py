@@ -205,7 +205,9 @@ class AgentContext:
     wire_cache: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
-@attrs.define
+# Plain attribute writes: the worker updates the state on every run; only a new tools mapping
+# is converted (and so checked) when assigned.
+@attrs.define(on_setattr=attrs.setters.NO_OP)
 class AgentState:
     """The agent's mutable runtime state (spec ``agentState``): ``messages`` is the history,
     ``pending_tool_calls`` the ids of the batch being executed, ``active_run`` whether a run is
@@ -213,7 +215,8 @@ class AgentState:
 
     system_prompt: str = "You are helpful assistant."
     model: LlmModel | None = None
-    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping)
+    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping,
+                                     on_setattr=attrs.setters.convert)
     messages: list[AgentMessage] = attrs.field(factory=list)
     pending_tool_calls: set[str] = attrs.field(factory=set)
     active_run: bool = False
