@@ -205,8 +205,8 @@ class AgentContext:
     wire_cache: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
-# Plain attribute writes: the worker updates the state on every run; only a new tools mapping
-# is converted (and so checked) when assigned.
+# Plain attribute writes (no attrs __setattr__ hook): the worker updates the state on every
+# run. The tools mapping is converted and checked at construction only.
 @attrs.define(on_setattr=attrs.setters.NO_OP)
 class AgentState:
     """The agent's mutable runtime state (spec ``agentState``): ``messages`` is the history,
@@ -215,8 +215,7 @@ class AgentState:
 
     system_prompt: str = "You are helpful assistant."
     model: LlmModel | None = None
-    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping,
-                                     on_setattr=attrs.setters.convert)
+    tools: ToolMapping = attrs.field(factory=dict, converter=tool_mapping)
     messages: list[AgentMessage] = attrs.field(factory=list)
     pending_tool_calls: set[str] = attrs.field(factory=set)
     active_run: bool = False
