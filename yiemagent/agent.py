@@ -11,7 +11,6 @@ from __future__ import annotations
 import collections
 import inspect
 import itertools
-import logging
 import os
 import queue
 import threading
@@ -21,7 +20,6 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from yiemagent.emit import Emit, SafeEmitter
-from yiemagent.errors import describe_error, reraise_interrupt
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
 from yiemagent.run import _process_message
 from yiemagent.tool_types import (
@@ -40,7 +38,6 @@ from yiemagent.utils import prepare_context as default_prepare_context
 
 __all__ = ["AgentClosedError", "YiemAgent", "follow_up", "run_agent", "take_response"]
 
-logger = logging.getLogger("yiemagent")
 
 INPUT_CAPACITY, FOLLOW_UP_CAPACITY, OUTPUT_CAPACITY = 16, 32, 16
 DEFAULT_SYSTEM_PROMPT = "You are helpful assistant."
@@ -354,9 +351,9 @@ class YiemAgent:
 
     # -- worker side -------------------------------------------------------------------------
 
-    def _next_message(self) -> UserMessage | None:
-        """Block until a message starts a run (the earliest queued, input or follow-up);
-        ``None`` once shutting down."""
+    def _next_message(self) -> tuple[UserMessage, AbortSignal] | None:
+        """Block until a message starts a run (the earliest queued, input or follow-up); return
+        it with the run's abort signal, or ``None`` once shutting down."""
         with self._cond:
             while not self._stopping:
                 inputs, follow_ups = self.input_channel.queue, self.follow_up_channel.queue
@@ -368,9 +365,9 @@ class YiemAgent:
                     self._run_opened = next(self._arrivals)  # later sends join this run
                     self._state.active_run = True
                     self._history_mark = len(self._state.messages)
-                    self._signal = AbortSignal()
+                    self._signal = signal = AbortSignal()
                     self._cond.notify_all()
-                    return msg
+                    return msg, signal
                 self._cond.wait()
             return None
 
@@ -428,19 +425,13 @@ def _drain(channel: queue.Queue[_Queued]) -> list[_Queued]:
 
 def _agent_loop(agent: YiemAgent) -> None:
     """The worker: take a message, run it, deliver the response; until shutdown. A failing run
-    becomes an error response; if the worker still ends abnormally (a ``KeyboardInterrupt``),
-    the agent is closed so that senders and takers get ``AgentClosedError`` instead of hanging."""
+    is already an error response (``_process_message`` contains its failures); if the worker
+    still ends abnormally (a ``KeyboardInterrupt``), the agent is closed so that senders and
+    takers get ``AgentClosedError`` instead of hanging."""
     try:
-        while (first := agent._next_message()) is not None:
-            signal = agent._signal or AbortSignal()
-            try:
-                response = _process_message(agent, first, signal, agent._take_joining_input)
-            except BaseException as exc:  # defensive: _process_message contains its failures
-                reraise_interrupt(exc)
-                logger.exception("agent %s: run failed", agent.session_id)
-                response = AssistantMessage(stop_reason="error",
-                                            error_message=f"the run failed: {describe_error(exc)}")
-            agent._deliver(response)
+        while (started := agent._next_message()) is not None:
+            first, signal = started
+            agent._deliver(_process_message(agent, first, signal, agent._take_joining_input))
     finally:
         agent._close()
 

@@ -426,8 +426,8 @@ def execute_tool_calls_sequential(
 
 
 def _pool_size(config: AgentLoopConfig, jobs: int) -> int:
-    cap = config.max_parallel_tools
-    return jobs if cap is None else max(1, min(cap, jobs))
+    cap = config.max_parallel_tools  # validated: None or at least 1
+    return jobs if cap is None else min(cap, jobs)
 
 
 def execute_tool_calls_parallel(
@@ -482,12 +482,9 @@ def execute_tool_calls(
 ) -> AgentToolCallBatch:
     """Run a batch sequentially if the config says so or any known tool in it is not parallel,
     else in parallel (spec section 9). Never raises."""
-    has_sequential = False
-    for tc in tool_calls:
-        tool = context.tools.get(tc.name)
-        if tool is not None and not tool.parallel_tool_execute:
-            has_sequential = True
-            break
+    tools = context.tools
+    has_sequential = any(tc.name in tools and not tools[tc.name].parallel_tool_execute
+                         for tc in tool_calls)
     if config.tool_execution == "sequential" or has_sequential:
         return execute_tool_calls_sequential(context, assistant_message, tool_calls, config,
                                              signal, emit)
