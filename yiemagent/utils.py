@@ -88,8 +88,9 @@ def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:
 
 
 def _tool_result_to_openai(msg: ToolResultMessage) -> list[WireMessage]:
-    texts = [p for p in _parts(msg.content) if p["type"] == "text"]
-    images = [p for p in _parts(msg.content) if p["type"] == "image_url"]
+    parts = _parts(msg.content)
+    texts = [p for p in parts if p["type"] == "text"]
+    images = [p for p in parts if p["type"] == "image_url"]
     if not texts:
         texts = [{"type": "text", "text": "(see attached image)" if images else "(no output)"}]
     out = [{"role": "tool", "tool_call_id": msg.tool_call_id, "content": texts}]
