@@ -134,17 +134,24 @@ def test_blocked_taker_is_woken_by_shutdown() -> None:
     agent = YiemAgent(llm_call=ScriptedLLM())
     errors: list[BaseException] = []
     waiting = threading.Event()
+    real_wait = agent._cond.wait
+
+    def observed_wait(timeout: float | None = None) -> bool:
+        if threading.current_thread().name == "taker":
+            waiting.set()  # still holding the lock: shutdown can only notify once we wait
+        return real_wait(timeout)
+
+    agent._cond.wait = observed_wait  # type: ignore[method-assign]
 
     def take() -> None:
-        waiting.set()
         try:
             agent.take_response(WAIT)
         except BaseException as exc:
             errors.append(exc)
 
-    taker = threading.Thread(target=take)
+    taker = threading.Thread(target=take, name="taker")
     taker.start()
-    assert waiting.wait(WAIT)
+    assert waiting.wait(WAIT)  # the taker is blocked inside take_response
     agent.shutdown()
     taker.join(WAIT)
     assert not taker.is_alive()
