@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
 from yiemagent.emit import Emit, SafeEmitter
+from yiemagent.errors import AgentClosedError
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
 from yiemagent.run import _process_message
 from yiemagent.tool_types import (
@@ -43,10 +44,6 @@ INPUT_CAPACITY, FOLLOW_UP_CAPACITY, OUTPUT_CAPACITY = 16, 32, 16
 DEFAULT_SYSTEM_PROMPT = "You are helpful assistant."
 
 _Queued = tuple[int, UserMessage]  # (arrival number, message)
-
-
-class AgentClosedError(RuntimeError):
-    """The agent was shut down: it takes no new messages and has no responses left."""
 
 
 def _accepts(fn: Callable[..., Any], name: str) -> bool:

@@ -1,8 +1,116 @@
-"""How the loop describes and contains the exceptions of code it calls (tools, hooks, models)."""
+"""Every exception the library raises, and how the loop describes and contains the exceptions of
+code it calls (tools, hooks, models).
+
+One module, imported by the others and importing none of them, so a caller can catch any of
+these without knowing which part of the library raised it.
+"""
 
 from __future__ import annotations
 
-__all__ = ["describe_error", "reraise_interrupt"]
+import queue
+from typing import Any
+
+__all__ = [
+    "AgentClosedError",
+    "LlmAbortedError",
+    "LlmError",
+    "LlmStreamError",
+    "LlmTimeoutError",
+    "ResponseTimeout",
+    "RunError",
+    "SessionError",
+    "ToolArgumentError",
+    "ToolLoadError",
+    "describe_error",
+    "reraise_interrupt",
+]
+
+
+class AgentClosedError(RuntimeError):
+    """The agent was shut down: it takes no new messages and has no responses left."""
+
+
+class ResponseTimeout(queue.Empty, TimeoutError):
+    """No response arrived within the timeout. It is a ``TimeoutError`` (what ``take_response``
+    documents) and a ``queue.Empty`` (what ``output_channel.get`` callers catch)."""
+
+
+class RunError(Exception):
+    """A step of a run failed; the message says which step and why."""
+
+
+class SessionError(ValueError):
+    """A session file cannot be read: damaged, not a session, or of an unknown version."""
+
+
+class ToolArgumentError(ValueError):
+    """The arguments of a tool call are unusable; the message is written for the model."""
+
+
+class ToolLoadError(Exception):
+    """One or more tool files could not be loaded.
+
+    ``problems`` lists ``(path, message)`` pairs, one per bad file, in load order; ``tools`` is
+    the store's mapping after the good files were registered.
+    """
+
+    def __init__(self, problems: list[tuple[str, str]], tools: dict[str, Any] | None = None):
+        self.problems = list(problems)
+        self.tools = tools if tools is not None else {}
+        lines = "\n".join(f"  - {path}: {message}" for path, message in self.problems)
+        count = len(self.problems)
+        super().__init__(f"{count} tool file{'s' if count != 1 else ''} could not be loaded:\n{lines}")
+
+
+class LlmError(Exception):
+    """A provider call that failed: the message says what failed, with the HTTP status and the
+    provider's own error text when there was a reply.
+
+    ``status`` is the HTTP status (``None`` without a reply), ``provider_message`` the provider's
+    own error text, ``retryable`` whether another attempt may succeed and ``retry_after_s`` the
+    delay the server asked for. Never holds the api key: callers build it from scrubbed text.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        provider_message: str | None = None,
+        retryable: bool = False,
+        retry_after_s: float | None = None,
+    ) -> None:
+        super().__init__(message)
+        self.message = message
+        self.status = status
+        self.provider_message = provider_message
+        self.retryable = retryable
+        self.retry_after_s = retry_after_s
+
+    def final(self, note: str) -> LlmError:
+        """Return a copy of this error (same class) that is not retryable, with ``note`` appended."""
+        return type(self)(
+            f"{self.message} ({note})",
+            status=self.status,
+            provider_message=self.provider_message,
+            retryable=False,
+            retry_after_s=self.retry_after_s,
+        )
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
+
+
+class LlmAbortedError(LlmError):
+    """The caller's ``AbortSignal`` fired during the request or a retry wait."""
+
+
+class LlmTimeoutError(LlmError):
+    """The server did not connect or send the next bytes within the client's ``timeout``."""
+
+
+class LlmStreamError(LlmError):
+    """A streamed reply broke off before its terminator (``[DONE]`` or ``message_stop``)."""
 
 
 def describe_error(exc: BaseException) -> str:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from yiemagent.agent_core import execute_tool_calls
 from yiemagent.content import ContentBlock, TextContent
-from yiemagent.errors import describe_error, reraise_interrupt
+from yiemagent.errors import RunError, describe_error, reraise_interrupt
 from yiemagent.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -35,10 +35,6 @@ ABORTED = "The run was aborted."
 
 def _ignore_update(_event: Any) -> None:
     """The ``on_update`` an ``llm_call`` gets when no sink listens."""
-
-
-class RunError(Exception):
-    """A step of the run failed; the message says which step and why."""
 
 
 def _step(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 
-from yiemagent.errors import describe_error
+from yiemagent.errors import SessionError, describe_error
 from yiemagent.messages import AgentMessage, LlmModel
 
 if TYPE_CHECKING:
@@ -25,10 +25,6 @@ __all__ = ["SESSION_FORMAT", "SESSION_VERSION", "SessionData", "SessionError", "
 
 SESSION_FORMAT = "yiemagent.session"
 SESSION_VERSION = 1
-
-
-class SessionError(ValueError):
-    """A session file cannot be read: damaged, not a session, or of an unknown version."""
 
 
 @attrs.define(frozen=True)

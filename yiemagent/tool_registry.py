@@ -29,6 +29,7 @@ from typing import Any
 import attrs
 
 from yiemagent.content import AgentToolCall, ImageContent, MessageContent, TextContent, ThinkingContent
+from yiemagent.errors import ToolLoadError
 from yiemagent.messages import LlmUsage
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
 
@@ -51,21 +52,6 @@ logger = logging.getLogger("yiemagent")
 LIST_TOOLS_NAME = "listTools"
 MODULE_PREFIX = "yiemagent_tools"
 _STORE_SERIAL = itertools.count(1)
-
-
-class ToolLoadError(Exception):
-    """One or more tool files could not be loaded.
-
-    ``problems`` lists ``(path, message)`` pairs, one per bad file, in load order; ``tools`` is
-    the store's mapping after the good files were registered.
-    """
-
-    def __init__(self, problems: list[tuple[str, str]], tools: dict[str, AgentTool] | None = None):
-        self.problems = list(problems)
-        self.tools = tools if tools is not None else {}
-        lines = "\n".join(f"  - {path}: {message}" for path, message in self.problems)
-        count = len(self.problems)
-        super().__init__(f"{count} tool file{'s' if count != 1 else ''} could not be loaded:\n{lines}")
 
 
 class _FileProblem(Exception):

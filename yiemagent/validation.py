@@ -16,6 +16,7 @@ import attrs
 import jsonschema.exceptions
 
 from yiemagent.content import AgentToolCall
+from yiemagent.errors import ToolArgumentError
 from yiemagent.tool_types import AgentTool, compile_schema_validator
 
 if TYPE_CHECKING:
@@ -28,10 +29,6 @@ __all__ = [
     "validate_required_args",
     "validate_tool_arguments",
 ]
-
-
-class ToolArgumentError(ValueError):
-    """The arguments of a tool call are unusable; the message is written for the model."""
 
 
 def format_arguments(args: Any) -> str:

@@ -10,6 +10,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from yiemagent.errors import LlmAbortedError, LlmError, LlmStreamError, LlmTimeoutError
+
 __all__ = [
     "LlmAbortedError",
     "LlmError",
@@ -20,57 +22,6 @@ __all__ = [
 ]
 
 _MAX_TEXT = 500
-
-
-class LlmError(Exception):
-    """A provider call that failed: the message says what failed, with the HTTP status and the
-    provider's own error text when there was a reply.
-
-    ``status`` is the HTTP status (``None`` without a reply), ``provider_message`` the provider's
-    own error text, ``retryable`` whether another attempt may succeed and ``retry_after_s`` the
-    delay the server asked for. Never holds the api key: callers build it from scrubbed text.
-    """
-
-    def __init__(
-        self,
-        message: str,
-        *,
-        status: int | None = None,
-        provider_message: str | None = None,
-        retryable: bool = False,
-        retry_after_s: float | None = None,
-    ) -> None:
-        super().__init__(message)
-        self.message = message
-        self.status = status
-        self.provider_message = provider_message
-        self.retryable = retryable
-        self.retry_after_s = retry_after_s
-
-    def final(self, note: str) -> LlmError:
-        """Return a copy of this error (same class) that is not retryable, with ``note`` appended."""
-        return type(self)(
-            f"{self.message} ({note})",
-            status=self.status,
-            provider_message=self.provider_message,
-            retryable=False,
-            retry_after_s=self.retry_after_s,
-        )
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}({self.message!r}, status={self.status!r})"
-
-
-class LlmAbortedError(LlmError):
-    """The caller's ``AbortSignal`` fired during the request or a retry wait."""
-
-
-class LlmTimeoutError(LlmError):
-    """The server did not connect or send the next bytes within the client's ``timeout``."""
-
-
-class LlmStreamError(LlmError):
-    """A streamed reply broke off before its terminator (``[DONE]`` or ``message_stop``)."""
 
 
 def _short(text: str) -> str:
