@@ -23,6 +23,7 @@ from yiemagent.emit import Emit, SafeEmitter
 from yiemagent.errors import AgentClosedError
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
 from yiemagent.run import _process_message
+from yiemagent.session import SessionData, load_session, save_session
 from yiemagent.tool_types import (
     AbortSignal,
     AfterHook,
@@ -320,23 +321,24 @@ class YiemAgent:
 
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write the session (id, system prompt, model, messages) to ``path`` atomically."""
-        from yiemagent.session import save_session
-
-        save_session(self, path)
+        save_session(self.session_data(), path)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str], **kwargs: Any) -> YiemAgent:
         """Create an agent from a saved session; ``kwargs`` are constructor arguments
         (``llm_call`` is required, ``tools`` and hooks as usual). Raises ``SessionError``
         naming the file when it is damaged or of an unknown version."""
-        from yiemagent.session import load_session
-
         data = load_session(path)
         kwargs.setdefault("session_id", data.session_id)
         kwargs.setdefault("system_prompt", data.system_prompt)
         kwargs.setdefault("model", data.model)
         kwargs.setdefault("messages", data.messages)
         return cls(**kwargs)
+
+    def session_data(self) -> SessionData:
+        """The session as plain data (what ``save`` writes): during a run, with the history as it
+        was before the run began."""
+        return SessionData(self.session_id, self.system_prompt, self.model, self.history_snapshot())
 
     def history_snapshot(self) -> list[AgentMessage]:
         """A copy of the history at a run boundary: during a run, the history as it was before

@@ -10,18 +10,15 @@ import contextlib
 import json
 import os
 import uuid
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import attrs
 
 from yiemagent.errors import SessionError, describe_error
 from yiemagent.messages import AgentMessage, LlmModel
 
-if TYPE_CHECKING:
-    from yiemagent.agent import YiemAgent
-
 __all__ = ["SESSION_FORMAT", "SESSION_VERSION", "SessionData", "SessionError", "load_session",
-           "save_session"]
+           "save_session", "session_from_dict", "session_to_dict"]
 
 SESSION_FORMAT = "yiemagent.session"
 SESSION_VERSION = 1
@@ -37,24 +34,23 @@ class SessionData:
     messages: list[AgentMessage]
 
 
-def session_to_dict(agent: YiemAgent) -> dict[str, Any]:
-    """The JSON-ready session document of ``agent``; during a run, its history as it was before
-    the run began (see ``YiemAgent.history_snapshot``)."""
-    model = agent.model
+def session_to_dict(data: SessionData) -> dict[str, Any]:
+    """The JSON-ready session document of ``data`` (format marker and version first)."""
+    model = data.model
     return {
         "format": SESSION_FORMAT,
         "version": SESSION_VERSION,
-        "session_id": agent.session_id,
-        "system_prompt": agent.system_prompt,
+        "session_id": data.session_id,
+        "system_prompt": data.system_prompt,
         "model": None if model is None else model.to_dict(),
-        "messages": [m.to_dict() for m in agent.history_snapshot()],
+        "messages": [m.to_dict() for m in data.messages],
     }
 
 
-def save_session(agent: YiemAgent, path: str | os.PathLike[str]) -> None:
-    """Write ``agent``'s session to ``path`` atomically: a crash mid-write leaves the old file
+def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
+    """Write the session ``data`` to ``path`` atomically: a crash mid-write leaves the old file
     whole (the text goes to a temporary file in the same folder, is synced, then replaces it)."""
-    text = json.dumps(session_to_dict(agent), ensure_ascii=False, indent=1)
+    text = json.dumps(session_to_dict(data), ensure_ascii=False, indent=1)
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
     tmp = os.path.join(folder, f".session-{uuid.uuid4().hex}.tmp")
@@ -84,6 +80,12 @@ def load_session(path: str | os.PathLike[str]) -> SessionData:
         raise SessionError(f"{name}: cannot read session file: {exc.strerror or exc}") from exc
     except ValueError as exc:
         raise SessionError(f"{name}: damaged session file (not valid JSON: {exc})") from exc
+    return session_from_dict(data, name)
+
+
+def session_from_dict(data: Any, name: str = "session") -> SessionData:
+    """The ``SessionData`` of a decoded session document; raise ``SessionError`` (starting with
+    ``name``) when it is not a session of a version this library reads."""
     if not isinstance(data, dict) or data.get("format") != SESSION_FORMAT:
         raise SessionError(f"{name}: not a yiemagent session file")
     version = data.get("version")
