@@ -5,7 +5,7 @@ worker thread fed by channels, and a prepare -> execute -> finalize pipeline for
 Every public name of DESIGN.md is importable from here.
 """
 
-from yiemagent.agent import AgentClosedError, YiemAgent, follow_up, run_agent, take_response
+from yiemagent.agent import YiemAgent, follow_up, resume, run_agent, take_response
 from yiemagent.agent_core import (
     create_error_tool_result,
     create_tool_result_message,
@@ -24,6 +24,14 @@ from yiemagent.content import (
     MessageContent,
     TextContent,
     ThinkingContent,
+)
+from yiemagent.errors import (
+    AgentClosedError,
+    ResponseTimeout,
+    RunError,
+    SessionError,
+    ToolArgumentError,
+    ToolLoadError,
 )
 from yiemagent.events import (
     AgentEndEvent,
@@ -58,10 +66,10 @@ from yiemagent.messages import (
     ToolResultMessage,
     UserMessage,
 )
-from yiemagent.session import SessionError
+from yiemagent.run import RunConfig, run_loop
+from yiemagent.session import SessionData, load_session, save_session
 from yiemagent.tool_calls import extract_tool_calls
 from yiemagent.tool_registry import (
-    ToolLoadError,
     ToolStore,
     clear_tools,
     get_tools,
@@ -93,7 +101,6 @@ from yiemagent.utils import (
     prepare_context,
 )
 from yiemagent.validation import (
-    ToolArgumentError,
     prepare_tool_call_arguments,
     validate_required_args,
     validate_tool_arguments,
@@ -139,7 +146,11 @@ __all__ = [
     "MessageUpdateEvent",
     "OpenAIChatClient",
     "PreparedToolCall",
+    "ResponseTimeout",
     "RetryPolicy",
+    "RunConfig",
+    "RunError",
+    "SessionData",
     "SessionError",
     "TextContent",
     "ThinkingContent",
@@ -170,13 +181,17 @@ __all__ = [
     "function_tool",
     "get_tools",
     "list_tool",
+    "load_session",
     "load_tools",
     "openai_to_user_message",
     "prepare_context",
     "prepare_tool_call",
     "prepare_tool_call_arguments",
     "register_tool",
+    "resume",
     "run_agent",
+    "run_loop",
+    "save_session",
     "should_terminate",
     "take_response",
     "to_tool_result",

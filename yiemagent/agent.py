@@ -1,58 +1,40 @@
-"""The agent runtime: ``YiemAgent``, its channels and the worker thread (spec sections 5-6).
+"""The agent: ``YiemAgent``, a thin stateful shell around the run loop (spec sections 5-6).
 
-Each agent owns three ``queue.Queue`` channels (input 16, follow-up 32, output 16) and one worker
-thread running ``_agent_loop``. Channel semantics are DESIGN point 8: ``run_agent`` while idle
-starts a run and during a run joins it before its next LLM call; ``follow_up`` starts a run of its
-own after the active run's response is out; every run puts exactly one response on the output.
+Each agent owns three ``queue.Queue`` channels (input 16, follow-up 32, output 16), one worker
+thread (``worker.AgentWorker``) that runs ``run.run_loop`` once per run, its settings and its
+event listeners. Channel semantics are DESIGN point 8: ``run_agent`` while idle starts a run and
+during a run joins it before its next LLM call; ``follow_up`` starts a run of its own after the
+active run's response is out; every run puts exactly one response on the output channel.
 """
 
 from __future__ import annotations
 
-import collections
-import inspect
-import itertools
+import logging
 import os
-import queue
 import threading
-import time
 import uuid
+import weakref
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any, Literal
 
+import attrs
+
+from yiemagent.channels import MessageChannel, OutputChannel
 from yiemagent.emit import Emit, SafeEmitter
-from yiemagent.errors import AgentClosedError
+from yiemagent.errors import AgentClosedError, ResponseTimeout
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
-from yiemagent.run import _process_message
+from yiemagent.run import RunConfig
 from yiemagent.session import SessionData, load_session, save_session
-from yiemagent.tool_types import (
-    AbortSignal,
-    AfterHook,
-    AgentLoopConfig,
-    AgentState,
-    AgentTool,
-    BeforeHook,
-    positive_int,
-    tool_mapping,
-)
-from yiemagent.utils import WireCache, openai_to_user_message
-from yiemagent.utils import format_msg_for_llm as default_format_msg_for_llm
-from yiemagent.utils import prepare_context as default_prepare_context
+from yiemagent.tool_sync import ToolSync
+from yiemagent.tool_types import AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
+from yiemagent.utils import WireCache
+from yiemagent.worker import AgentWorker, SteeringMode
 
-__all__ = ["AgentClosedError", "YiemAgent", "follow_up", "run_agent", "take_response"]
+__all__ = ["AgentClosedError", "YiemAgent", "follow_up", "resume", "run_agent", "take_response"]
 
-
-INPUT_CAPACITY, FOLLOW_UP_CAPACITY, OUTPUT_CAPACITY = 16, 32, 16
 DEFAULT_SYSTEM_PROMPT = "You are helpful assistant."
-
-_Queued = tuple[int, UserMessage]  # (arrival number, message)
-
-
-def _accepts(fn: Callable[..., Any], name: str) -> bool:
-    try:
-        params = inspect.signature(fn).parameters.values()
-    except (TypeError, ValueError):
-        return False
-    return any(p.name == name or p.kind is p.VAR_KEYWORD for p in params)
+MODES = ("all", "one-at-a-time")
+logger = logging.getLogger("yiemagent")
 
 
 def _model(model: LlmModel | str | None) -> LlmModel | None:
@@ -65,6 +47,9 @@ def _model(model: LlmModel | str | None) -> LlmModel | None:
 
 def _history(messages: Iterable[AgentMessage | Mapping[str, Any]] | None) -> list[AgentMessage]:
     """A new history list from messages or their ``to_dict`` forms; anything else is an error."""
+    if isinstance(messages, (str, bytes, Mapping)):
+        raise TypeError("messages must be a list of messages, got "
+                        f"{type(messages).__name__}")
     history: list[AgentMessage] = []
     for msg in messages or []:
         if isinstance(msg, Mapping):
@@ -76,14 +61,52 @@ def _history(messages: Iterable[AgentMessage | Mapping[str, Any]] | None) -> lis
     return history
 
 
+def _mode(name: str, value: Any) -> SteeringMode:
+    if value not in MODES:
+        raise ValueError(f"{name} must be 'all' or 'one-at-a-time', got {value!r}")
+    return value  # type: ignore[no-any-return]
+
+
+class _RunSetting:
+    """A ``YiemAgent`` attribute that lives in the run config: reading it reads the config,
+    setting it builds a new, checked config (a bad value raises here) used from the next run."""
+
+    def __init__(self, doc: str) -> None:
+        self.__doc__ = doc
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, agent: YiemAgent | None, owner: type) -> Any:
+        if agent is None:
+            return self
+        return getattr(agent._worker_core.config, self.name)
+
+    def __set__(self, agent: YiemAgent, value: Any) -> None:
+        agent._replace_config(**{self.name: value})
+
+
 class YiemAgent:
     """An agent with its history, tools, hooks, channels and worker thread (spec ``yiemAgent``).
 
-    The worker starts at construction and runs until ``shutdown``. Use ``run_agent``/
-    ``follow_up`` to send, ``take_response`` to receive, or ``prompt`` for both. Every run ends
-    with exactly one ``AssistantMessage`` response; failures become responses whose
-    ``stop_reason`` is ``"error"``, and the worker never dies.
+    The worker starts at construction and runs until ``shutdown`` (or until the agent is garbage
+    collected). Send with ``run_agent``/``follow_up`` or the channels' ``put``, receive with
+    ``take_response`` or ``output_channel.get``, or use ``prompt`` for both; ``resume`` runs on
+    from the history as it is. Every run ends with exactly one ``AssistantMessage`` response;
+    failures become responses whose ``stop_reason`` is ``"error"``, and the worker never dies.
     """
+
+    llm_call = _RunSetting("The model call: ``llm_call(request, **keywords) -> AssistantMessage``.")
+    prepare_context = _RunSetting("Builds the ``AgentContext`` of each LLM call from the state.")
+    format_msg_for_llm = _RunSetting("Turns the context into the request given to ``llm_call``.")
+    before_tool_call = _RunSetting("Hook run before each tool call; it may block the call.")
+    after_tool_call = _RunSetting("Hook run after each tool call; it may change the result.")
+    tool_execution = _RunSetting("``\"sequential\"`` or ``\"parallel\"``.")
+    tool_timeout_s = _RunSetting("Default seconds a tool call may take (``None``: no limit).")
+    max_parallel_tools = _RunSetting("Cap on the parallel pool (``None``: one thread per call).")
+    max_turns = _RunSetting("LLM calls per run before it ends with ``stop_reason=\"max_turns\"``.")
+    max_retry_delay_ms = _RunSetting("Cap on a provider client's retry waits, when set.")
+    skip_tools_on_steer = _RunSetting("Skip the rest of a sequential batch for a new message.")
 
     def __init__(
         self,
@@ -105,211 +128,267 @@ class YiemAgent:
         max_turns: int = 50,
         tool_timeout_s: float | None = None,
         max_parallel_tools: int | None = None,
+        steering_mode: Literal["all", "one-at-a-time"] = "all",
+        follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time",
+        skip_tools_on_steer: bool = False,
     ) -> None:
         if llm_call is None or not callable(llm_call):
             raise TypeError("YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
                             f"{type(llm_call).__name__}")
-        if max_turns is None:
-            raise ValueError("max_turns must be a positive int, got None")
-        positive_int("max_turns", max_turns)
-        # An agent given its store's own mapping (or no tools) follows the store: tools loaded,
-        # reloaded, registered or removed there are what the next turn offers the model.
-        self._follow_store = tool_store is not None and (tools is None or tools is tool_store.tools)
+        if agent_event_sink is not None and not callable(agent_event_sink):
+            raise TypeError(f"agent_event_sink must be callable, got {type(agent_event_sink).__name__}")
+        given = tools
         if tools is None and tool_store is not None:
             tools = tool_store.tools
-        # Checks the tool options now, in the caller's thread, rather than at the first run.
-        AgentLoopConfig(tool_execution=tool_execution, tool_timeout_s=tool_timeout_s,
-                        max_parallel_tools=max_parallel_tools)
-        self._state = AgentState(system_prompt, _model(model), tool_mapping(tools),
-                                 _history(messages))
-        self.llm_call = llm_call
-        self.agent_event_sink = agent_event_sink
+        state = AgentState(_check_prompt(system_prompt), _model(model), tool_mapping(tools),
+                           _history(messages))
+        tool_sync = ToolSync(tool_store, given, state.tools) if tool_store is not None else None
+        config = RunConfig(
+            llm_call=llm_call, before_tool_call=before_tool_call, after_tool_call=after_tool_call,
+            tool_execution=tool_execution, tool_timeout_s=tool_timeout_s,
+            max_parallel_tools=max_parallel_tools, max_turns=max_turns,
+            session_id=_check_session_id(session_id or uuid.uuid4().hex),
+            max_retry_delay_ms=max_retry_delay_ms, skip_tools_on_steer=skip_tools_on_steer,
+            sync_tools=tool_sync.sync if tool_sync is not None else None,
+            **_formatters(prepare_context, format_msg_for_llm),
+        )
         self.tool_store = tool_store
-        store_tools = getattr(tool_store, "tools", {})
-        # Tools that came from the store follow it (a reload reaches them); others stay as given.
-        self._store_names = {n for n, t in self._state.tools.items() if store_tools.get(n) is t}
-        self.prepare_context = prepare_context or default_prepare_context
-        self.format_msg_for_llm = format_msg_for_llm or default_format_msg_for_llm
-        self.before_tool_call = before_tool_call
-        self.after_tool_call = after_tool_call
-        self.session_id = session_id or uuid.uuid4().hex
-        self.max_retry_delay_ms = max_retry_delay_ms
-        self.tool_execution: Literal["sequential", "parallel"] = tool_execution
-        self.max_turns = max_turns
-        self.tool_timeout_s = tool_timeout_s
-        self.max_parallel_tools = max_parallel_tools
-        self._llm_accepts_on_update = _accepts(llm_call, "on_update")
-        self._llm_accepts_signal = _accepts(llm_call, "signal")
-        self._llm_accepts_max_retry_delay = _accepts(llm_call, "max_retry_delay_ms")
-        self._emit = SafeEmitter(agent_event_sink)
+        self._emitter = SafeEmitter(agent_event_sink)
+        core = AgentWorker(state, config, self._emitter, tool_sync,
+                           _mode("steering_mode", steering_mode),
+                           _mode("follow_up_mode", follow_up_mode))
+        self._worker_core = core
+        self._state = state
+        self._cond = core.cond
+        self.input_channel: MessageChannel = core.input_channel
+        self.follow_up_channel: MessageChannel = core.follow_up_channel
+        self.output_channel: OutputChannel = core.output_channel
         self._prime_wire_cache()
-        self.input_channel: queue.Queue[_Queued] = queue.Queue(INPUT_CAPACITY)
-        self.follow_up_channel: queue.Queue[_Queued] = queue.Queue(FOLLOW_UP_CAPACITY)
-        self.output_channel: queue.Queue[AssistantMessage] = queue.Queue(OUTPUT_CAPACITY)
-        # Every channel operation happens under this one condition, so "idle", "a message is
-        # queued" and "a response is out" change together and nobody misses a wake-up.
-        self._cond = threading.Condition()
-        self._arrivals = itertools.count()
-        self._stopping = False
-        self._finished = False  # the worker has ended
-        self._overflow: collections.deque[AssistantMessage] = collections.deque()
-        self._history_mark: int | None = None  # history length when the active run began
-        self._run_opened = 0  # arrival number from which messages may join the active run
-        self._signal: AbortSignal | None = None
-        self._worker = threading.Thread(target=_agent_loop, args=(self,), daemon=True,
-                                        name=f"yiemagent-{self.session_id[:8]}")
-        self._worker.start()
+        core.start(f"yiemagent-{self.session_id[:8]}")
+        self._worker = core.thread
+        # An agent dropped without shutdown() must not keep its thread: the worker holds only
+        # the core, so the agent can be collected, and this stops the worker then.
+        self._finalizer = weakref.finalize(self, core.stop)
+
+    # -- settings ----------------------------------------------------------------------------
+
+    def _replace_config(self, **changes: Any) -> None:
+        with self._cond:
+            core = self._worker_core
+            core.config = attrs.evolve(core.config, **changes)
+
+    @property
+    def session_id(self) -> str:
+        """The session's id: saved with the session and given to an ``llm_call`` that declares
+        ``session_id`` (the provider clients send it as a cache or user key)."""
+        return self._worker_core.config.session_id or ""
+
+    @session_id.setter
+    def session_id(self, value: str) -> None:
+        self._replace_config(session_id=_check_session_id(value))
+
+    @property
+    def steering_mode(self) -> str:
+        """How messages sent with ``run_agent`` during a run join it: ``"all"`` before the next
+        LLM call, or ``"one-at-a-time"``, one per LLM call in arrival order."""
+        return self._worker_core.steering_mode
+
+    @steering_mode.setter
+    def steering_mode(self, value: Literal["all", "one-at-a-time"]) -> None:
+        mode = _mode("steering_mode", value)
+        with self._cond:
+            self._worker_core.steering_mode = mode
+
+    @property
+    def follow_up_mode(self) -> str:
+        """How queued follow-ups start runs: ``"one-at-a-time"`` (each its own run) or
+        ``"all"`` (the follow-ups queued while a run is active share the next run)."""
+        return self._worker_core.follow_up_mode
+
+    @follow_up_mode.setter
+    def follow_up_mode(self, value: Literal["all", "one-at-a-time"]) -> None:
+        mode = _mode("follow_up_mode", value)
+        with self._cond:
+            self._worker_core.follow_up_mode = mode
+
+    @property
+    def agent_event_sink(self) -> Emit:
+        """The serialised sink that hands every event to the listeners (see ``subscribe``)."""
+        return self._emitter
+
+    def subscribe(self, listener: Emit) -> Callable[[], None]:
+        """Add an event listener after the others and return a function that removes it.
+
+        Listeners get every event in subscription order, are never called two at once (even from
+        parallel tools), and one that raises is logged and skipped without affecting the others.
+        ``agent_event_sink=`` is the first listener. Works during a run: from the next event.
+        """
+        return self._emitter.subscribe(listener)
 
     # -- state -------------------------------------------------------------------------------
 
     @property
     def messages(self) -> list[AgentMessage]:
-        """The conversation history (the live list; read it, do not change it during a run)."""
-        return self._state.messages
+        """A copy of the conversation history. Setting it replaces the history (messages or
+        their ``to_dict`` forms, checked at the set); during a run, before its next LLM call."""
+        return list(self._state.messages)
+
+    @messages.setter
+    def messages(self, value: Iterable[AgentMessage | Mapping[str, Any]]) -> None:
+        history = _history(value)
+        self._worker_core.set_state("messages", lambda: self._replace_history(history))
+
+    def _replace_history(self, history: list[AgentMessage]) -> None:
+        self._state.messages = history
+        self._prime_wire_cache()
 
     @property
     def system_prompt(self) -> str:
-        """The system prompt sent on every LLM call."""
+        """The system prompt sent on every LLM call; settable (during a run: from the next
+        LLM call)."""
         return self._state.system_prompt
+
+    @system_prompt.setter
+    def system_prompt(self, value: str) -> None:
+        prompt = _check_prompt(value)
+        self._worker_core.set_state("system_prompt",
+                                    lambda: setattr(self._state, "system_prompt", prompt))
 
     @property
     def model(self) -> LlmModel | None:
-        """The model description, if one was given."""
+        """The model description, if one was given; settable like ``system_prompt``."""
         return self._state.model
+
+    @model.setter
+    def model(self, value: LlmModel | str | None) -> None:
+        model = _model(value)
+        self._worker_core.set_state("model", lambda: setattr(self._state, "model", model))
 
     @property
     def tools(self) -> dict[str, AgentTool]:
-        """The agent's active tools, by name, in order."""
+        """The agent's active tools, by name, in order. Setting it (a mapping or an iterable of
+        tools, checked at the set) replaces them; the store's own mapping makes the agent follow
+        its store again. During a run it applies from the next LLM call."""
         return self._state.tools
+
+    @tools.setter
+    def tools(self, value: Mapping[str, AgentTool] | Iterable[AgentTool]) -> None:
+        mapping = tool_mapping(value)
+
+        def apply() -> None:
+            self._state.tools = mapping
+            sync = self._worker_core.tool_sync
+            if sync is not None:
+                sync.rebind(value, mapping)
+
+        self._worker_core.set_state("tools", apply)
 
     @property
     def is_running(self) -> bool:
         """Whether a run is active."""
         return self._state.active_run
 
-    def _refresh_tools(self) -> None:
-        """Bring the store's changes to the agent's tools before an LLM call: the whole store
-        when the agent follows it, else the tools that came from it (replaced when reloaded,
-        dropped when gone). Run by the worker at the start of every turn."""
-        store = self.tool_store
-        if store is None:
-            return
-        lock = getattr(store, "lock", None)
-        if lock is not None:
-            with lock:
-                current = dict(store.tools)
-        else:
-            current = dict(store.tools)
-        state = self._state
-        if self._follow_store:
-            if current != state.tools:  # AgentTool compares by identity: a C-level check
-                state.tools = current
-            return
-        for name in list(self._store_names):
-            tool = current.get(name)
-            if tool is None:
-                state.tools.pop(name, None)
-                self._store_names.discard(name)
-            elif state.tools.get(name) is not tool:
-                state.tools[name] = tool
+    def wait_for_idle(self, timeout: float | None = None) -> bool:
+        """Wait until no run is active and nothing is queued; return whether that happened
+        within ``timeout`` seconds. Raises ``RuntimeError`` on the agent's own worker thread."""
+        return self._worker_core.wait_for_idle(timeout)
 
-    def adopt_tools(self, names: Iterable[str]) -> None:
-        """Make the store's tools of these names callable from the next turn (``writeTool``
-        reports what it added this way); names the store does not hold are ignored."""
-        store = self.tool_store
-        if store is None:
-            return
-        for name in names:
-            tool = store.tools.get(name)
-            if tool is not None:
-                self._state.tools[name] = tool
-                self._store_names.add(name)
+    def reset(self) -> list[UserMessage]:
+        """Clear the history, the queues and the last error; return the queued messages it
+        dropped. Raises ``RuntimeError`` during a run: ``abort()`` and ``wait_for_idle()``
+        first, so that no run writes into the history being cleared."""
+        core = self._worker_core
+        with self._cond:
+            if self._state.active_run:
+                raise RuntimeError("reset() during a run: call abort() and wait_for_idle() first")
+            dropped = core.clear_queues()
+            self._replace_history([])
+            self._state.error_message = None
+            core.pending.clear()
+        return dropped
+
+    def clear_queues(self) -> list[UserMessage]:
+        """Drop the messages queued on the input and follow-up channels (and queued resumes);
+        return the dropped messages in arrival order. The active run goes on."""
+        return self._worker_core.clear_queues()
 
     def _prime_wire_cache(self) -> None:
-        """Convert a history given at construction once, now, so that the first turn costs the
-        same as any other (only the default prepare/format functions use the cache)."""
-        if (self._state.messages and self.prepare_context is default_prepare_context
-                and self.format_msg_for_llm is default_format_msg_for_llm):
-            self._state.wire_cache = WireCache()
-            self._state.wire_cache.convert(self._state.messages)
+        """Convert a new history once, now, so that the first turn costs the same as any other
+        (only the default prepare/format functions use the cache)."""
+        state = self._state
+        state.wire_cache = None
+        if state.messages and self._worker_core.config.uses_default_formatting:
+            state.wire_cache = WireCache()
+            state.wire_cache.convert(state.messages)
 
     # -- channels ----------------------------------------------------------------------------
-
-    def _enqueue(self, channel: queue.Queue[_Queued], msg: Any) -> None:
-        user = openai_to_user_message(msg)  # bad input fails here, in the caller's thread
-        with self._cond:
-            while True:
-                if self._stopping:
-                    raise AgentClosedError("the agent was shut down; it takes no new messages")
-                if not channel.full():
-                    channel.put_nowait((next(self._arrivals), user))
-                    self._cond.notify_all()
-                    return
-                self._cond.wait()  # the worker notifies when it takes a message
 
     def run_agent(self, msg: Any) -> None:
         """Send a user message: starts a run when idle, else joins the active run before its next
         LLM call. ``msg`` is a string, an OpenAI-style user dict or a ``UserMessage``; anything
         else raises ``TypeError``/``ValueError`` here. Blocks while the input channel is full;
-        raises ``AgentClosedError`` after ``shutdown``."""
-        self._enqueue(self.input_channel, msg)
+        raises ``AgentClosedError`` after ``shutdown``. Same as ``input_channel.put(msg)``."""
+        self.input_channel.put(msg)
 
     def follow_up(self, msg: Any) -> None:
         """Queue a message that starts a run of its own once the active run's response is out
         (while idle it starts a run at once, like ``run_agent``, but never joins a run). Same
-        input forms and errors as ``run_agent``."""
-        self._enqueue(self.follow_up_channel, msg)
+        input forms and errors as ``run_agent``; same as ``follow_up_channel.put(msg)``."""
+        self.follow_up_channel.put(msg)
+
+    def resume(self) -> None:
+        """Start a run from the existing history with no new message; it puts one response on
+        the output channel like any run. This finishes an async handoff after a ``terminate``
+        or retries after an error response. Tool calls of the last reply that have no result
+        yet run first. When idle, a history that is empty or ends with the model's answer (no
+        tool call left unanswered) raises ``ValueError`` here; a resume queued behind a run is
+        checked when its turn comes, and gives an error response then."""
+        self._worker_core.request_resume()
 
     def take_response(self, timeout: float | None = None) -> AssistantMessage:
         """Return the next run's response, waiting up to ``timeout`` seconds (forever if None).
 
-        Raises ``TimeoutError`` when the timeout passes, and ``AgentClosedError`` once the agent
-        is shut down and every delivered response has been taken.
+        Raises ``TimeoutError`` (``ResponseTimeout``) when the timeout passes, and
+        ``AgentClosedError`` once the agent is shut down and every delivered response has been
+        taken. Same as ``output_channel.get(timeout=timeout)``.
         """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        with self._cond:
-            while True:
-                if self.output_channel.queue:  # every put happens under this condition too
-                    response = self.output_channel.get_nowait()
-                    self._cond.notify_all()  # the worker may be waiting for room
-                    return response
-                if self._overflow:
-                    return self._overflow.popleft()
-                if self._finished:
-                    raise AgentClosedError("the agent was shut down and has no responses left")
-                remaining = None if deadline is None else deadline - time.monotonic()
-                if remaining is not None and remaining <= 0:
-                    raise TimeoutError(f"no response within {timeout} s")
-                self._cond.wait(remaining)
+        return self.output_channel.get(timeout=timeout)
 
     def prompt(self, text: Any, timeout: float | None = None) -> AssistantMessage:
-        """Send ``text`` and wait for its response (for plain blocking code with one caller)."""
-        self.run_agent(text)
-        return self.take_response(timeout)
+        """Send ``text`` and return the response of the run that answered it (other responses
+        stay on the output channel, in order). When the timeout passes it raises
+        ``TimeoutError``; the late response is then not put out at all (the reply is in the
+        history like every reply), so a later ``prompt`` never gets it."""
+        number = self.input_channel.send(text)
+        try:
+            return self.output_channel.take_for(number, timeout)
+        except ResponseTimeout:
+            self._worker_core.abandon(number)
+            raise
 
     def abort(self) -> None:
         """Abort the active run (tools and hooks see the signal; calls not yet run get aborted
         results; the run's response has ``stop_reason="aborted"``). No effect when idle."""
-        with self._cond:
-            signal = self._signal
-        if signal is not None:
-            signal.abort("aborted by the caller")
+        self._worker_core.abort()
 
-    def shutdown(self, wait: bool = True, abort: bool = False) -> list[UserMessage]:
+    def shutdown(self, wait: bool = True, abort: bool = False,
+                 timeout: float | None = None) -> list[UserMessage]:
         """Stop taking messages and return those queued and never processed, in arrival order.
 
         The active run finishes (or is aborted when ``abort``) and its response is delivered.
-        With ``wait`` the worker thread has ended on return. Calling it again is harmless.
+        With ``wait`` the worker thread has ended on return, or ``timeout`` seconds passed (then
+        a warning says what is still running). Calling it again is harmless.
         """
-        with self._cond:
-            self._stopping = True
-            queued = _drain(self.input_channel) + _drain(self.follow_up_channel)
-            self._cond.notify_all()
+        core = self._worker_core
+        queued = core.stop()
         if abort:
-            self.abort()
-        if wait and threading.current_thread() is not self._worker:
-            self._worker.join()
-        return [msg for _, msg in sorted(queued, key=lambda item: item[0])]
+            core.abort("the agent is shutting down")
+        if wait and not _on_thread(core):
+            core.thread.join(timeout)
+            if core.thread.is_alive():
+                logger.warning("shutdown(timeout=%s) returned while the worker is still busy "
+                               "with %s", timeout, core.describe_activity())
+        return queued
 
     def __enter__(self) -> YiemAgent:
         return self
@@ -343,96 +422,33 @@ class YiemAgent:
     def history_snapshot(self) -> list[AgentMessage]:
         """A copy of the history at a run boundary: during a run, the history as it was before
         the run began (a half-finished turn would not be a valid conversation to resume)."""
-        with self._cond:
-            messages = list(self._state.messages)
-            mark = self._history_mark
-        return messages if mark is None else messages[:mark]
-
-    # -- worker side -------------------------------------------------------------------------
-
-    def _next_message(self) -> tuple[UserMessage, AbortSignal] | None:
-        """Block until a message starts a run (the earliest queued, input or follow-up); return
-        it with the run's abort signal, or ``None`` once shutting down."""
-        with self._cond:
-            while not self._stopping:
-                inputs, follow_ups = self.input_channel.queue, self.follow_up_channel.queue
-                if inputs or follow_ups:
-                    # The earlier arrival starts the next run, whichever channel it came through.
-                    early = not follow_ups or (inputs and inputs[0][0] < follow_ups[0][0])
-                    channel = self.input_channel if early else self.follow_up_channel
-                    _, msg = channel.get_nowait()
-                    self._run_opened = next(self._arrivals)  # later sends join this run
-                    self._state.active_run = True
-                    self._history_mark = len(self._state.messages)
-                    self._signal = signal = AbortSignal()
-                    self._cond.notify_all()
-                    return msg, signal
-                self._cond.wait()
-            return None
-
-    def _take_joining_input(self) -> list[AgentMessage]:
-        """Messages sent with ``run_agent`` since the active run began (none once shutting
-        down). Messages queued before it stay: each of those starts a run of its own."""
-        if not self.input_channel.queue:  # a lock-free peek; the check is repeated under the lock
-            return []
-        with self._cond:
-            if self._stopping or self.input_channel.empty():
-                return []
-            queued = _drain(self.input_channel)
-            for item in queued:
-                if item[0] < self._run_opened:
-                    self.input_channel.put_nowait(item)  # a prefix: the order is kept
-            self._cond.notify_all()
-            return [msg for number, msg in queued if number >= self._run_opened]
-
-    def _deliver(self, response: AssistantMessage) -> None:
-        """End the active run and put its response out, in one step. Waits for room in the
-        output channel, except once shutting down: then responses go to an overflow that
-        ``take_response`` also reads, so shutdown never waits for a taker."""
-        with self._cond:
-            self._state.active_run = False
-            self._signal = None
-            self._history_mark = None
-            while self.output_channel.full() and not self._stopping:
-                self._cond.wait()
-            if self._overflow or self.output_channel.full():
-                self._overflow.append(response)
-            else:
-                self.output_channel.put_nowait(response)
-            self._cond.notify_all()
-
-    def _close(self) -> None:
-        """Mark the worker as ended: no new messages, takers stop waiting."""
-        with self._cond:
-            self._stopping = True
-            self._finished = True
-            self._cond.notify_all()
+        return self._worker_core.history_snapshot()
 
     def __repr__(self) -> str:
         return (f"YiemAgent(session_id={self.session_id!r}, tools={list(self.tools)}, "
-                f"messages={len(self.messages)}, running={self.is_running})")
+                f"messages={len(self._state.messages)}, running={self.is_running})")
 
 
-def _drain(channel: queue.Queue[_Queued]) -> list[_Queued]:
-    items: list[_Queued] = []
-    while True:
-        try:
-            items.append(channel.get_nowait())
-        except queue.Empty:
-            return items
+def _on_thread(core: AgentWorker) -> bool:
+    return threading.current_thread() is core.thread
 
 
-def _agent_loop(agent: YiemAgent) -> None:
-    """The worker: take a message, run it, deliver the response; until shutdown. A failing run
-    is already an error response (``_process_message`` contains its failures); if the worker
-    still ends abnormally (a ``KeyboardInterrupt``), the agent is closed so that senders and
-    takers get ``AgentClosedError`` instead of hanging."""
-    try:
-        while (started := agent._next_message()) is not None:
-            first, signal = started
-            agent._deliver(_process_message(agent, first, signal, agent._take_joining_input))
-    finally:
-        agent._close()
+def _check_prompt(value: Any) -> str:
+    if not isinstance(value, str):
+        raise TypeError(f"system_prompt must be a string, got {type(value).__name__}")
+    return value
+
+
+def _check_session_id(value: Any) -> str:
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"session_id must be a non-empty string, got {value!r}")
+    return value
+
+
+def _formatters(prepare_context: Any, format_msg_for_llm: Any) -> dict[str, Any]:
+    """The custom formatters given (``None`` keeps the defaults)."""
+    given = {"prepare_context": prepare_context, "format_msg_for_llm": format_msg_for_llm}
+    return {k: v for k, v in given.items() if v is not None}
 
 
 def run_agent(agent: YiemAgent, msg: Any) -> None:
@@ -443,6 +459,11 @@ def run_agent(agent: YiemAgent, msg: Any) -> None:
 def follow_up(agent: YiemAgent, msg: Any) -> None:
     """Queue a follow-up message for ``agent`` (see ``YiemAgent.follow_up``)."""
     agent.follow_up(msg)
+
+
+def resume(agent: YiemAgent) -> None:
+    """Resume ``agent`` from its history (see ``YiemAgent.resume``)."""
+    agent.resume()
 
 
 def take_response(agent: YiemAgent, timeout: float | None = None) -> AssistantMessage:

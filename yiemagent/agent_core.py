@@ -68,6 +68,18 @@ def _aborted_outcome(name: str) -> tuple[AgentToolResult, bool]:
     return create_error_tool_result(f'Tool "{name}" was not run: the operation was aborted.'), True
 
 
+def _skipped(tool_call: AgentToolCall, emit: SafeEmitter) -> FinalizedOutcome:
+    """The outcome of a call skipped for a new message, with its start and end events."""
+    if emit.active:
+        emit(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
+    result = create_error_tool_result(
+        f'Tool "{tool_call.name}" was skipped: a new message from the user arrived before it '
+        "ran. Read the new message, then call the tool again if it is still needed.")
+    finalized = FinalizedOutcome(tool_call, result, True)
+    emit_tool_execution_end(finalized, emit)
+    return finalized
+
+
 def _parsed_call(tool_call: AgentToolCall) -> AgentToolCall:
     """Return the call if its arguments are an object; raise ``ToolArgumentError`` otherwise."""
     args = tool_call.arguments
@@ -413,16 +425,29 @@ def execute_tool_calls_sequential(
     """Run the calls one after another; every call gets exactly one result, in call order.
 
     After an abort, the remaining calls get "aborted" error results (with their start and end
-    events) instead of being skipped. Never raises.
+    events) instead of being skipped. When ``config.skip_remaining`` answers true after a call,
+    the calls not yet started get "skipped" error results. Never raises.
     """
     sink = safe_emitter(emit)
     finalized: list[FinalizedOutcome] = []
+    skip = config.skip_remaining
     for tool_call in tool_calls:
+        if finalized and skip is not None and _asks_to_skip(skip):
+            finalized.append(_skipped(tool_call, sink))
+            continue
         prep = _start_and_prepare(context, assistant_message, tool_call, config, signal, sink)
         if isinstance(prep, PreparedToolCall):
             prep = _execute_and_finalize(context, assistant_message, prep, config, signal, sink)
         finalized.append(prep)
     return _batch(finalized)
+
+
+def _asks_to_skip(skip: Callable[[], bool]) -> bool:
+    try:
+        return bool(skip())
+    except BaseException as exc:  # a broken check must not lose the batch: run the calls
+        reraise_interrupt(exc)
+        return False
 
 
 def _pool_size(config: AgentLoopConfig, jobs: int) -> int:

@@ -1,4 +1,9 @@
-"""A serialised, failure-proof wrapper around an event sink (DESIGN point 7)."""
+"""Event listeners behind one serialised, failure-proof sink (DESIGN point 7).
+
+``SafeEmitter`` is the sink the loop and the tool pipeline call. It hands each event to every
+listener in subscription order under one lock, so listeners are never entered by two threads at
+once, even from parallel tools; a listener that raises is logged and skipped.
+"""
 
 from __future__ import annotations
 
@@ -16,29 +21,65 @@ logger = logging.getLogger("yiemagent")
 
 
 class SafeEmitter:
-    """Calls a sink under a lock so it is never entered by two threads at once.
+    """Calls its listeners, in subscription order, under a lock.
 
-    An exception raised by the sink is logged and swallowed: a broken UI or logger must not turn
-    into a failed tool call. With no sink, ``active`` is false and events are dropped cheaply.
+    An exception raised by a listener is logged and swallowed, and the next listener still gets
+    the event: a broken UI or logger must not turn into a failed tool call. With no listener,
+    ``active`` is false and callers skip building events at all. ``subscribe`` and the function
+    it returns may be called from any thread, during a run too: the change applies from the next
+    event.
     """
 
-    __slots__ = ("_lock", "_sink", "active")
+    __slots__ = ("_listeners", "_lock", "active")
 
-    def __init__(self, sink: Emit | None) -> None:
-        self._sink = sink
+    def __init__(self, sink: Emit | None = None) -> None:
         self._lock = threading.RLock()
+        self._listeners: tuple[Emit, ...] = () if sink is None else (sink,)
         self.active = sink is not None
 
+    def subscribe(self, listener: Emit) -> Callable[[], None]:
+        """Add ``listener`` after the others; return a function that removes it (calling that
+        twice is harmless). Raises ``TypeError`` for a listener that is not callable."""
+        if not callable(listener):
+            raise TypeError(f"a listener must be callable, got {type(listener).__name__}")
+        token = _Subscription(listener)
+        with self._lock:
+            self._listeners = (*self._listeners, token)
+            self.active = True
+        return lambda: self._remove(token)
+
+    def _remove(self, token: Emit) -> None:
+        with self._lock:
+            self._listeners = tuple(fn for fn in self._listeners if fn is not token)
+            self.active = bool(self._listeners)
+
     def __call__(self, event: Any) -> None:
-        sink = self._sink
-        if sink is None:
+        if not self._listeners:
             return
         with self._lock:
-            try:
-                sink(event)
-            except BaseException as exc:
-                reraise_interrupt(exc)
-                logger.exception("event sink raised on %s; the event was dropped", type(event).__name__)
+            for listener in self._listeners:
+                try:
+                    listener(event)
+                except BaseException as exc:
+                    reraise_interrupt(exc)
+                    logger.exception("event listener %r raised on %s; it was skipped",
+                                     listener, type(event).__name__)
+
+
+class _Subscription:
+    """A listener added by ``subscribe``: its own object, so the same function subscribed twice
+    is removed once per unsubscribe."""
+
+    __slots__ = ("fn",)
+
+    def __init__(self, fn: Emit) -> None:
+        self.fn = fn
+
+    def __call__(self, event: Any) -> Any:
+        return self.fn(event)
+
+    def __repr__(self) -> str:
+        return repr(self.fn)
 
 
 def safe_emitter(emit: Emit | None) -> SafeEmitter:

@@ -284,6 +284,9 @@ class AgentLoopConfig:
 
     ``tool_timeout_s`` is the default per-call timeout for tools without their own;
     ``max_parallel_tools`` caps the thread pool (``None``: one thread per call in the batch).
+    ``skip_remaining``, when set, is asked after each call of a sequential batch: once it
+    returns true, the calls not yet started get error results saying they were skipped (the
+    agent's ``skip_tools_on_steer`` uses it to give a new message the floor).
     """
 
     tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
@@ -292,6 +295,7 @@ class AgentLoopConfig:
     tool_execution: ToolExecution = attrs.field(default="sequential")
     tool_timeout_s: float | None = attrs.field(default=None)
     max_parallel_tools: int | None = attrs.field(default=None)
+    skip_remaining: Callable[[], bool] | None = attrs.field(default=None, kw_only=True)
 
     @tool_execution.validator
     def _check_mode(self, _attr: Any, value: str) -> None:

@@ -25,7 +25,7 @@ from yiemagent.llm.jsonutil import parts_text
 from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.tool_calls import extract_tool_calls, parse_arguments
 from yiemagent.tool_types import AgentContext
-from yiemagent.utils import openai_to_user_message, parse_data_url
+from yiemagent.user_input import openai_to_user_message, parse_data_url
 
 __all__ = [
     "context_to_anthropic",
