@@ -314,7 +314,7 @@ class AgentLoopConfig:
 def _run_callback(callback: Callable[[], None]) -> None:
     try:
         callback()
-    except Exception:  # one broken callback must not skip the others or fail abort()
+    except BaseException:  # even SystemExit: one broken callback must not skip the others
         logger.exception("an on_abort callback raised")
 
 
@@ -336,7 +336,8 @@ class AbortSignal:
     """A thread-safe abort flag (spec ``abortSignal``): ``abort()`` once, read ``aborted`` anywhere.
 
     Callbacks registered with ``on_abort`` run once, on the aborting thread (immediately if the
-    signal is already aborted); one that raises is logged and the others still run.
+    signal is already aborted); one that raises anything, ``SystemExit`` included, is logged and
+    the others still run, so ``abort()`` never raises.
     ``wait`` blocks until abort or timeout.
     """
 

@@ -59,7 +59,9 @@ class AnthropicMessagesClient(LlmClient):
         provider: str = "anthropic",
         api_key_env: str | None = KEY_FROM_ENV,
         anthropic_version: str = ANTHROPIC_VERSION,
+        send_session_id: bool = True,
     ) -> None:
+        self.send_session_id = bool(send_session_id)
         if not isinstance(max_tokens, int) or max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
         super().__init__(
@@ -108,6 +110,14 @@ class AnthropicMessagesClient(LlmClient):
             body["stream"] = True
         body.update(self.extra_body)
         return body
+
+    def add_session_id(self, body: dict[str, Any], session_id: str) -> None:
+        """Send the session id as ``metadata.user_id``, Anthropic's opaque id of the end user or
+        conversation a request belongs to (a ``user_id`` from ``extra_body`` is kept)."""
+        metadata = body.get("metadata")
+        metadata = dict(metadata) if isinstance(metadata, Mapping) else {}
+        metadata.setdefault("user_id", session_id)
+        body["metadata"] = metadata
 
     def parse_reply(self, body: Any) -> AssistantMessage:
         """Return the message of a whole Messages API reply."""

@@ -129,18 +129,29 @@ class LlmClient(abc.ABC):
             return self.read_stream(response, emit)
         return self.parse_reply(read_json_body(response, self.label))
 
+    send_session_id: bool = True
+
+    @abc.abstractmethod
+    def add_session_id(self, body: dict[str, Any], session_id: str) -> None:
+        """Put the agent's session id in ``body`` where the provider has a field for it (a
+        field ``extra_body`` already set is kept)."""
+
     def __call__(self, request: Mapping[str, Any], *, on_update: Emit | None = None,
                  signal: AbortSignal | None = None,
-                 max_retry_delay_ms: float | None = None) -> AssistantMessage:
+                 max_retry_delay_ms: float | None = None,
+                 session_id: str | None = None) -> AssistantMessage:
         """Send one turn and return the model's reply; the runtime's ``llm_call``.
 
         Streamed deltas go to ``on_update`` on the calling thread while they arrive;
         ``max_retry_delay_ms`` (passed by an agent that sets one) overrides the client's cap for
-        this call. Raises ``LlmError`` when the provider fails after retries
-        (``LlmAbortedError`` when ``signal`` fires); the error text carries the provider's message
-        and the HTTP status, never the key.
+        this call; ``session_id`` (passed by every agent) goes where the provider keeps one,
+        unless the client was made with ``send_session_id=False``. Raises ``LlmError`` when the
+        provider fails after retries (``LlmAbortedError`` when ``signal`` fires); the error text
+        carries the provider's message and the HTTP status, never the key.
         """
         body = self.build_body(request)
+        if session_id is not None and self.send_session_id:
+            self.add_session_id(body, session_id)
         retry = (self.retry if max_retry_delay_ms is None
                  else attrs.evolve(self.retry, max_retry_delay_ms=max_retry_delay_ms))
         return self._transport.post(self.endpoint, self.headers(), body, self.read_reply,

@@ -53,7 +53,9 @@ class OpenAIChatClient(LlmClient):
         extra_body: Mapping[str, Any] | None = None,
         provider: str = "openai",
         api_key_env: str | None = KEY_FROM_ENV,
+        send_session_id: bool = True,
     ) -> None:
+        self.send_session_id = bool(send_session_id)
         super().__init__(
             model, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
@@ -88,6 +90,11 @@ class OpenAIChatClient(LlmClient):
             body["stream_options"] = {"include_usage": True}
         body.update(self.extra_body)
         return body
+
+    def add_session_id(self, body: dict[str, Any], session_id: str) -> None:
+        """Send the session id as ``prompt_cache_key``, OpenAI's key for routing requests that
+        share a prefix to the same prompt cache (servers that do not know it ignore it)."""
+        body.setdefault("prompt_cache_key", session_id)
 
     def parse_reply(self, body: Any) -> AssistantMessage:
         """Return the first choice of a whole chat completion."""
