@@ -216,3 +216,28 @@ def test_a_failing_run_leaks_the_key_nowhere(server: ScriptedServer, make_client
     assert any("retrying" in r.getMessage() for r in caplog.records)  # the logs were exercised
     assert_no_key([saved.read_text(encoding="utf-8"), repr(reply), repr(reply.to_dict()),
                    *leak_texts(None, caplog.records, events)])
+
+
+SESSION_FIELD = {"openai": lambda body: body.get("prompt_cache_key"),
+                 "anthropic": lambda body: (body.get("metadata") or {}).get("user_id")}
+
+
+@pytest.mark.parametrize(("provider", "script", "make_client"), CASES, ids=[c[0] for c in CASES])
+def test_the_agents_session_id_reaches_the_server(server: ScriptedServer, provider: str, script: Any,
+                                                  make_client: Any) -> None:
+    script(server, False)
+    with YiemAgent(llm_call=make_client(server), tools=[weather_tool()], session_id="conv-7") as agent:
+        assert agent.prompt("Weather in Paris?", timeout=10).stop_reason == "stop"
+    field = SESSION_FIELD[provider]
+    assert [field(r.body) for r in server.requests] == ["conv-7", "conv-7"]
+
+
+@pytest.mark.parametrize(("provider", "script", "make_client"), CASES, ids=[c[0] for c in CASES])
+def test_a_client_can_keep_the_session_id_to_itself(server: ScriptedServer, provider: str, script: Any,
+                                                    make_client: Any) -> None:
+    script(server, False)
+    client = make_client(server, send_session_id=False)
+    with YiemAgent(llm_call=client, tools=[weather_tool()], session_id="conv-7") as agent:
+        agent.prompt("Weather in Paris?", timeout=10)
+    assert all(SESSION_FIELD[provider](r.body) is None for r in server.requests)
+    assert all("metadata" not in r.body for r in server.requests)

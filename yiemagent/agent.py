@@ -301,7 +301,7 @@ class YiemAgent:
         with self._cond:
             if self._state.active_run:
                 raise RuntimeError("reset() during a run: call abort() and wait_for_idle() first")
-            dropped = core.clear_queues()
+            dropped = core.drain_queues()
             self._replace_history([])
             self._state.error_message = None
             core.pending.clear()
@@ -359,6 +359,7 @@ class YiemAgent:
         stay on the output channel, in order). When the timeout passes it raises
         ``TimeoutError``; the late response is then not put out at all (the reply is in the
         history like every reply), so a later ``prompt`` never gets it."""
+        self._worker_core.hub.check_not_worker("prompt")
         number = self.input_channel.send(text)
         try:
             return self.output_channel.take_for(number, timeout)

@@ -234,9 +234,13 @@ class AgentWorker:
     def clear_queues(self) -> list[UserMessage]:
         """Remove the queued messages and resumes; return the messages, in arrival order."""
         with self.cond:
-            queued = self.input_channel.drain() + self.follow_up_channel.drain()
-            self.resumes.clear()
-            self.cond.notify_all()
+            return self.drain_queues()
+
+    def drain_queues(self) -> list[UserMessage]:
+        """``clear_queues`` with the lock already held."""
+        queued = self.input_channel.drain() + self.follow_up_channel.drain()
+        self.resumes.clear()
+        self.cond.notify_all()
         return [msg for _, msg in sorted(queued, key=lambda item: item[0])]
 
     def abandon(self, arrival: int) -> None:
@@ -264,10 +268,7 @@ class AgentWorker:
         """Stop taking messages; return those queued and never processed, in arrival order."""
         with self.cond:
             self.hub.closed = True
-            queued = self.input_channel.drain() + self.follow_up_channel.drain()
-            self.resumes.clear()
-            self.cond.notify_all()
-        return [msg for _, msg in sorted(queued, key=lambda item: item[0])]
+            return self.drain_queues()
 
     def wait_for_idle(self, timeout: float | None) -> bool:
         """Wait until no run is active and nothing is queued; return whether that happened
