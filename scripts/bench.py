@@ -143,11 +143,17 @@ def make_tool(name: str, block_s: float = 0.0, parallel: bool = False) -> AgentT
                      parallel_tool_execute=parallel)
 
 
-def tool_turns(turns: int, calls: int, tool: str, tag: str = "c") -> list[AssistantMessage]:
-    """``turns`` replies of ``calls`` tool calls each, then a final answer ``done``."""
+def tool_turns(turns: int, calls: int, tool: str, tag: str = "c",
+               dict_form: bool = False) -> list[AssistantMessage]:
+    """``turns`` replies of ``calls`` tool calls each, then a final answer ``done``; with
+    ``dict_form`` the calls are the spec's ``{"type": "tool_calls", "tool_calls": [...]}``
+    block instead of typed ``AgentToolCall`` blocks."""
     replies = [
-        AssistantMessage([AgentToolCall(f"{tag}{t}-{c}", tool, {"n": t}) for c in range(calls)],
-                         stop_reason="toolUse")
+        AssistantMessage([{"type": "tool_calls", "tool_calls": [
+            {"id": f"{tag}{t}-{c}", "name": tool, "arguments": {"n": t}} for c in range(calls)]}]
+            if dict_form else
+            [AgentToolCall(f"{tag}{t}-{c}", tool, {"n": t}) for c in range(calls)],
+            stop_reason="toolUse")
         for t in range(turns)
     ]
     replies.append(AssistantMessage([TextContent("done")]))
@@ -176,9 +182,11 @@ def make_history(size: int, tool: str) -> list[AgentMessage]:
 
 
 def scripted_agent(replies: Iterable[AssistantMessage], tools: Sequence[AgentTool],
-                   latency_s: float = 0.0, **options: Any) -> YiemAgent:
+                   latency_s: float = 0.0, keywords: bool = False, **options: Any) -> YiemAgent:
     """A real ``YiemAgent`` whose ``llm_call`` returns the next prepared reply (after sleeping
-    ``latency_s``, the simulated model), with a sink that appends every event to a list."""
+    ``latency_s``, the simulated model), with a sink that appends every event to a list. With
+    ``keywords`` the ``llm_call`` declares ``**kwargs``, so the loop passes it every keyword
+    (``on_update``, ``signal``, ``session_id``), as a provider client gets them."""
     replies_left = iter(replies)
     events: list[Any] = []
 
@@ -187,8 +195,11 @@ def scripted_agent(replies: Iterable[AssistantMessage], tools: Sequence[AgentToo
             time.sleep(latency_s)
         return next(replies_left)
 
-    return YiemAgent(llm_call=llm_call, tools=list(tools), agent_event_sink=events.append,
-                     **options)
+    def llm_call_with_keywords(request: dict[str, Any], **kwargs: Any) -> AssistantMessage:
+        return next(replies_left)
+
+    return YiemAgent(llm_call=llm_call_with_keywords if keywords else llm_call, tools=list(tools),
+                     agent_event_sink=events.append, **options)
 
 
 def check_answer(response: AssistantMessage, what: str) -> None:
@@ -220,19 +231,47 @@ def sample(run_once: Callable[[], float], sizes: Sizes, runs: int | None = None)
 
 def turn_overhead(sizes: Sizes) -> Scenario:
     """One run of ``turns`` tool-call turns (one no-op call each) and a final answer; µs per
-    LLM call (wall time of the run divided by ``turns + 1``)."""
+    LLM call (wall time of the run divided by ``turns + 1``). Two variants: replies with typed
+    ``AgentToolCall`` blocks and a plain ``llm_call(request)``; replies with the spec's dict
+    form and an ``llm_call`` that declares ``**kwargs``. The floor is the same work done by a
+    bare hand-written loop (a list as history, a dict per call, the tool called directly)."""
     tool = make_tool("noop")
 
-    def once() -> float:
-        agent = scripted_agent(tool_turns(sizes.turns, 1, tool.name), [tool],
-                               max_turns=sizes.turns + 5)
-        try:
-            return timed_prompt(agent, "go", "turn_overhead") / (sizes.turns + 1) * 1e6
-        finally:
-            agent.shutdown()
+    def runner(dict_form: bool) -> Callable[[], float]:
+        def once() -> float:
+            agent = scripted_agent(tool_turns(sizes.turns, 1, tool.name, dict_form=dict_form),
+                                   [tool], keywords=dict_form, max_turns=sizes.turns + 5)
+            try:
+                return timed_prompt(agent, "go", "turn_overhead") / (sizes.turns + 1) * 1e6
+            finally:
+                agent.shutdown()
 
-    figure = Figure("us_per_turn", "µs per turn", "µs", sample(once, sizes), 75.0)
-    return Scenario("turn_overhead", params={"turns": sizes.turns}, figures=[figure])
+        return once
+
+    figures = [
+        Figure("us_per_turn", "µs per turn", "µs", sample(runner(False), sizes), 30.0),
+        Figure("us_per_turn_dict_kwargs", "µs per turn, dict calls, **kwargs", "µs",
+               sample(runner(True), sizes), 30.0),
+        Figure("us_per_turn_bare", "µs per turn, bare loop", "µs",
+               sample(lambda: bare_turns(sizes.turns), sizes)),
+    ]
+    return Scenario("turn_overhead", params={"turns": sizes.turns}, figures=figures)
+
+
+def bare_turns(turns: int) -> float:
+    """µs per turn of a bare hand-written tool loop doing the same work with no framework: it
+    appends to a list, reads the call out of a dict, calls the tool and records the result."""
+    replies = [{"tool_calls": [{"id": f"b{t}", "name": "noop", "arguments": {"n": t}}]}
+               for t in range(turns)] + [{"content": "done"}]
+    tools = {"noop": lambda call_id, args: {"role": "tool", "id": call_id, "content": "ok"}}
+    gc.collect()
+    start = time.perf_counter()
+    history: list[Any] = [{"role": "user", "content": "go"}]
+    for reply in replies:
+        history.append(reply)
+        for call in reply.get("tool_calls", []):
+            history.append(tools[call["name"]](call["id"], dict(call["arguments"])))
+    return (time.perf_counter() - start) / (turns + 1) * 1e6
 
 
 def parallel_batch(sizes: Sizes) -> Scenario:

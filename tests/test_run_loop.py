@@ -255,3 +255,18 @@ def test_events_name_messages_in_order() -> None:
     ends = [e.message for e in events if isinstance(e, MessageEndEvent)]
     assert starts == [state.messages[0], None]  # the reply's start comes before it exists
     assert ends == state.messages
+
+
+def test_a_tool_call_without_an_id_gets_one_id_once_and_keeps_it() -> None:
+    no_id = AssistantMessage([{"type": "tool_call", "name": "echo", "arguments": '{"text": "x"}'}])
+    llm = ScriptedLLM(no_id, reply("one"), reply("two"))
+    state = AgentState("s", None, [echo_tool()], [])
+    run_loop([UserMessage("go")], state, RunConfig(llm_call=llm))
+    run_loop([UserMessage("again")], state, RunConfig(llm_call=llm))
+    stored = state.messages[1]
+    assert isinstance(stored, AssistantMessage) and isinstance(stored.content[0], AgentToolCall)
+    call_id = stored.content[0].id
+    assert call_id and state.messages[2].tool_call_id == call_id
+    for request in llm.requests[1:]:  # every later request sends the same id on both sides
+        wire = request["messages"]
+        assert wire[2]["tool_calls"][0]["id"] == call_id and wire[3]["tool_call_id"] == call_id

@@ -30,7 +30,7 @@ from yiemagent.events import (
     TurnStartEvent,
 )
 from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage
-from yiemagent.tool_calls import extract_tool_calls
+from yiemagent.tool_calls import extract_tool_calls, normalize_tool_calls
 from yiemagent.tool_types import (
     AbortSignal,
     AfterHook,
@@ -333,6 +333,7 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
                 run.emit(MessageEndEvent(ended))
             run.emit(TurnEndEvent(ended, []))
         return ended
+    response = normalize_tool_calls(response)
     run.add(response, started=True)
     has_calls, calls = extract_tool_calls(response.content)
     # After an abort the calls still get (aborted) results, so the history stays well formed.

@@ -12,9 +12,13 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from yiemagent.content import AgentToolCall, ContentBlock
+import attrs
 
-__all__ = ["extract_tool_calls", "new_tool_call_id", "parse_arguments", "tool_call_from_entry"]
+from yiemagent.content import AgentToolCall, ContentBlock
+from yiemagent.messages import AssistantMessage
+
+__all__ = ["extract_tool_calls", "new_tool_call_id", "normalize_tool_calls", "parse_arguments",
+           "tool_call_from_entry"]
 
 
 def new_tool_call_id() -> str:
@@ -83,3 +87,26 @@ def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[Agen
     """
     calls = [call for block in content for call in _calls_in_block(block)]
     return bool(calls), calls
+
+
+def _typed_blocks(block: ContentBlock) -> list[ContentBlock]:
+    """``block`` as typed content: a dict tool-call block becomes its ``AgentToolCall``s (a
+    block that holds no usable call stays as it is), a typed call without an id gets one."""
+    if isinstance(block, AgentToolCall):
+        return [block if block.id else attrs.evolve(block, id=new_tool_call_id())]
+    calls = list(_calls_in_block(block))
+    return calls if calls else [block]
+
+
+def normalize_tool_calls(reply: AssistantMessage) -> AssistantMessage:
+    """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with an id.
+
+    The loop applies it when a reply enters the history, so a call the model sent without an
+    id gets one id, once, and its result and every later request use that same id. Replies
+    whose calls are already typed (what the provider clients return) are returned as they are.
+    """
+    content = reply.content
+    if all(not isinstance(b, Mapping) and (not isinstance(b, AgentToolCall) or b.id)
+           for b in content):
+        return reply
+    return attrs.evolve(reply, content=[t for b in content for t in _typed_blocks(b)])
