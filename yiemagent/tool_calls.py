@@ -94,7 +94,7 @@ def _typed_blocks(block: ContentBlock) -> list[ContentBlock]:
     block that holds no usable call stays as it is), a typed call without an id gets one."""
     if isinstance(block, AgentToolCall):
         return [block if block.id else attrs.evolve(block, id=new_tool_call_id())]
-    calls = list(_calls_in_block(block))
+    calls: list[ContentBlock] = list(_calls_in_block(block))
     return calls if calls else [block]
 
 
