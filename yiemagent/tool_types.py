@@ -18,6 +18,7 @@ import jsonschema.validators
 
 from yiemagent.content import AgentToolCall, ContentBlock, content_list
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, LlmUsage, ToolResultMessage
+from yiemagent.schema_check import compile_fast_check
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -110,12 +111,14 @@ class AgentTool:
     parallel_tool_execute: bool = False
     timeout_s: float | None = None
     schema_validator: Validator = attrs.field(init=False, repr=False)
+    fast_check: Callable[[Any], bool] | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         positive_seconds(f'Tool "{self.name}": timeout_s', self.timeout_s)
         object.__setattr__(
             self, "schema_validator", compile_schema_validator(self.name, self.input_schema)
         )
+        object.__setattr__(self, "fast_check", compile_fast_check(self.input_schema))
 
 
 ToolMapping = dict[str, AgentTool]

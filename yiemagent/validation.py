@@ -6,7 +6,6 @@ the arguments received, so the model can correct its call.
 
 from __future__ import annotations
 
-import copy
 import functools
 import json
 from collections.abc import Iterable, Mapping
@@ -17,6 +16,7 @@ import jsonschema.exceptions
 
 from yiemagent.content import AgentToolCall
 from yiemagent.errors import ToolArgumentError
+from yiemagent.schema_check import json_copy
 from yiemagent.tool_types import AgentTool, compile_schema_validator
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ def prepare_tool_call_arguments(tool: AgentTool, tool_call: AgentToolCall) -> Ag
     """
     if tool.prepare_arguments is None:
         return tool_call
-    prepared = tool.prepare_arguments(copy.deepcopy(tool_call.arguments))
+    prepared = tool.prepare_arguments(json_copy(tool_call.arguments))
     if not isinstance(prepared, dict):
         raise ToolArgumentError(
             f'prepare_arguments of tool "{tool.name}" returned {type(prepared).__name__}; '
@@ -105,14 +105,16 @@ def validate_tool_arguments(tool: AgentTool, tool_call: AgentToolCall) -> dict[s
     Validators and the tool work on a deep copy, so none of them can change the call in the
     history. The error names the tool, lists what is wrong and shows the arguments received.
     """
-    args = copy.deepcopy(tool_call.arguments)
+    args = json_copy(tool_call.arguments)
     if tool.validate_required_args is not None:
         problem: Any = tool.validate_required_args(args)
         detail = f"  - {problem}" if problem else None
+    elif tool.fast_check is not None and tool.fast_check(args):
+        return args if type(args) is dict else dict(args)
     else:
         detail = _violations(tool.schema_validator, args)
     if detail is None:
-        return dict(args)
+        return args if type(args) is dict else dict(args)
     raise ToolArgumentError(
         f'Validation failed for tool "{tool.name}":\n{detail}\n\n'
         f"Received arguments:\n{format_arguments(tool_call.arguments)}"

@@ -59,10 +59,13 @@ def _parts(content: list[ContentBlock]) -> list[dict[str, Any]]:
     return [p for p in map(_part, content) if p is not None]
 
 
+_to_json = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per call
+
+
 def _arguments_json(arguments: Any) -> str:
     if isinstance(arguments, str):  # invalid JSON from the model: send back exactly what it sent
         return arguments
-    return json.dumps(arguments, ensure_ascii=False)
+    return _to_json(arguments)
 
 
 def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:
