@@ -354,7 +354,7 @@ def test_a_symlink_out_of_the_folder_is_never_written_through(
         ({"type": "object", "properties": {"a": {"type": "nonsense"}}}, "not a valid JSON Schema"),
         ({"type": "object", "properties": "a, b"}, "not a valid JSON Schema"),
         ({"type": "object", "required": "a"}, "not a valid JSON Schema"),
-        ({"type": "object", "maximum": float("nan")}, "only JSON values"),
+        ({"type": "object", "maximum": float("nan")}, "is nan, which is not a JSON number"),
     ],
 )
 def test_bad_schemas_are_refused(store: ToolStore, folder: Path, schema: Any, fragment: str) -> None:

@@ -18,6 +18,7 @@ from yiemagent.content import AgentToolCall, TextContent, content_list
 from yiemagent.emit import Emit, SafeEmitter, safe_emitter
 from yiemagent.errors import describe_error, reraise_interrupt
 from yiemagent.events import ToolExecEndEvent, ToolExecStartEvent, ToolExecUpdateEvent
+from yiemagent.json_safety import MAX_JSON_DEPTH, argument_problem, clip, json_ready, reject_constant
 from yiemagent.messages import AssistantMessage, LlmUsage, ToolResultMessage
 from yiemagent.tool_types import (
     AbortSignal,
@@ -81,26 +82,33 @@ def _skipped(tool_call: AgentToolCall, emit: SafeEmitter) -> FinalizedOutcome:
 
 
 def _parsed_call(tool_call: AgentToolCall) -> AgentToolCall:
-    """Return the call if its arguments are an object; raise ``ToolArgumentError`` otherwise."""
+    """Return the call with its arguments as a finite-JSON object; raise ``ToolArgumentError``
+    saying what is wrong otherwise (not JSON, not an object, NaN, nested too deep)."""
     args = tool_call.arguments
-    if isinstance(args, dict):
-        return tool_call
-    if isinstance(args, Mapping):
-        return attrs.evolve(tool_call, arguments=dict(args))
+    name = tool_call.name
     if isinstance(args, str):
         try:
-            args = json.loads(args)
-        except ValueError as exc:
+            args = json.loads(args, parse_constant=reject_constant)
+        except (ValueError, RecursionError) as exc:
+            reason = exc if isinstance(exc, ValueError) else "nested too deep to parse"
             raise ToolArgumentError(
-                f'The arguments for tool "{tool_call.name}" are not valid JSON ({exc}). '
-                f"Received: {args!r}. Send the arguments as one JSON object."
+                f'The arguments for tool "{name}" are not valid JSON ({reason}). '
+                f"Received: {clip(repr(tool_call.arguments))}. Send the arguments as one JSON "
+                "object."
             ) from None
-        if isinstance(args, dict):
-            return attrs.evolve(tool_call, arguments=args)
-    raise ToolArgumentError(
-        f'The arguments for tool "{tool_call.name}" must be a JSON object, got '
-        f"{type(args).__name__}: {format_arguments(args)}"
-    )
+    elif isinstance(args, Mapping) and not isinstance(args, dict):
+        args = dict(args)
+    if not isinstance(args, dict):
+        raise ToolArgumentError(
+            f'The arguments for tool "{name}" must be a JSON object, got '
+            f"{type(args).__name__}: {format_arguments(args)}"
+        )
+    problem = argument_problem(args)
+    if problem is not None:
+        raise ToolArgumentError(f'The arguments for tool "{name}" cannot be used: {problem}. '
+                                "Send finite JSON numbers and at most "
+                                f"{MAX_JSON_DEPTH} levels of nesting.")
+    return tool_call if args is tool_call.arguments else attrs.evolve(tool_call, arguments=args)
 
 
 def _before_hook_block(
@@ -358,12 +366,13 @@ def _added_tool_names(details: Any) -> list[str]:
 
 
 def create_tool_result_message(f: FinalizedOutcome) -> ToolResultMessage:
-    """Wrap a finalized call as the ``ToolResultMessage`` that enters the history."""
+    """Wrap a finalized call as the ``ToolResultMessage`` that enters the history; details that
+    are not JSON-ready are converted (``json_safety.json_ready``), so the history can be saved."""
     return ToolResultMessage(
         tool_call_id=f.tool_call.id,
         tool_name=f.tool_call.name,
         content=f.result.content,
-        details=f.result.details,
+        details=json_ready(f.result.details),
         usage=f.result.usage,
         added_tool_names=_added_tool_names(f.result.details),
         is_error=f.is_error,

@@ -15,6 +15,7 @@ from typing import Any
 import attrs
 
 from yiemagent.content import AgentToolCall, ContentBlock
+from yiemagent.json_safety import argument_problem, reject_constant
 from yiemagent.messages import AssistantMessage
 
 __all__ = ["extract_tool_calls", "new_tool_call_id", "normalize_tool_calls", "parse_arguments",
@@ -37,15 +38,15 @@ def parse_arguments(raw: Any) -> Any:
         return {}
     if isinstance(raw, str):
         try:
-            parsed = json.loads(raw)
-        except ValueError:
+            parsed = json.loads(raw, parse_constant=reject_constant)
+        except (ValueError, RecursionError):  # not JSON, NaN, or nested past the parser's limit
             return raw
         if isinstance(parsed, str):
             # A JSON string: either double-encoded JSON (decode once more) or not an object at
             # all. Keep the raw text then, so the model is told what it really sent.
             try:
-                inner = json.loads(parsed)
-            except ValueError:
+                inner = json.loads(parsed, parse_constant=reject_constant)
+            except (ValueError, RecursionError):
                 return raw
             return inner if isinstance(inner, dict) else raw
         return parsed
@@ -89,24 +90,44 @@ def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[Agen
     return bool(calls), calls
 
 
+def _usable(call: AgentToolCall) -> AgentToolCall:
+    """``call`` with an id, and with a short note in place of arguments that are not finite
+    JSON of a bounded depth (the pipeline then gives it an error result)."""
+    if not call.id:
+        call = attrs.evolve(call, id=new_tool_call_id())
+    if not isinstance(call.arguments, str):
+        problem = argument_problem(call.arguments)
+        if problem is not None:
+            call = attrs.evolve(call, arguments=f"(unusable arguments: {problem})")
+    return call
+
+
 def _typed_blocks(block: ContentBlock) -> list[ContentBlock]:
-    """``block`` as typed content: a dict tool-call block becomes its ``AgentToolCall``s (a
-    block that holds no usable call stays as it is), a typed call without an id gets one."""
+    """``block`` as typed content: a dict tool-call block becomes its usable ``AgentToolCall``s
+    (a block that holds no call stays as it is), a typed call is made usable."""
     if isinstance(block, AgentToolCall):
-        return [block if block.id else attrs.evolve(block, id=new_tool_call_id())]
-    calls: list[ContentBlock] = list(_calls_in_block(block))
+        return [_usable(block)]
+    calls: list[ContentBlock] = [_usable(c) for c in _calls_in_block(block)]
     return calls if calls else [block]
 
 
+def _is_usable(block: ContentBlock) -> bool:
+    if isinstance(block, AgentToolCall):
+        return bool(block.id) and (isinstance(block.arguments, str)
+                                   or argument_problem(block.arguments) is None)
+    return not isinstance(block, Mapping)
+
+
 def normalize_tool_calls(reply: AssistantMessage) -> AssistantMessage:
-    """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with an id.
+    """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with an id and
+    with arguments that can be stored and sent again.
 
     The loop applies it when a reply enters the history, so a call the model sent without an
-    id gets one id, once, and its result and every later request use that same id. Replies
-    whose calls are already typed (what the provider clients return) are returned as they are.
+    id gets one id, once, and its result and every later request use that same id; arguments
+    that are not finite JSON, or are nested deeper than ``MAX_JSON_DEPTH``, are replaced by a
+    short note, which the pipeline answers with an error result. Replies that need none of this
+    (what the provider clients return) are returned as they are.
     """
-    content = reply.content
-    if all(not isinstance(b, Mapping) and (not isinstance(b, AgentToolCall) or b.id)
-           for b in content):
+    if all(map(_is_usable, reply.content)):
         return reply
-    return attrs.evolve(reply, content=[t for b in content for t in _typed_blocks(b)])
+    return attrs.evolve(reply, content=[t for b in reply.content for t in _typed_blocks(b)])

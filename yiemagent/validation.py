@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import functools
 import json
+import reprlib
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ import jsonschema.exceptions
 
 from yiemagent.content import AgentToolCall
 from yiemagent.errors import ToolArgumentError
+from yiemagent.json_safety import MAX_ECHO_CHARS, clip
 from yiemagent.schema_check import json_copy
 from yiemagent.tool_types import AgentTool, compile_schema_validator
 
@@ -32,11 +34,16 @@ __all__ = [
 
 
 def format_arguments(args: Any) -> str:
-    """Render arguments as indented JSON for error messages (``repr`` if not JSON-ready)."""
+    """Render arguments as indented JSON for error messages (``repr`` if not JSON-ready), cut
+    to ``MAX_ECHO_CHARS`` characters with the size of the rest, so a huge argument never makes
+    a huge error text."""
+    if isinstance(args, str) and len(args) > MAX_ECHO_CHARS:
+        return clip(repr(args))
     try:
-        return json.dumps(args, indent=2, ensure_ascii=False, sort_keys=True)
-    except (TypeError, ValueError):
-        return repr(args)
+        text = json.dumps(args, indent=2, ensure_ascii=False, sort_keys=True)
+    except (TypeError, ValueError, RecursionError):
+        text = reprlib.repr(args)
+    return clip(text)
 
 
 def _error_path(error: jsonschema.exceptions.ValidationError) -> str:
