@@ -22,14 +22,13 @@ import traceback
 import types
 import uuid
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from yiemagent.content import AgentToolCall, ImageContent, MessageContent, TextContent, ThinkingContent
-from yiemagent.errors import ToolLoadError
+from yiemagent.errors import ToolLoadError, reraise_interrupt
 from yiemagent.messages import LlmUsage
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
 
@@ -256,10 +255,15 @@ def _line_in(exc: BaseException, path: str) -> int | None:
 
 
 def _describe(exc: BaseException, path: str, doing: str) -> str:
+    """Say what ``exc`` was, where in ``path`` it was raised and while ``doing`` what."""
     line = _line_in(exc, path)
     where = f" at line {line}" if line is not None else ""
     kind = "import error" if isinstance(exc, ImportError) else f"{type(exc).__name__}"
-    return f"{kind}{where} {doing}: {exc}"
+    text = str(exc)
+    message = f"{kind}{where} {doing}: {text}" if text else f"{kind}{where} {doing}"
+    if isinstance(exc, SystemExit):
+        message += " (a tool file must not call sys.exit() or exit(); raise an exception instead)"
+    return message
 
 
 def _compile(source: bytes, path: str) -> types.CodeType:
@@ -271,6 +275,11 @@ def _compile(source: bytes, path: str) -> types.CodeType:
         raise _FileProblem(f"syntax error at line {exc.lineno}: {exc.msg}{shown}") from None
     except ValueError as exc:  # e.g. null bytes in the source
         raise _FileProblem(f"cannot be compiled: {exc}") from None
+    except (RecursionError, MemoryError) as exc:  # an expression nested too deeply for the compiler
+        raise _FileProblem(
+            f"cannot be compiled: {type(exc).__name__} ({exc or 'out of memory'}); "
+            "the code nests too deeply, split long expressions into several statements"
+        ) from None
 
 
 def _call_get_tool(get_tool: Any, store: ToolStore | None) -> Any:
@@ -304,7 +313,9 @@ def _execute_file(
 
     The module is in ``sys.modules`` while the file runs (so dataclasses work, and so does
     pickling what the file defines, its parent packages being registered too) and stays there on
-    success; on failure it is removed and ``_FileProblem`` says why.
+    success; on failure it is removed and ``_FileProblem`` says why. Whatever the file raises,
+    ``SystemExit`` and other ``BaseException``s included, becomes that ``_FileProblem``; only
+    ``KeyboardInterrupt`` propagates. (``os._exit`` or an endless loop cannot be caught here.)
     """
     code = _compile(source, path)
     module = types.ModuleType(module_name)
@@ -316,7 +327,8 @@ def _execute_file(
     try:
         try:
             exec(code, module.__dict__)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit & co. too: one file must not end the load
+            reraise_interrupt(exc)
             raise _FileProblem(_describe(exc, path, "while running the file")) from None
         get_tool = module.__dict__.get("get_tool")
         if not callable(get_tool):
@@ -325,7 +337,8 @@ def _execute_file(
             )
         try:
             tool = _call_get_tool(get_tool, store)
-        except Exception as exc:
+        except BaseException as exc:
+            reraise_interrupt(exc)
             raise _FileProblem(_describe(exc, path, "in get_tool()")) from None
         if not isinstance(tool, AgentTool):
             raise _FileProblem(f"get_tool() returned {type(tool).__name__}; it must return an AgentTool")
@@ -367,12 +380,15 @@ def check_tool_file(path: str | os.PathLike[str], store: ToolStore | None = None
 
 @attrs.define
 class _Candidate:
-    """A file executed during this load, waiting to be registered."""
+    """A file executed during this load, waiting to be registered; ``previous`` is the module
+    its module name held before (a changed file's old module), put back if the load is
+    interrupted."""
 
     path: str
     digest: str
     module: types.ModuleType
     tool: AgentTool
+    previous: types.ModuleType | None = None
 
 
 def _digest(source: bytes) -> str:
@@ -411,21 +427,38 @@ def _tool_files(root: str) -> list[str]:
 
 def _execute_changed(
     store: ToolStore, paths: list[str], problems: list[tuple[str, str]]
-) -> Iterator[_Candidate]:
-    """Yield a candidate for every new or changed file; record problems and forget failed files."""
-    for path in paths:
-        try:
-            source = _read(path)
-            digest = _digest(source)
-            record = store._files.get(path)
-            if record is not None and record.digest == digest:
+) -> list[_Candidate]:
+    """Return a candidate for every new or changed file; record problems and forget failed files.
+
+    If a ``KeyboardInterrupt`` (the one exception a tool file may raise through the loader) stops
+    the load, the modules executed so far are taken back out of ``sys.modules`` (a changed file's
+    old module is put back) before it propagates, so the store and its modules stay as they were.
+    """
+    candidates: list[_Candidate] = []
+    try:
+        for path in paths:
+            try:
+                source = _read(path)
+                digest = _digest(source)
+                record = store._files.get(path)
+                if record is not None and record.digest == digest:
+                    continue
+                module_name = _module_name_for(store, path)
+                previous = sys.modules.get(module_name)
+                module, tool = _execute_file(path, source, module_name, store)
+            except _FileProblem as exc:
+                problems.append((path, str(exc)))
+                _forget(store, path)
                 continue
-            module, tool = _execute_file(path, source, _module_name_for(store, path), store)
-        except _FileProblem as exc:
-            problems.append((path, str(exc)))
-            _forget(store, path)
-            continue
-        yield _Candidate(path, digest, module, tool)
+            candidates.append(_Candidate(path, digest, module, tool, previous))
+    except BaseException:
+        for cand in reversed(candidates):
+            if cand.previous is None:
+                sys.modules.pop(cand.module.__name__, None)
+            else:
+                sys.modules[cand.module.__name__] = cand.previous
+        raise
+    return candidates
 
 
 def _register_candidates(
@@ -498,7 +531,7 @@ def load_tools(
         present = set(paths)
         for path in [p for p in store._files if os.path.dirname(p) == root and p not in present]:
             _forget(store, path)
-        candidates = list(_execute_changed(store, paths, problems))
+        candidates = _execute_changed(store, paths, problems)
         _register_candidates(store, candidates, problems)
         _ensure_list_tool(store)
     problems.sort(key=lambda item: item[0])
@@ -516,7 +549,7 @@ def load_tool_file(store: ToolStore, path: str | os.PathLike[str]) -> AgentTool:
     file_path = os.path.realpath(os.fspath(path))
     problems: list[tuple[str, str]] = []
     with store.lock:
-        candidates = list(_execute_changed(store, [file_path], problems))
+        candidates = _execute_changed(store, [file_path], problems)
         _register_candidates(store, candidates, problems)
         record = store._files.get(file_path)
     if problems or record is None:
