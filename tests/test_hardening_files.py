@@ -1,15 +1,22 @@
-"""Issue 10 ("Hardening"), the file-facing items: tool files that exit at import (14)."""
+"""Issue 10 ("Hardening"), the file-facing items: tool files that exit at import (14), symbolic
+links in a tools folder (15)."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import sys
 import textwrap
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from yiemagent.agent_core import execute_tool_calls
+from yiemagent.content import AgentToolCall, TextContent
+from yiemagent.messages import AssistantMessage, ToolResultMessage
 from yiemagent.tool_registry import ToolLoadError, ToolStore, check_tool_file, load_tools
+from yiemagent.tool_types import AgentContext, AgentLoopConfig
 
 GOOD_TOOL = textwrap.dedent(
     """
@@ -106,3 +113,155 @@ def test_keyboard_interrupt_from_a_tool_file_still_propagates(tmp_path: Path) ->
     assert list(store.tools) == ["good", "listTools"] and store.tools["good"] is good
     assert namespace_modules(store) == [f"{store.module_namespace()}.b_good"]
     assert sys.modules[good.execute.__module__] is old_module
+
+
+# -- 15: symbolic links in a tools folder -------------------------------------------------------
+
+SECRET = "SECRET-FIRST-LINE: not python at all"
+
+
+@pytest.fixture
+def outside(tmp_path: Path) -> Path:
+    """A file outside the tool folder whose content must never show up in a message."""
+    path = tmp_path / "outside" / "private.py"
+    path.parent.mkdir()
+    path.write_text(SECRET + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def tools_dir(tmp_path: Path) -> Path:
+    folder = tmp_path / "tools"
+    folder.mkdir()
+    return folder
+
+
+def test_a_link_leading_out_of_the_folder_is_a_problem_and_its_target_is_never_read(
+    tools_dir: Path, outside: Path
+) -> None:
+    (tools_dir / "a_leak.py").symlink_to(outside)
+    (tools_dir / "b_dir.py").symlink_to(outside.parent, target_is_directory=True)
+    (tools_dir / "c_dangling.py").symlink_to(outside.parent / "missing.py")
+    put(tools_dir, "d_good.py", GOOD_TOOL)
+    store = ToolStore("agent")
+    with pytest.raises(ToolLoadError) as info:
+        load_tools(store, tools_dir)
+    problems = {os.path.basename(path): message for path, message in info.value.problems}
+    assert sorted(problems) == ["a_leak.py", "b_dir.py", "c_dangling.py"]
+    for message in problems.values():
+        assert message.startswith("is a symbolic link that leads outside the tool folder")
+    assert "SECRET" not in str(info.value) and str(outside.parent) not in str(info.value)
+    assert list(store.tools) == ["good", "listTools"]
+
+
+@pytest.mark.skipif(not os.path.isfile("/etc/passwd"), reason="needs /etc/passwd")
+def test_a_link_to_etc_passwd_shows_nothing_of_it(tools_dir: Path) -> None:
+    (tools_dir / "passwd.py").symlink_to("/etc/passwd")
+    with pytest.raises(ToolLoadError) as info:
+        load_tools(ToolStore("agent"), tools_dir)
+    first_line = Path("/etc/passwd").read_text(errors="replace").splitlines()[0]
+    assert first_line not in str(info.value)
+    assert "is a symbolic link that leads outside the tool folder" in str(info.value)
+
+
+def test_a_loaded_file_replaced_by_a_link_out_of_the_folder_is_dropped(
+    tools_dir: Path, outside: Path
+) -> None:
+    put(tools_dir, "good.py", GOOD_TOOL)
+    store = ToolStore("agent")
+    load_tools(store, tools_dir)
+    (tools_dir / "good.py").unlink()
+    (tools_dir / "good.py").symlink_to(outside)
+    problems = load_problems(store, tools_dir)
+    assert list(problems) == ["good.py"] and "SECRET" not in problems["good.py"]
+    assert list(store.tools) == ["listTools"]
+
+
+def test_a_link_to_a_file_inside_the_folder_is_skipped(tools_dir: Path) -> None:
+    inner = put(tools_dir, "innerA.py", GOOD_TOOL)
+    (tools_dir / "aliasB.py").symlink_to("innerA.py")
+    (tools_dir / "lib").mkdir()
+    put(tools_dir / "lib", "helper.py", GOOD_TOOL.replace('"good"', '"helper"'))
+    (tools_dir / "helperLink.py").symlink_to(tools_dir / "lib" / "helper.py")
+    store = ToolStore("agent")
+    # No problem is raised: the alias is not loaded a second time (which would define "good"
+    # twice), and a file of a subfolder is not loaded through a link either.
+    assert list(load_tools(store, tools_dir)) == ["good", "listTools"]
+    assert store.source_of("good") == str(inner.resolve())
+
+
+def test_a_file_swapped_for_a_link_after_listing_is_not_read(tools_dir: Path, outside: Path) -> None:
+    # The swap between listing the folder and opening the file cannot be staged from outside
+    # load_tools, so the reader it uses is checked directly: the refusal is part of the open.
+    from yiemagent.tool_registry import _FileProblem, _read
+
+    link = tools_dir / "swapped.py"
+    link.symlink_to(outside)
+    with pytest.raises(_FileProblem, match="is a symbolic link") as info:
+        _read(str(link), follow_symlinks=False)
+    assert "SECRET" not in str(info.value)
+    assert _read(str(link)) == (SECRET + "\n").encode()  # check_tool_file's explicit path follows
+
+
+# -- 15: writeTool and symbolic links -----------------------------------------------------------
+
+REPO_TOOLS = Path(__file__).resolve().parent.parent / "tools"
+
+ECHO_ARGS: dict[str, Any] = {
+    "name": "innerA",
+    "label": "Inner A",
+    "description": "Say which version answered.",
+    "inputSchema": {"type": "object", "properties": {}},
+    "executeCode": "return 'version 1'",
+}
+
+
+@pytest.fixture
+def writer_store(tools_dir: Path) -> ToolStore:
+    shutil.copy(REPO_TOOLS / "writeTool.py", tools_dir / "writeTool.py")
+    store = ToolStore("writer")
+    load_tools(store, tools_dir)
+    return store
+
+
+def call_tool(store: ToolStore, name: str, args: dict[str, Any],
+              config: AgentLoopConfig | None = None) -> ToolResultMessage:
+    """Run one call of ``name`` through the tool pipeline with the store's current tools."""
+    call = AgentToolCall("call-1", name, args)
+    context = AgentContext("", [], dict(store.tools))
+    batch = execute_tool_calls(context, AssistantMessage(content=[call]), [call],
+                               config or AgentLoopConfig(), None, None)
+    return batch.messages[0]
+
+
+def text_of(message: ToolResultMessage) -> str:
+    return "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+
+
+def test_write_tool_never_writes_through_a_link_inside_its_folder(
+    writer_store: ToolStore, tools_dir: Path
+) -> None:
+    assert not call_tool(writer_store, "writeTool", ECHO_ARGS).is_error
+    inner = tools_dir / "innerA.py"
+    original = inner.read_bytes()
+    (tools_dir / "aliasB.py").symlink_to("innerA.py")
+    refused = call_tool(writer_store, "writeTool",
+                        {**ECHO_ARGS, "name": "aliasB", "executeCode": "return 'hijacked'",
+                         "overwrite": True})
+    assert refused.is_error
+    assert ("aliasB.py is a symbolic link to innerA.py in the tool folder; writeTool never writes "
+            "through a symbolic link. Choose another name.") in text_of(refused)
+    assert inner.read_bytes() == original
+    assert (tools_dir / "aliasB.py").is_symlink()
+    assert "aliasB" not in writer_store.tools
+    assert text_of(call_tool(writer_store, "innerA", {})) == "version 1"
+
+
+def test_write_tool_refuses_a_link_out_of_its_folder_without_showing_the_target(
+    writer_store: ToolStore, tools_dir: Path, outside: Path
+) -> None:
+    (tools_dir / "leak.py").symlink_to(outside)
+    refused = call_tool(writer_store, "writeTool", {**ECHO_ARGS, "name": "leak", "overwrite": True})
+    assert refused.is_error and "leak.py is a symbolic link that leads outside" in text_of(refused)
+    assert str(outside) not in text_of(refused) and "SECRET" not in text_of(refused)
+    assert outside.read_text() == SECRET + "\n"

@@ -202,26 +202,46 @@ def check_request(args: dict[str, Any]) -> ToolSpec:
 
 
 def target_path(store: ToolStore, name: str) -> str:
-    """Return ``<store folder>/<name>.py``, refusing anything that would land outside the folder."""
+    """Return ``<store folder>/<name>.py``, refusing anything that would land outside the folder.
+
+    The folder is resolved, the file name is not: a ``<name>.py`` that is a symbolic link is
+    refused, wherever it leads, because writing through it would change the file it points to
+    (another tool's file, or one outside the folder) rather than the link.
+    """
     if not store.folder:
         raise WriteToolRefused(
             "This agent's tool store has no folder to write to; it must be loaded with "
             "load_tools(store, folder) before writeTool can create tools."
         )
     folder = os.path.realpath(store.folder)
-    target = os.path.realpath(os.path.join(folder, f"{name}.py"))
+    target = os.path.join(folder, f"{name}.py")
     if os.path.dirname(target) != folder:
         raise WriteToolRefused(f'"name" {name!r} does not give a file inside the tool folder.')
+    if os.path.islink(target):
+        real = os.path.realpath(target)
+        if os.path.dirname(real) == folder:
+            where = f"to {os.path.basename(real)} in the tool folder"
+        else:
+            where = "that leads outside the tool folder, so it does not give a file inside the tool folder"
+        raise WriteToolRefused(
+            f"{name}.py is a symbolic link {where}; writeTool never writes through a symbolic "
+            "link. Choose another name."
+        )
     return target
 
 
 def written_by_write_tool(path: str) -> bool:
-    """Whether the file at ``path`` starts with ``MARKER``, i.e. writeTool wrote it."""
+    """Whether the regular file at ``path`` starts with ``MARKER``, i.e. writeTool wrote it (a
+    symbolic link is never reported as written by writeTool, whatever it points to)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
-            return handle.readline().rstrip("\r\n") == MARKER
+        fd = os.open(path, flags)
     except OSError:
         return False
+    with open(fd, encoding="utf-8", errors="replace") as handle:
+        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+            return False
+        return handle.readline().rstrip("\r\n") == MARKER
 
 
 def check_free(store: ToolStore, spec: ToolSpec, target: str) -> bool:
@@ -380,7 +400,7 @@ def render_tool_file(spec: ToolSpec) -> str:
 def _replaced_mode(target: str) -> int | None:
     """Return the permission bits of the file ``target`` names, or ``None`` if there is none."""
     try:
-        return stat.S_IMODE(os.stat(target).st_mode)
+        return stat.S_IMODE(os.lstat(target).st_mode)
     except FileNotFoundError:
         return None
 

@@ -16,6 +16,7 @@ import itertools
 import logging
 import os
 import re
+import stat
 import sys
 import threading
 import traceback
@@ -349,9 +350,26 @@ def _execute_file(
     return module, tool
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, follow_symlinks: bool = True) -> bytes:
+    """Return the bytes of the regular file ``path``; raise ``_FileProblem`` when it cannot be read.
+
+    With ``follow_symlinks`` false, a symbolic link is refused even if it replaced the file
+    after the folder was listed: ``O_NOFOLLOW`` makes the refusal part of the ``open``.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in must not block the load
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        return Path(path).read_bytes()
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if not follow_symlinks and os.path.islink(path):
+            raise _FileProblem("is a symbolic link; links in a tool folder are not followed") from None
+        raise _FileProblem(f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise _FileProblem("is not a regular file")
+            return handle.read()
     except OSError as exc:
         raise _FileProblem(f"cannot be read: {exc.strerror or exc}") from None
 
@@ -418,11 +436,41 @@ def _forget(store: ToolStore, path: str) -> None:
         del store.tools[record.tool_name]
 
 
-def _tool_files(root: str) -> list[str]:
-    """Return the loadable tool files of ``root``, sorted by file name."""
+_LINK_OUT = ("is a symbolic link that leads outside the tool folder; such links are not followed. "
+             "Copy the tool file into the folder instead of linking to it")
+
+
+def _inside(root: str, path: str) -> bool:
+    """Whether the real location of ``path`` is within the folder ``root`` (a real path)."""
+    real = os.path.realpath(path)
+    try:
+        return real != root and os.path.commonpath([root, real]) == root
+    except ValueError:  # on another drive (Windows)
+        return False
+
+
+def _tool_files(root: str, problems: list[tuple[str, str]]) -> list[str]:
+    """Return the loadable tool files of ``root``, sorted by file name: regular files only.
+
+    Symbolic links are never followed. One that leads out of ``root`` is recorded in
+    ``problems`` (without its target: neither its content nor where it points is shown). One
+    that stays inside ``root`` is skipped: the file it names is loaded under its own name when
+    it is a tool file, and loading it through the link too would define its tool twice.
+    """
+    paths: list[str] = []
     with os.scandir(root) as entries:
-        names = sorted(e.name for e in entries if is_tool_file_name(e.name) and e.is_file())
-    return [os.path.join(root, name) for name in names]
+        for entry in sorted(entries, key=lambda e: e.name):
+            if not is_tool_file_name(entry.name):
+                continue
+            if entry.is_symlink():
+                if _inside(root, entry.path):
+                    logger.info("tool file %s is a symbolic link within the tool folder; skipped",
+                                entry.path)
+                else:
+                    problems.append((entry.path, _LINK_OUT))
+            elif entry.is_file(follow_symlinks=False):
+                paths.append(entry.path)
+    return paths
 
 
 def _execute_changed(
@@ -438,7 +486,7 @@ def _execute_changed(
     try:
         for path in paths:
             try:
-                source = _read(path)
+                source = _read(path, follow_symlinks=False)
                 digest = _digest(source)
                 record = store._files.get(path)
                 if record is not None and record.digest == digest:
@@ -513,7 +561,9 @@ def load_tools(
 ) -> dict[str, AgentTool]:
     """Load every tool file of ``folder`` into ``store`` and return ``get_tools(store)``.
 
-    Files load in sorted order; those starting with ``_`` or containing ``registry`` are skipped.
+    Files load in sorted order; those starting with ``_`` or containing ``registry`` are skipped,
+    and so are symbolic links, which are never followed (one leading out of the folder is a
+    load problem).
     Again on the same folder, changed files are re-executed, new ones added and the tools of
     removed (or now failing) files dropped; tools registered by hand stay, and a file giving
     one of their names is a load problem. ``listTools`` is
@@ -527,7 +577,7 @@ def load_tools(
     problems: list[tuple[str, str]] = []
     with store.lock:
         store.folder = root
-        paths = _tool_files(root)
+        paths = _tool_files(root, problems)
         present = set(paths)
         for path in [p for p in store._files if os.path.dirname(p) == root and p not in present]:
             _forget(store, path)
