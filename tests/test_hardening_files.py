@@ -265,3 +265,69 @@ def test_write_tool_refuses_a_link_out_of_its_folder_without_showing_the_target(
     assert refused.is_error and "leak.py is a symbolic link that leads outside" in text_of(refused)
     assert str(outside) not in text_of(refused) and "SECRET" not in text_of(refused)
     assert outside.read_text() == SECRET + "\n"
+
+
+# -- 16: writeTool refuses names that shadow a module -------------------------------------------
+
+
+def assert_name_refused(store: ToolStore, folder: Path, name: str, why: str) -> str:
+    before = sorted(os.listdir(folder))
+    refused = call_tool(store, "writeTool", {**ECHO_ARGS, "name": name})
+    message = text_of(refused)
+    assert refused.is_error, message
+    assert f'"name" {name!r} is the name of {why}' in message
+    assert "Choose another name" in message
+    assert sorted(os.listdir(folder)) == before and name not in store.tools
+    return message
+
+
+@pytest.mark.parametrize("name", ["json", "os", "calendar", "time", "sys", "this"])
+def test_write_tool_refuses_a_standard_library_module_name(
+    writer_store: ToolStore, tools_dir: Path, name: str
+) -> None:
+    message = assert_name_refused(writer_store, tools_dir, name,
+                                  "a module of Python's standard library")
+    assert f'e.g. "{name}Tool"' in message
+
+
+@pytest.mark.parametrize("name", ["yiemagent", "jsonschema", "attrs", "requests"])
+def test_write_tool_refuses_an_installed_top_level_name(
+    writer_store: ToolStore, tools_dir: Path, name: str
+) -> None:
+    assert_name_refused(writer_store, tools_dir, name,
+                        "a top-level module of the installed distribution")
+
+
+def test_write_tool_refuses_a_module_only_find_spec_finds(
+    writer_store: ToolStore, tools_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "localHelpers.py").write_text("VALUE = 1\n")
+    monkeypatch.syspath_prepend(str(site))
+    assert_name_refused(writer_store, tools_dir, "localHelpers", "a module Python can import")
+
+
+def test_write_tool_refuses_a_top_level_name_only_a_distribution_declares(
+    writer_store: ToolStore, tools_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A distribution whose top-level module is not importable from here (as with a package
+    # installed for another platform): only importlib.metadata knows the name.
+    info = tmp_path / "site" / "phantom-1.0.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: phantom\nVersion: 1.0\n")
+    (info / "top_level.txt").write_text("phantomTop\n")
+    monkeypatch.syspath_prepend(str(info.parent))
+    assert_name_refused(writer_store, tools_dir, "phantomTop",
+                        "a top-level module of the installed distribution phantom")
+
+
+def test_a_tool_folder_on_the_import_path_does_not_make_a_written_tool_shadow_itself(
+    writer_store: ToolStore, tools_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.syspath_prepend(str(tools_dir))
+    assert not call_tool(writer_store, "writeTool", ECHO_ARGS).is_error
+    again = call_tool(writer_store, "writeTool",
+                      {**ECHO_ARGS, "executeCode": "return 'version 2'", "overwrite": True})
+    assert not again.is_error, text_of(again)
+    assert text_of(call_tool(writer_store, "innerA", {})) == "version 2"

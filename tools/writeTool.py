@@ -10,12 +10,15 @@ outside the store's folder, and no temporary file is left behind.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import importlib.util
 import json
 import keyword
 import os
 import pprint
 import re
 import stat
+import sys
 import textwrap
 import uuid
 from typing import Any
@@ -101,6 +104,50 @@ def check_name(name: Any) -> str:
             f'"name" {name!r} contains "registry"; the tool loader skips such files. Choose another name.'
         )
     return name
+
+
+def shadowed_module(name: str, folder: str | None = None) -> str | None:
+    """Say which module a tool file ``<name>.py`` would shadow, or return ``None`` if none.
+
+    Tool files are imported under a namespace of their own, but a folder of them placed on the
+    import path (or a script run from it) would put ``<name>.py`` in the place of a module of the
+    same name. So a name is taken by a standard-library module (``sys.stdlib_module_names``,
+    built-in modules included), a top-level module an installed distribution declares
+    (``importlib.metadata.packages_distributions()``), or a module or package Python can import
+    now (``importlib.util.find_spec``, or already imported). A plain directory that would import
+    as a namespace package does not count, nor does ``<name>.py`` itself in ``folder``.
+    """
+    if name in sys.stdlib_module_names:
+        return "a module of Python's standard library"
+    distributions = importlib.metadata.packages_distributions().get(name)
+    if distributions:
+        owners = ", ".join(dict.fromkeys(distributions))
+        return f"a top-level module of the installed distribution {owners}"
+    if name in sys.modules:
+        return "a module Python can import (this program has imported it)"
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a finder that cannot tell: nothing found
+        spec = None
+    if spec is None or spec.origin is None:  # no origin: a namespace package, i.e. a directory
+        return None
+    if folder is not None and os.path.realpath(os.path.dirname(spec.origin)) == os.path.realpath(folder):
+        return None
+    return "a module Python can import"
+
+
+def check_not_shadowing(name: str, folder: str | None) -> None:
+    """Refuse (``WriteToolRefused``) a name that ``shadowed_module`` says shadows a module; the
+    message says which kind of module and suggests a free name."""
+    what = shadowed_module(name, folder)
+    if what is None:
+        return
+    candidates = (f"{name}Tool", f"my{name[:1].upper()}{name[1:]}", f"{name}_tool")
+    suggestion = next((c for c in candidates if shadowed_module(c, folder) is None), candidates[0])
+    raise WriteToolRefused(
+        f'"name" {name!r} is the name of {what}; a tool file {name}.py would be imported in its '
+        f'place wherever the tool folder is on the import path. Choose another name, e.g. "{suggestion}".'
+    )
 
 
 def check_schema(schema: Any) -> dict[str, Any]:
@@ -475,6 +522,7 @@ def write_tool(store: ToolStore, args: dict[str, Any]) -> AgentToolResult:
     gives its file. Raises ``WriteToolRefused`` with a message for the model on any problem.
     """
     spec = check_request(args)
+    check_not_shadowing(spec.name, store.folder)
     tool, path, replaced = install(store, spec)
     verb = "Replaced" if replaced else "Created"
     text = (
