@@ -1,5 +1,6 @@
 """Issue 10 ("Hardening"), the file-facing items: tool files that exit at import (14), symbolic
-links in a tools folder (15)."""
+links in a tools folder (15), module names writeTool must refuse (16), approval hooks and
+model-written code (17)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,13 @@ from yiemagent.agent_core import execute_tool_calls
 from yiemagent.content import AgentToolCall, TextContent
 from yiemagent.messages import AssistantMessage, ToolResultMessage
 from yiemagent.tool_registry import ToolLoadError, ToolStore, check_tool_file, load_tools
-from yiemagent.tool_types import AgentContext, AgentLoopConfig
+from yiemagent.tool_types import (
+    AbortSignal,
+    AgentContext,
+    AgentLoopConfig,
+    BeforeToolCallContext,
+    BeforeToolCallResult,
+)
 
 GOOD_TOOL = textwrap.dedent(
     """
@@ -331,3 +338,78 @@ def test_a_tool_folder_on_the_import_path_does_not_make_a_written_tool_shadow_it
                       {**ECHO_ARGS, "executeCode": "return 'version 2'", "overwrite": True})
     assert not again.is_error, text_of(again)
     assert text_of(call_tool(writer_store, "innerA", {})) == "version 2"
+
+
+# -- 17: a blocking before_tool_call runs none of a model-written tool's code -------------------
+
+
+def block_everything(_ctx: BeforeToolCallContext, _signal: AbortSignal | None) -> BeforeToolCallResult:
+    return BeforeToolCallResult(block=True, reason="Not approved by the operator.")
+
+
+def marker_code(marker: Path, then: str) -> str:
+    """Code that leaves ``marker`` behind when it runs, then does ``then``."""
+    return f"open({str(marker)!r}, 'w').close()\n{then}"
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [("prepareCode",), ("validateCode",), ("prepareCode", "validateCode")],
+)
+def test_a_blocked_call_runs_none_of_a_written_tools_code(
+    writer_store: ToolStore, tmp_path: Path, fields: tuple[str, ...]
+) -> None:
+    markers = {field: tmp_path / f"{field}.ran" for field in fields}
+    code = {"prepareCode": "return args", "validateCode": "return None"}
+    args = {**ECHO_ARGS, "name": "gated",
+            "executeCode": marker_code(tmp_path / "execute.ran", "return 'ran'")}
+    args.update({field: marker_code(markers[field], code[field]) for field in fields})
+    assert not call_tool(writer_store, "writeTool", args).is_error
+
+    blocked = call_tool(writer_store, "gated", {}, AgentLoopConfig(before_tool_call=block_everything))
+    assert blocked.is_error and text_of(blocked) == "Not approved by the operator."
+    assert sorted(p.name for p in tmp_path.glob("*.ran")) == []
+
+    allowed = call_tool(writer_store, "gated", {})
+    assert text_of(allowed) == "ran"  # the same code does run once the call is let through
+    assert sorted(p.name for p in tmp_path.glob("*.ran")) == sorted(
+        [*(f"{f}.ran" for f in fields), "execute.ran"])
+
+
+DIVIDE_ARGS: dict[str, Any] = {
+    **ECHO_ARGS,
+    "name": "divide",
+    "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                    "required": ["a", "b"]},
+    "executeCode": "return str(args['a'] / args['b'])",
+    "prepareCode": ("if args.get('a') == 'boom':\n    raise ValueError('cannot prepare boom')\n"
+                    "return {k: float(v) if isinstance(v, str) else v for k, v in args.items()}"),
+    "validateCode": "if args['b'] == 0:\n    return 'b must not be zero'",
+}
+
+
+def test_a_written_tools_checks_give_the_same_errors_at_the_start_of_execute(
+    writer_store: ToolStore,
+) -> None:
+    assert not call_tool(writer_store, "writeTool", DIVIDE_ARGS).is_error
+    seen: list[dict[str, Any]] = []
+
+    def record(ctx: BeforeToolCallContext, _signal: AbortSignal | None) -> None:
+        seen.append(ctx.args)
+
+    config = AgentLoopConfig(before_tool_call=record)
+    assert text_of(call_tool(writer_store, "divide", {"a": "9", "b": "2"}, config)) == "4.5"
+    assert seen == [{"a": "9", "b": "2"}]  # the hook saw the call before the tool's code ran
+
+    zero = call_tool(writer_store, "divide", {"a": 1, "b": "0"}, config)
+    assert zero.is_error
+    assert ('Validation failed for tool "divide":\n  - b must not be zero\n\nReceived arguments:\n'
+            '{\n  "a": 1,\n  "b": 0.0\n}') in text_of(zero)
+
+    wrong_type = call_tool(writer_store, "divide", {"a": 1, "b": True}, config)
+    assert wrong_type.is_error and "args.b: True is not of type 'number'" in text_of(wrong_type)
+
+    boom = call_tool(writer_store, "divide", {"a": "boom", "b": 1}, config)
+    assert boom.is_error
+    assert ('Preparing the arguments for tool "divide" failed: ValueError: cannot prepare boom'
+            in text_of(boom))

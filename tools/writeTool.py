@@ -346,7 +346,7 @@ import json
 from typing import Any
 
 from yiemagent import AbortSignal, AgentTool, AgentToolResult, ImageContent, TextContent, to_tool_result
-from yiemagent import validate_required_args as schema_problems
+from yiemagent import validate_required_args as schema_problems{imports}
 
 NAME = {name!r}
 LABEL = {label!r}
@@ -361,7 +361,7 @@ _EXECUTE = '''
 
 
 def execute_tool({params}) -> AgentToolResult:
-    """Run the tool's code and turn what it returns into a result."""
+    """Run the tool's code and turn what it returns into a result."""{checks}
     value = _execute_body(tool_call_id, args, signal, on_partial_result)
     if value is None:
         raise ValueError(
@@ -370,6 +370,9 @@ def execute_tool({params}) -> AgentToolResult:
         )
     return to_tool_result(value, NAME)
 '''
+
+_RUN_CHECKS = """
+    args = _checked_arguments(tool_call_id, args)"""
 
 _VALIDATE = '''
 
@@ -394,6 +397,45 @@ def prepare_arguments(args: dict[str, Any]) -> dict[str, Any]:
     """Run the tool's argument preparation; returning nothing keeps the (possibly changed) args."""
     value = _prepare_body(args)
     return args if value is None else value
+
+
+def _checked_later(args: dict[str, Any]) -> str | None:
+    """Accept the arguments while the call is prepared: prepare_arguments may still change them,
+    and it runs with the schema check at the start of execute_tool (see _checked_arguments)."""
+    return None
+'''
+
+# The tool's own prepare and validate code runs at the start of execute_tool, not while the call
+# is prepared: the pipeline prepares and validates before before_tool_call, so a hook that blocks
+# a call (an approval gate) would otherwise come too late to stop the model's code.
+_CHECK_IMPORTS = """
+from yiemagent import AgentToolCall, ToolArgumentError, prepare_tool_call_arguments, validate_tool_arguments
+from yiemagent.errors import describe_error"""
+
+_CHECKS = '''
+
+_CHECKS = AgentTool(
+    name=NAME,
+    label=LABEL,
+    description=DESCRIPTION,
+    input_schema=INPUT_SCHEMA,
+    execute=execute_tool,{hooks}
+)
+
+
+def _checked_arguments(tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Prepare and validate the arguments with this tool's own code, as the pipeline would have
+    before before_tool_call; here it runs only once the hook let the call through. Raises
+    ToolArgumentError with the message the pipeline would have given."""
+    call = AgentToolCall(tool_call_id, NAME, args)
+    try:
+        return validate_tool_arguments(_CHECKS, prepare_tool_call_arguments(_CHECKS, call))
+    except ToolArgumentError:
+        raise
+    except Exception as exc:
+        raise ToolArgumentError(
+            f'Preparing the arguments for tool "{{NAME}}" failed: {{describe_error(exc)}}'
+        ) from exc
 '''
 
 _GET_TOOL = '''
@@ -417,25 +459,36 @@ def render_tool_file(spec: ToolSpec) -> str:
     The file starts with ``MARKER``. The model's code becomes the bodies of ``execute_tool``,
     ``validate_required_args`` and ``prepare_arguments`` (built from its parsed statements, see
     ``function_source``); every value it gave (name, texts, schema) is embedded as a literal.
+    The tool the file gives runs none of the model's code before ``execute``: its prepare and
+    validate code run at the start of ``execute_tool``, after ``before_tool_call``, with the
+    errors they would have given during preparation. While the call is prepared, the pipeline
+    checks the schema (only validate code) or nothing (prepare code, which may change the
+    arguments first).
     """
     doc = repr(f"{spec.label} ({spec.name}), a tool written by writeTool.\n\n{spec.description}\n")
     schema = pprint.pformat(spec.input_schema, width=100, sort_dicts=False)
     execute = function_source("_execute_body", EXECUTE_PARAMS, "executeCode", spec.execute_code)
+    has_checks = spec.validate_code is not None or spec.prepare_code is not None
     parts = [
         _HEADER.format(marker=MARKER, doc=doc, name=spec.name, label=spec.label,
-                       description=spec.description, parallel=spec.parallel, schema=schema),
-        _EXECUTE.format(params=EXECUTE_PARAMS, body=execute),
+                       description=spec.description, parallel=spec.parallel, schema=schema,
+                       imports=_CHECK_IMPORTS if has_checks else ""),
+        _EXECUTE.format(params=EXECUTE_PARAMS, body=execute, checks=_RUN_CHECKS if has_checks else ""),
     ]
-    hooks = ""
+    checks = ""
+    offered = ""
     if spec.validate_code is not None:
         body = function_source("_validate_body", ARGS_PARAMS, "validateCode", spec.validate_code)
         parts.append(_VALIDATE.format(body=body))
-        hooks += "\n        validate_required_args=validate_required_args,"
+        checks += "\n    validate_required_args=validate_required_args,"
     if spec.prepare_code is not None:
         body = function_source("_prepare_body", ARGS_PARAMS, "prepareCode", spec.prepare_code)
         parts.append(_PREPARE.format(body=body))
-        hooks += "\n        prepare_arguments=prepare_arguments,"
-    parts.append(_GET_TOOL.format(hooks=hooks))
+        checks += "\n    prepare_arguments=prepare_arguments,"
+        offered = "\n        validate_required_args=_checked_later,"
+    if has_checks:
+        parts.append(_CHECKS.format(hooks=checks))
+    parts.append(_GET_TOOL.format(hooks=offered))
     return "".join(parts)
 
 
@@ -573,8 +626,9 @@ INPUT_SCHEMA: dict[str, Any] = {
         "prepareCode": {
             "type": "string",
             "description": (
-                "Optional Python code for the body of prepare_arguments(args), run before "
-                "validation: return the new args dict (or change args in place and return nothing)."
+                "Optional Python code for the body of prepare_arguments(args), run when the "
+                "call starts, before validation: return the new args dict (or change args in "
+                "place and return nothing)."
             ),
         },
         "parallel": {
