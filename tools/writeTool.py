@@ -498,11 +498,13 @@ def render_tool_file(spec: ToolSpec) -> str:
 
 
 def _replaced_mode(target: str) -> int | None:
-    """Return the permission bits of the file ``target`` names, or ``None`` if there is none."""
+    """Return the permission bits of the regular file ``target`` names, or ``None`` if there is
+    none (a symbolic link that appeared there meanwhile lends no mode: its own is always 0777)."""
     try:
-        return stat.S_IMODE(os.lstat(target).st_mode)
+        info = os.lstat(target)
     except FileNotFoundError:
         return None
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
 
 
 def _write_temp(folder: str, name: str, text: str, target: str) -> str:
