@@ -138,6 +138,20 @@ def test_keyboard_interrupt_from_a_tool_file_still_propagates(tmp_path: Path) ->
     assert sys.modules[good.execute.__module__] is old_module
 
 
+def test_a_changed_file_that_raises_keyboard_interrupt_leaves_its_old_module_in_place(
+    tmp_path: Path,
+) -> None:
+    put(tmp_path, "good.py", GOOD_TOOL)
+    store = ToolStore("agent")
+    good = load_tools(store, tmp_path)["good"]
+    old_module = sys.modules[good.execute.__module__]
+    put(tmp_path, "good.py", GOOD_TOOL + "raise KeyboardInterrupt\n")
+    with pytest.raises(KeyboardInterrupt):
+        load_tools(store, tmp_path)
+    assert store.tools["good"] is good
+    assert sys.modules[good.execute.__module__] is old_module
+
+
 # -- 15: symbolic links in a tools folder -------------------------------------------------------
 
 SECRET = "SECRET-FIRST-LINE: not python at all"

@@ -483,8 +483,10 @@ def _execute_changed(
     old module is put back) before it propagates, so the store and its modules stay as they were.
     """
     candidates: list[_Candidate] = []
+    running: tuple[str, types.ModuleType | None] | None = None  # the file being executed
     try:
         for path in paths:
+            running = None
             try:
                 source = _read(path, follow_symlinks=False)
                 digest = _digest(source)
@@ -492,19 +494,23 @@ def _execute_changed(
                 if record is not None and record.digest == digest:
                     continue
                 module_name = _module_name_for(store, path)
-                previous = sys.modules.get(module_name)
+                running = (module_name, sys.modules.get(module_name))
                 module, tool = _execute_file(path, source, module_name, store)
             except _FileProblem as exc:
                 problems.append((path, str(exc)))
                 _forget(store, path)
                 continue
-            candidates.append(_Candidate(path, digest, module, tool, previous))
+            candidates.append(_Candidate(path, digest, module, tool, running[1]))
+        running = None
     except BaseException:
-        for cand in reversed(candidates):
-            if cand.previous is None:
-                sys.modules.pop(cand.module.__name__, None)
+        undo = [(c.module.__name__, c.previous) for c in candidates]
+        if running is not None:
+            undo.append(running)
+        for module_name, previous in reversed(undo):
+            if previous is None:
+                sys.modules.pop(module_name, None)
             else:
-                sys.modules[cand.module.__name__] = cand.previous
+                sys.modules[module_name] = previous
         raise
     return candidates
 
