@@ -282,13 +282,12 @@ def written_by_write_tool(path: str) -> bool:
     symbolic link is never reported as written by writeTool, whatever it points to)."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        fd = os.open(path, flags)
+        with open(os.open(path, flags), encoding="utf-8", errors="replace") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
+            return handle.readline().rstrip("\r\n") == MARKER
     except OSError:
         return False
-    with open(fd, encoding="utf-8", errors="replace") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return False
-        return handle.readline().rstrip("\r\n") == MARKER
 
 
 def check_free(store: ToolStore, spec: ToolSpec, target: str) -> bool:
