@@ -10,12 +10,15 @@ outside the store's folder, and no temporary file is left behind.
 from __future__ import annotations
 
 import ast
+import importlib.metadata
+import importlib.util
 import json
 import keyword
 import os
 import pprint
 import re
 import stat
+import sys
 import textwrap
 import uuid
 from typing import Any
@@ -101,6 +104,50 @@ def check_name(name: Any) -> str:
             f'"name" {name!r} contains "registry"; the tool loader skips such files. Choose another name.'
         )
     return name
+
+
+def shadowed_module(name: str, folder: str | None = None) -> str | None:
+    """Say which module a tool file ``<name>.py`` would shadow, or return ``None`` if none.
+
+    Tool files are imported under a namespace of their own, but a folder of them placed on the
+    import path (or a script run from it) would put ``<name>.py`` in the place of a module of the
+    same name. So a name is taken by a standard-library module (``sys.stdlib_module_names``,
+    built-in modules included), a top-level module an installed distribution declares
+    (``importlib.metadata.packages_distributions()``), or a module or package Python can import
+    now (``importlib.util.find_spec``, or already imported). A plain directory that would import
+    as a namespace package does not count, nor does ``<name>.py`` itself in ``folder``.
+    """
+    if name in sys.stdlib_module_names:
+        return "a module of Python's standard library"
+    distributions = importlib.metadata.packages_distributions().get(name)
+    if distributions:
+        owners = ", ".join(dict.fromkeys(distributions))
+        return f"a top-level module of the installed distribution {owners}"
+    if name in sys.modules:
+        return "a module Python can import (this program has imported it)"
+    try:
+        spec = importlib.util.find_spec(name)
+    except (ImportError, ValueError):  # a finder that cannot tell: nothing found
+        spec = None
+    if spec is None or spec.origin is None:  # no origin: a namespace package, i.e. a directory
+        return None
+    if folder is not None and os.path.realpath(os.path.dirname(spec.origin)) == os.path.realpath(folder):
+        return None
+    return "a module Python can import"
+
+
+def check_not_shadowing(name: str, folder: str | None) -> None:
+    """Refuse (``WriteToolRefused``) a name that ``shadowed_module`` says shadows a module; the
+    message says which kind of module and suggests a free name."""
+    what = shadowed_module(name, folder)
+    if what is None:
+        return
+    candidates = (f"{name}Tool", f"my{name[:1].upper()}{name[1:]}", f"{name}_tool")
+    suggestion = next((c for c in candidates if shadowed_module(c, folder) is None), candidates[0])
+    raise WriteToolRefused(
+        f'"name" {name!r} is the name of {what}; a tool file {name}.py would be imported in its '
+        f'place wherever the tool folder is on the import path. Choose another name, e.g. "{suggestion}".'
+    )
 
 
 def check_schema(schema: Any) -> dict[str, Any]:
@@ -202,23 +249,42 @@ def check_request(args: dict[str, Any]) -> ToolSpec:
 
 
 def target_path(store: ToolStore, name: str) -> str:
-    """Return ``<store folder>/<name>.py``, refusing anything that would land outside the folder."""
+    """Return ``<store folder>/<name>.py``, refusing anything that would land outside the folder.
+
+    The folder is resolved, the file name is not: a ``<name>.py`` that is a symbolic link is
+    refused, wherever it leads, because writing through it would change the file it points to
+    (another tool's file, or one outside the folder) rather than the link.
+    """
     if not store.folder:
         raise WriteToolRefused(
             "This agent's tool store has no folder to write to; it must be loaded with "
             "load_tools(store, folder) before writeTool can create tools."
         )
     folder = os.path.realpath(store.folder)
-    target = os.path.realpath(os.path.join(folder, f"{name}.py"))
+    target = os.path.join(folder, f"{name}.py")
     if os.path.dirname(target) != folder:
         raise WriteToolRefused(f'"name" {name!r} does not give a file inside the tool folder.')
+    if os.path.islink(target):
+        real = os.path.realpath(target)
+        if os.path.dirname(real) == folder:
+            where = f"to {os.path.basename(real)} in the tool folder"
+        else:
+            where = "that leads outside the tool folder, so it does not give a file inside the tool folder"
+        raise WriteToolRefused(
+            f"{name}.py is a symbolic link {where}; writeTool never writes through a symbolic "
+            "link. Choose another name."
+        )
     return target
 
 
 def written_by_write_tool(path: str) -> bool:
-    """Whether the file at ``path`` starts with ``MARKER``, i.e. writeTool wrote it."""
+    """Whether the regular file at ``path`` starts with ``MARKER``, i.e. writeTool wrote it (a
+    symbolic link is never reported as written by writeTool, whatever it points to)."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
-        with open(path, encoding="utf-8", errors="replace") as handle:
+        with open(os.open(path, flags), encoding="utf-8", errors="replace") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                return False
             return handle.readline().rstrip("\r\n") == MARKER
     except OSError:
         return False
@@ -279,7 +345,7 @@ import json
 from typing import Any
 
 from yiemagent import AbortSignal, AgentTool, AgentToolResult, ImageContent, TextContent, to_tool_result
-from yiemagent import validate_required_args as schema_problems
+from yiemagent import validate_required_args as schema_problems{imports}
 
 NAME = {name!r}
 LABEL = {label!r}
@@ -294,7 +360,7 @@ _EXECUTE = '''
 
 
 def execute_tool({params}) -> AgentToolResult:
-    """Run the tool's code and turn what it returns into a result."""
+    """Run the tool's code and turn what it returns into a result."""{checks}
     value = _execute_body(tool_call_id, args, signal, on_partial_result)
     if value is None:
         raise ValueError(
@@ -303,6 +369,9 @@ def execute_tool({params}) -> AgentToolResult:
         )
     return to_tool_result(value, NAME)
 '''
+
+_RUN_CHECKS = """
+    args = _checked_arguments(tool_call_id, args)"""
 
 _VALIDATE = '''
 
@@ -327,6 +396,45 @@ def prepare_arguments(args: dict[str, Any]) -> dict[str, Any]:
     """Run the tool's argument preparation; returning nothing keeps the (possibly changed) args."""
     value = _prepare_body(args)
     return args if value is None else value
+
+
+def _checked_later(args: dict[str, Any]) -> str | None:
+    """Accept the arguments while the call is prepared: prepare_arguments may still change them,
+    and it runs with the schema check at the start of execute_tool (see _checked_arguments)."""
+    return None
+'''
+
+# The tool's own prepare and validate code runs at the start of execute_tool, not while the call
+# is prepared: the pipeline prepares and validates before before_tool_call, so a hook that blocks
+# a call (an approval gate) would otherwise come too late to stop the model's code.
+_CHECK_IMPORTS = """
+from yiemagent import AgentToolCall, ToolArgumentError, prepare_tool_call_arguments, validate_tool_arguments
+from yiemagent.errors import describe_error"""
+
+_CHECKS = '''
+
+_CHECKS = AgentTool(
+    name=NAME,
+    label=LABEL,
+    description=DESCRIPTION,
+    input_schema=INPUT_SCHEMA,
+    execute=execute_tool,{hooks}
+)
+
+
+def _checked_arguments(tool_call_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    """Prepare and validate the arguments with this tool's own code, as the pipeline would have
+    before before_tool_call; here it runs only once the hook let the call through. Raises
+    ToolArgumentError with the message the pipeline would have given."""
+    call = AgentToolCall(tool_call_id, NAME, args)
+    try:
+        return validate_tool_arguments(_CHECKS, prepare_tool_call_arguments(_CHECKS, call))
+    except ToolArgumentError:
+        raise
+    except Exception as exc:
+        raise ToolArgumentError(
+            f'Preparing the arguments for tool "{{NAME}}" failed: {{describe_error(exc)}}'
+        ) from exc
 '''
 
 _GET_TOOL = '''
@@ -350,25 +458,36 @@ def render_tool_file(spec: ToolSpec) -> str:
     The file starts with ``MARKER``. The model's code becomes the bodies of ``execute_tool``,
     ``validate_required_args`` and ``prepare_arguments`` (built from its parsed statements, see
     ``function_source``); every value it gave (name, texts, schema) is embedded as a literal.
+    The tool the file gives runs none of the model's code before ``execute``: its prepare and
+    validate code run at the start of ``execute_tool``, after ``before_tool_call``, with the
+    errors they would have given during preparation. While the call is prepared, the pipeline
+    checks the schema (only validate code) or nothing (prepare code, which may change the
+    arguments first).
     """
     doc = repr(f"{spec.label} ({spec.name}), a tool written by writeTool.\n\n{spec.description}\n")
     schema = pprint.pformat(spec.input_schema, width=100, sort_dicts=False)
     execute = function_source("_execute_body", EXECUTE_PARAMS, "executeCode", spec.execute_code)
+    has_checks = spec.validate_code is not None or spec.prepare_code is not None
     parts = [
         _HEADER.format(marker=MARKER, doc=doc, name=spec.name, label=spec.label,
-                       description=spec.description, parallel=spec.parallel, schema=schema),
-        _EXECUTE.format(params=EXECUTE_PARAMS, body=execute),
+                       description=spec.description, parallel=spec.parallel, schema=schema,
+                       imports=_CHECK_IMPORTS if has_checks else ""),
+        _EXECUTE.format(params=EXECUTE_PARAMS, body=execute, checks=_RUN_CHECKS if has_checks else ""),
     ]
-    hooks = ""
+    checks = ""
+    offered = ""
     if spec.validate_code is not None:
         body = function_source("_validate_body", ARGS_PARAMS, "validateCode", spec.validate_code)
         parts.append(_VALIDATE.format(body=body))
-        hooks += "\n        validate_required_args=validate_required_args,"
+        checks += "\n    validate_required_args=validate_required_args,"
     if spec.prepare_code is not None:
         body = function_source("_prepare_body", ARGS_PARAMS, "prepareCode", spec.prepare_code)
         parts.append(_PREPARE.format(body=body))
-        hooks += "\n        prepare_arguments=prepare_arguments,"
-    parts.append(_GET_TOOL.format(hooks=hooks))
+        checks += "\n    prepare_arguments=prepare_arguments,"
+        offered = "\n        validate_required_args=_checked_later,"
+    if has_checks:
+        parts.append(_CHECKS.format(hooks=checks))
+    parts.append(_GET_TOOL.format(hooks=offered))
     return "".join(parts)
 
 
@@ -378,11 +497,13 @@ def render_tool_file(spec: ToolSpec) -> str:
 
 
 def _replaced_mode(target: str) -> int | None:
-    """Return the permission bits of the file ``target`` names, or ``None`` if there is none."""
+    """Return the permission bits of the regular file ``target`` names, or ``None`` if there is
+    none (a symbolic link that appeared there meanwhile lends no mode: its own is always 0777)."""
     try:
-        return stat.S_IMODE(os.stat(target).st_mode)
+        info = os.lstat(target)
     except FileNotFoundError:
         return None
+    return stat.S_IMODE(info.st_mode) if stat.S_ISREG(info.st_mode) else None
 
 
 def _write_temp(folder: str, name: str, text: str, target: str) -> str:
@@ -455,6 +576,7 @@ def write_tool(store: ToolStore, args: dict[str, Any]) -> AgentToolResult:
     gives its file. Raises ``WriteToolRefused`` with a message for the model on any problem.
     """
     spec = check_request(args)
+    check_not_shadowing(spec.name, store.folder)
     tool, path, replaced = install(store, spec)
     verb = "Replaced" if replaced else "Created"
     text = (
@@ -505,8 +627,9 @@ INPUT_SCHEMA: dict[str, Any] = {
         "prepareCode": {
             "type": "string",
             "description": (
-                "Optional Python code for the body of prepare_arguments(args), run before "
-                "validation: return the new args dict (or change args in place and return nothing)."
+                "Optional Python code for the body of prepare_arguments(args), run when the "
+                "call starts, before validation: return the new args dict (or change args in "
+                "place and return nothing)."
             ),
         },
         "parallel": {

@@ -5,17 +5,22 @@ The input schema comes from the type hints (``str``, ``int``, ``float``, ``bool`
 ``Annotated[X, "description"]``, ``Any``), the descriptions from the docstring (Google or NumPy
 style), and defaults make a parameter optional. Parameters named ``signal`` and
 ``on_partial_result`` receive the abort signal and the progress callback instead of arguments.
+An ``async def`` runs to completion on the tool's thread, on an event loop of its own, and an
+abort of the signal cancels it.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import enum
 import inspect
 import json
 import re
+import threading
 import types
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from typing import Any, Literal, overload
 
 import attrs
@@ -385,6 +390,66 @@ def _call_arguments(
     return positional, keywords
 
 
+def _aborted(signal: AbortSignal) -> asyncio.CancelledError:
+    reason = f" ({signal.reason})" if signal.reason else ""
+    return asyncio.CancelledError(f"the operation was aborted{reason}")
+
+
+async def _until_aborted(coro: Coroutine[Any, Any, Any], signal: AbortSignal | None) -> Any:
+    """Await ``coro`` as a task that an abort of ``signal`` cancels (from any thread).
+
+    A coroutine that lets the cancellation through ends in ``CancelledError`` saying the
+    operation was aborted; one that catches it and returns keeps its answer.
+    """
+    task = asyncio.ensure_future(coro)
+    if signal is None:
+        return await task
+    loop = asyncio.get_running_loop()
+
+    def cancel() -> None:
+        # abort() runs this on the aborting thread, possibly just as the loop closes.
+        with contextlib.suppress(RuntimeError):
+            loop.call_soon_threadsafe(task.cancel)
+
+    unlink = signal.on_abort(cancel)
+    try:
+        return await task
+    except asyncio.CancelledError:
+        if signal.aborted and task.cancelled():
+            raise _aborted(signal) from None
+        raise
+    finally:
+        unlink()
+
+
+def _run_coroutine(coro: Coroutine[Any, Any, Any], signal: AbortSignal | None, tool_name: str) -> Any:
+    """Run ``coro`` to completion on a fresh event loop on this thread and return its value (or
+    raise its exception); an abort of ``signal`` cancels it.
+
+    A thread that already runs an event loop (a notebook, an async caller calling the tool
+    directly) cannot run a second one, so there the coroutine runs on a thread of its own while
+    this one waits for it.
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(_until_aborted(coro, signal))
+    box: list[Any] = [None, None]
+
+    def target() -> None:
+        try:
+            box[0] = asyncio.run(_until_aborted(coro, signal))
+        except BaseException as exc:  # handed to the waiting caller, not lost in the thread
+            box[1] = exc
+
+    runner = threading.Thread(target=target, name=f"yiemagent-async-{tool_name}", daemon=True)
+    runner.start()
+    runner.join()
+    if box[1] is not None:
+        raise box[1]
+    return box[0]
+
+
 def _make_tool(
     fn: Callable[..., Any],
     name: str | None,
@@ -393,6 +458,9 @@ def _make_tool(
     parallel: bool,
     timeout_s: float | None,
 ) -> AgentTool:
+    if inspect.isasyncgenfunction(fn):
+        raise TypeError(f"function_tool: function {fn.__qualname__!r} is an async generator; a tool "
+                        "returns one value, so make it a plain async def that returns it")
     schema, params, doc_description = _build(fn)
     tool_name = name or fn.__name__
 
@@ -400,7 +468,10 @@ def _make_tool(
         _tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None, on_partial_result: Any
     ) -> AgentToolResult:
         positional, keywords = _call_arguments(params, args, signal, on_partial_result)
-        return to_tool_result(fn(*positional, **keywords), tool_name)
+        value = fn(*positional, **keywords)
+        if inspect.iscoroutine(value):  # an async def: run it here, on the tool's thread
+            value = _run_coroutine(value, signal, tool_name)
+        return to_tool_result(value, tool_name)
 
     execute.__doc__ = f"Run {fn.__qualname__} with the tool call's arguments."
     return AgentTool(
@@ -445,8 +516,12 @@ def function_tool(
 
     The name defaults to the function's name, the label to that name in words, the description
     to the docstring's summary and extended text. The function's return value becomes the result
-    (see ``to_tool_result``); ``Enum`` arguments arrive as members. Raises ``TypeError`` at
-    decoration time, naming the function and parameter, for a missing or unsupported type hint.
+    (see ``to_tool_result``); ``Enum`` arguments arrive as members. An ``async def`` is run to
+    completion on the calling thread with ``asyncio.run`` (on a helper thread if that thread
+    already runs an event loop); an abort of the call's signal cancels it, which ends the call in
+    ``CancelledError`` unless the coroutine catches it and returns. Raises ``TypeError`` at
+    decoration time, naming the function and parameter, for a missing or unsupported type hint,
+    and for an async generator.
     """
     if fn is not None:
         if not callable(fn):

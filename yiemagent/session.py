@@ -9,6 +9,8 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
+import stat
 import uuid
 from typing import Any
 
@@ -49,11 +51,20 @@ def session_to_dict(data: SessionData) -> dict[str, Any]:
 
 def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
     """Write the session ``data`` to ``path`` atomically: a crash mid-write leaves the old file
-    whole (the text goes to a temporary file in the same folder, is synced, then replaces it)."""
+    whole (the text goes to a temporary file ``.<file name>.<hex>.tmp`` in the same folder, is
+    synced, then replaces it).
+
+    A save that was killed leaves its temporary file behind; every save removes the ones of the
+    same target that are over ``STALE_TEMP_AGE_S`` seconds older than its own (both ages read
+    from the file system's clock). Younger ones are kept: they may be the live files of
+    concurrent saves to the same path, which must not lose theirs. Removing is best effort and
+    never fails the save.
+    """
     text = json.dumps(session_to_dict(data), ensure_ascii=False, indent=1)
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
-    tmp = os.path.join(folder, f".session-{uuid.uuid4().hex}.tmp")
+    prefix = _temp_prefix(target)
+    tmp = os.path.join(folder, f"{prefix}{uuid.uuid4().hex}.tmp")
     # Created 0666 so that the umask applies, as to any file the user writes.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
@@ -61,6 +72,7 @@ def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
             f.write(text)
             f.flush()
             os.fsync(f.fileno())
+            written = os.fstat(f.fileno()).st_mtime
         with contextlib.suppress(FileNotFoundError):  # a replaced file keeps its mode
             os.chmod(tmp, os.stat(target).st_mode & 0o777)
         os.replace(tmp, target)
@@ -68,24 +80,65 @@ def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
+    _remove_stale_temps(folder, prefix, written - STALE_TEMP_AGE_S)
+
+
+# A save's temporary file lives for the time of one write, fsync and rename; one this much older
+# than a new save's own file belongs to a save that died.
+STALE_TEMP_AGE_S = 60.0
+# Room for ".", "." and "<32 hex>.tmp" within the usual 255-byte limit of a file name.
+_TEMP_NAME_BYTES = 200
+
+
+def _temp_prefix(target: str) -> str:
+    """``.<file name>.``: the start of the temporary files of saves to ``target`` (the name cut to
+    ``_TEMP_NAME_BYTES`` bytes so that the temporary name stays a valid file name)."""
+    name = os.path.basename(target)
+    while len(name.encode("utf-8", "surrogatepass")) > _TEMP_NAME_BYTES:
+        name = name[:-1]
+    return f".{name}."
+
+
+def _remove_stale_temps(folder: str, prefix: str, cutoff: float) -> None:
+    """Delete the temporary files ``<prefix><32 hex>.tmp`` in ``folder`` last changed before
+    ``cutoff``; ignore every error (the save they follow has succeeded)."""
+    pattern = re.compile(re.escape(prefix) + r"[0-9a-f]{32}\.tmp")
+    with contextlib.suppress(OSError), os.scandir(folder) as entries:
+        for entry in entries:
+            if not pattern.fullmatch(entry.name):
+                continue
+            with contextlib.suppress(OSError):
+                info = entry.stat(follow_symlinks=False)
+                if stat.S_ISREG(info.st_mode) and info.st_mtime < cutoff:
+                    os.unlink(entry.path)
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a JSON value")
 
 
 def load_session(path: str | os.PathLike[str]) -> SessionData:
-    """Read a session file; raise ``SessionError`` naming the file if it cannot be used."""
+    """Read a session file; raise ``SessionError`` naming the file if it cannot be used, whatever
+    is wrong with it (not JSON, ``NaN`` or ``Infinity`` in it, nested too deeply, numbers out of
+    range, not a session, an unknown version)."""
     name = os.fspath(path)
     try:
         with open(name, encoding="utf-8") as f:
-            data = json.load(f)
+            data = json.load(f, parse_constant=_reject_constant)
     except OSError as exc:
         raise SessionError(f"{name}: cannot read session file: {exc.strerror or exc}") from exc
     except ValueError as exc:
         raise SessionError(f"{name}: damaged session file (not valid JSON: {exc})") from exc
+    except RecursionError as exc:
+        raise SessionError(f"{name}: damaged session file (its JSON is nested too deeply to read)") from exc
     return session_from_dict(data, name)
 
 
 def session_from_dict(data: Any, name: str = "session") -> SessionData:
     """The ``SessionData`` of a decoded session document; raise ``SessionError`` (starting with
-    ``name``) when it is not a session of a version this library reads."""
+    ``name``) when it is not a session of a version this library reads, or when any part of it
+    cannot be turned back into messages (whatever the exception: a value out of range, nesting
+    too deep, a wrong type)."""
     if not isinstance(data, dict) or data.get("format") != SESSION_FORMAT:
         raise SessionError(f"{name}: not a yiemagent session file")
     version = data.get("version")
@@ -100,5 +153,7 @@ def session_from_dict(data: Any, name: str = "session") -> SessionData:
             model=None if model is None else LlmModel.from_dict(model),
             messages=[AgentMessage.from_dict(m) for m in data["messages"]],
         )
-    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+    except RecursionError as exc:
+        raise SessionError(f"{name}: damaged session file (nested too deeply to read)") from exc
+    except Exception as exc:  # any failure to rebuild the messages means the file is damaged
         raise SessionError(f"{name}: damaged session file ({describe_error(exc)})") from exc

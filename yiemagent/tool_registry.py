@@ -16,20 +16,20 @@ import itertools
 import logging
 import os
 import re
+import stat
 import sys
 import threading
 import traceback
 import types
 import uuid
 import weakref
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import attrs
 
 from yiemagent.content import AgentToolCall, ImageContent, MessageContent, TextContent, ThinkingContent
-from yiemagent.errors import ToolLoadError
+from yiemagent.errors import ToolLoadError, reraise_interrupt
 from yiemagent.messages import LlmUsage
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
 
@@ -256,10 +256,15 @@ def _line_in(exc: BaseException, path: str) -> int | None:
 
 
 def _describe(exc: BaseException, path: str, doing: str) -> str:
+    """Say what ``exc`` was, where in ``path`` it was raised and while ``doing`` what."""
     line = _line_in(exc, path)
     where = f" at line {line}" if line is not None else ""
     kind = "import error" if isinstance(exc, ImportError) else f"{type(exc).__name__}"
-    return f"{kind}{where} {doing}: {exc}"
+    text = str(exc)
+    message = f"{kind}{where} {doing}: {text}" if text else f"{kind}{where} {doing}"
+    if isinstance(exc, SystemExit):
+        message += " (a tool file must not call sys.exit() or exit(); raise an exception instead)"
+    return message
 
 
 def _compile(source: bytes, path: str) -> types.CodeType:
@@ -271,6 +276,11 @@ def _compile(source: bytes, path: str) -> types.CodeType:
         raise _FileProblem(f"syntax error at line {exc.lineno}: {exc.msg}{shown}") from None
     except ValueError as exc:  # e.g. null bytes in the source
         raise _FileProblem(f"cannot be compiled: {exc}") from None
+    except (RecursionError, MemoryError) as exc:  # an expression nested too deeply for the compiler
+        raise _FileProblem(
+            f"cannot be compiled: {type(exc).__name__} ({exc or 'out of memory'}); "
+            "the code nests too deeply, split long expressions into several statements"
+        ) from None
 
 
 def _call_get_tool(get_tool: Any, store: ToolStore | None) -> Any:
@@ -304,7 +314,9 @@ def _execute_file(
 
     The module is in ``sys.modules`` while the file runs (so dataclasses work, and so does
     pickling what the file defines, its parent packages being registered too) and stays there on
-    success; on failure it is removed and ``_FileProblem`` says why.
+    success; on failure it is removed and ``_FileProblem`` says why. Whatever the file raises,
+    ``SystemExit`` and other ``BaseException``s included, becomes that ``_FileProblem``; only
+    ``KeyboardInterrupt`` propagates. (``os._exit`` or an endless loop cannot be caught here.)
     """
     code = _compile(source, path)
     module = types.ModuleType(module_name)
@@ -316,7 +328,8 @@ def _execute_file(
     try:
         try:
             exec(code, module.__dict__)
-        except Exception as exc:
+        except BaseException as exc:  # SystemExit & co. too: one file must not end the load
+            reraise_interrupt(exc)
             raise _FileProblem(_describe(exc, path, "while running the file")) from None
         get_tool = module.__dict__.get("get_tool")
         if not callable(get_tool):
@@ -325,7 +338,8 @@ def _execute_file(
             )
         try:
             tool = _call_get_tool(get_tool, store)
-        except Exception as exc:
+        except BaseException as exc:
+            reraise_interrupt(exc)
             raise _FileProblem(_describe(exc, path, "in get_tool()")) from None
         if not isinstance(tool, AgentTool):
             raise _FileProblem(f"get_tool() returned {type(tool).__name__}; it must return an AgentTool")
@@ -336,9 +350,26 @@ def _execute_file(
     return module, tool
 
 
-def _read(path: str) -> bytes:
+def _read(path: str, follow_symlinks: bool = True) -> bytes:
+    """Return the bytes of the regular file ``path``; raise ``_FileProblem`` when it cannot be read.
+
+    With ``follow_symlinks`` false, a symbolic link is refused even if it replaced the file
+    after the folder was listed: ``O_NOFOLLOW`` makes the refusal part of the ``open``.
+    """
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)  # a FIFO swapped in must not block the load
+    if not follow_symlinks:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
-        return Path(path).read_bytes()
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if not follow_symlinks and os.path.islink(path):
+            raise _FileProblem("is a symbolic link; links in a tool folder are not followed") from None
+        raise _FileProblem(f"cannot be read: {exc.strerror or exc}") from None
+    try:
+        with os.fdopen(fd, "rb") as handle:
+            if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
+                raise _FileProblem("is not a regular file")
+            return handle.read()
     except OSError as exc:
         raise _FileProblem(f"cannot be read: {exc.strerror or exc}") from None
 
@@ -367,12 +398,15 @@ def check_tool_file(path: str | os.PathLike[str], store: ToolStore | None = None
 
 @attrs.define
 class _Candidate:
-    """A file executed during this load, waiting to be registered."""
+    """A file executed during this load, waiting to be registered; ``previous`` is the module
+    its module name held before (a changed file's old module), put back if the load is
+    interrupted."""
 
     path: str
     digest: str
     module: types.ModuleType
     tool: AgentTool
+    previous: types.ModuleType | None = None
 
 
 def _digest(source: bytes) -> str:
@@ -402,30 +436,83 @@ def _forget(store: ToolStore, path: str) -> None:
         del store.tools[record.tool_name]
 
 
-def _tool_files(root: str) -> list[str]:
-    """Return the loadable tool files of ``root``, sorted by file name."""
+_LINK_OUT = ("is a symbolic link that leads outside the tool folder; such links are not followed. "
+             "Copy the tool file into the folder instead of linking to it")
+
+
+def _inside(root: str, path: str) -> bool:
+    """Whether the real location of ``path`` is within the folder ``root`` (a real path)."""
+    real = os.path.realpath(path)
+    try:
+        return real != root and os.path.commonpath([root, real]) == root
+    except ValueError:  # on another drive (Windows)
+        return False
+
+
+def _tool_files(root: str, problems: list[tuple[str, str]]) -> list[str]:
+    """Return the loadable tool files of ``root``, sorted by file name: regular files only.
+
+    Symbolic links are never followed. One that leads out of ``root`` is recorded in
+    ``problems`` (without its target: neither its content nor where it points is shown). One
+    that stays inside ``root`` is skipped: the file it names is loaded under its own name when
+    it is a tool file, and loading it through the link too would define its tool twice.
+    """
+    paths: list[str] = []
     with os.scandir(root) as entries:
-        names = sorted(e.name for e in entries if is_tool_file_name(e.name) and e.is_file())
-    return [os.path.join(root, name) for name in names]
+        for entry in sorted(entries, key=lambda e: e.name):
+            if not is_tool_file_name(entry.name):
+                continue
+            if entry.is_symlink():
+                if _inside(root, entry.path):
+                    logger.info("tool file %s is a symbolic link within the tool folder; skipped",
+                                entry.path)
+                else:
+                    problems.append((entry.path, _LINK_OUT))
+            elif entry.is_file(follow_symlinks=False):
+                paths.append(entry.path)
+    return paths
 
 
 def _execute_changed(
     store: ToolStore, paths: list[str], problems: list[tuple[str, str]]
-) -> Iterator[_Candidate]:
-    """Yield a candidate for every new or changed file; record problems and forget failed files."""
-    for path in paths:
-        try:
-            source = _read(path)
-            digest = _digest(source)
-            record = store._files.get(path)
-            if record is not None and record.digest == digest:
+) -> list[_Candidate]:
+    """Return a candidate for every new or changed file; record problems and forget failed files.
+
+    If a ``KeyboardInterrupt`` (the one exception a tool file may raise through the loader) stops
+    the load, the modules executed so far are taken back out of ``sys.modules`` (a changed file's
+    old module is put back) before it propagates, so the store and its modules stay as they were.
+    """
+    candidates: list[_Candidate] = []
+    running: tuple[str, types.ModuleType | None] | None = None  # the file being executed
+    try:
+        for path in paths:
+            running = None
+            try:
+                source = _read(path, follow_symlinks=False)
+                digest = _digest(source)
+                record = store._files.get(path)
+                if record is not None and record.digest == digest:
+                    continue
+                module_name = _module_name_for(store, path)
+                running = (module_name, sys.modules.get(module_name))
+                module, tool = _execute_file(path, source, module_name, store)
+            except _FileProblem as exc:
+                problems.append((path, str(exc)))
+                _forget(store, path)
                 continue
-            module, tool = _execute_file(path, source, _module_name_for(store, path), store)
-        except _FileProblem as exc:
-            problems.append((path, str(exc)))
-            _forget(store, path)
-            continue
-        yield _Candidate(path, digest, module, tool)
+            candidates.append(_Candidate(path, digest, module, tool, running[1]))
+        running = None
+    except BaseException:
+        undo = [(c.module.__name__, c.previous) for c in candidates]
+        if running is not None:
+            undo.append(running)
+        for module_name, previous in reversed(undo):
+            if previous is None:
+                sys.modules.pop(module_name, None)
+            else:
+                sys.modules[module_name] = previous
+        raise
+    return candidates
 
 
 def _register_candidates(
@@ -480,7 +567,9 @@ def load_tools(
 ) -> dict[str, AgentTool]:
     """Load every tool file of ``folder`` into ``store`` and return ``get_tools(store)``.
 
-    Files load in sorted order; those starting with ``_`` or containing ``registry`` are skipped.
+    Files load in sorted order; those starting with ``_`` or containing ``registry`` are skipped,
+    and so are symbolic links, which are never followed (one leading out of the folder is a
+    load problem).
     Again on the same folder, changed files are re-executed, new ones added and the tools of
     removed (or now failing) files dropped; tools registered by hand stay, and a file giving
     one of their names is a load problem. ``listTools`` is
@@ -494,11 +583,11 @@ def load_tools(
     problems: list[tuple[str, str]] = []
     with store.lock:
         store.folder = root
-        paths = _tool_files(root)
+        paths = _tool_files(root, problems)
         present = set(paths)
         for path in [p for p in store._files if os.path.dirname(p) == root and p not in present]:
             _forget(store, path)
-        candidates = list(_execute_changed(store, paths, problems))
+        candidates = _execute_changed(store, paths, problems)
         _register_candidates(store, candidates, problems)
         _ensure_list_tool(store)
     problems.sort(key=lambda item: item[0])
@@ -516,7 +605,7 @@ def load_tool_file(store: ToolStore, path: str | os.PathLike[str]) -> AgentTool:
     file_path = os.path.realpath(os.fspath(path))
     problems: list[tuple[str, str]] = []
     with store.lock:
-        candidates = list(_execute_changed(store, [file_path], problems))
+        candidates = _execute_changed(store, [file_path], problems)
         _register_candidates(store, candidates, problems)
         record = store._files.get(file_path)
     if problems or record is None:
