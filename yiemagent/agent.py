@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -378,13 +377,17 @@ class YiemAgent:
 
         The active run finishes (or is aborted when ``abort``) and its response is delivered.
         With ``wait`` the worker thread has ended on return, or ``timeout`` seconds passed (then
-        a warning says what is still running). Calling it again is harmless.
+        a warning says what is still running); from a listener or tool of this agent, where
+        that wait could never end, ``wait=True`` raises ``RuntimeError`` (use ``wait=False``).
+        Calling it again is harmless.
         """
         core = self._worker_core
+        if wait:
+            core.hub.check_not_worker("shutdown(wait=True)")
         queued = core.stop()
         if abort:
             core.abort("the agent is shutting down")
-        if wait and not _on_thread(core):
+        if wait:
             core.thread.join(timeout)
             if core.thread.is_alive():
                 logger.warning("shutdown(timeout=%s) returned while the worker is still busy "
@@ -428,10 +431,6 @@ class YiemAgent:
     def __repr__(self) -> str:
         return (f"YiemAgent(session_id={self.session_id!r}, tools={list(self.tools)}, "
                 f"messages={len(self._state.messages)}, running={self.is_running})")
-
-
-def _on_thread(core: AgentWorker) -> bool:
-    return threading.current_thread() is core.thread
 
 
 def _check_prompt(value: Any) -> str:

@@ -6,6 +6,7 @@ to its caller, whatever a tool or hook does: failures become error results fed b
 
 from __future__ import annotations
 
+import contextvars
 import json
 import threading
 from collections.abc import Callable, Mapping, Sequence
@@ -111,6 +112,12 @@ def _parsed_call(tool_call: AgentToolCall) -> AgentToolCall:
     return tool_call if args is tool_call.arguments else attrs.evolve(tool_call, arguments=args)
 
 
+def _require_bool(hook: str, field: str, value: Any) -> None:
+    """Hooks are strict: a flag that is not a bool (the string "false" is truthy) is an error."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{hook} returned {field}={value!r}; it must be True or False")
+
+
 def _before_hook_block(
     config: AgentLoopConfig, ctx: BeforeToolCallContext, signal: AbortSignal | None
 ) -> str | None:
@@ -123,12 +130,13 @@ def _before_hook_block(
     if isinstance(before, BeforeToolCallResult):
         block, reason = before.block, before.reason
     elif isinstance(before, Mapping):
-        block, reason = bool(before.get("block", False)), before.get("reason")
+        block, reason = before.get("block", False), before.get("reason")
     else:
         raise TypeError(
             f"before_tool_call returned {type(before).__name__}; expected None, "
             "a BeforeToolCallResult or a dict with 'block' and 'reason'"
         )
+    _require_bool("before_tool_call", "block", block)
     return (str(reason) if reason else "Tool execution was blocked") if block else None
 
 
@@ -224,7 +232,9 @@ def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name:
         finally:
             done.set()
 
-    threading.Thread(target=target, name=f"yiemagent-tool-{name}", daemon=True).start()
+    # The tool runs in a copy of the caller's context (tracing, the agent it runs for).
+    threading.Thread(target=contextvars.copy_context().run, args=(target,),
+                     name=f"yiemagent-tool-{name}", daemon=True).start()
     finished = done.wait(timeout_s)
     if unlink is not None:
         unlink()
@@ -307,11 +317,12 @@ def _merge_after(result: AgentToolResult, is_error: bool, after: Any) -> tuple[A
                         "an AfterToolCallResult or a dict")
     # ``None`` means "keep", in the dict form as in the object form.
     changes = {k: v for k, v in given.items() if v is not None}
-    is_error = bool(changes.pop("is_error", is_error))
+    for flag in ("is_error", "terminate"):
+        if flag in changes:
+            _require_bool("after_tool_call", flag, changes[flag])
+    is_error = changes.pop("is_error", is_error)
     if "content" in changes:
         changes["content"] = content_list(changes["content"])
-    if "terminate" in changes:
-        changes["terminate"] = bool(changes["terminate"])
     if isinstance(changes.get("usage"), Mapping):
         changes["usage"] = LlmUsage.from_dict(changes["usage"])
     if not isinstance(changes.get("usage", result.usage), (LlmUsage, type(None))):
@@ -490,8 +501,10 @@ def execute_tool_calls_parallel(
         ]
         return _batch(finalized)
     with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
-        futures = iter([pool.submit(_execute_and_finalize, context, assistant_message, job,
-                                    config, signal, sink) for job in jobs])
+        # Each call runs in a copy of the caller's context (tracing, the agent it runs for).
+        futures = iter([pool.submit(contextvars.copy_context().run, _execute_and_finalize,
+                                    context, assistant_message, job, config, signal, sink)
+                        for job in jobs])
         finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e
                      for e in entries]
     return _batch(finalized)

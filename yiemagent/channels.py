@@ -12,6 +12,7 @@ through.
 from __future__ import annotations
 
 import collections
+import contextvars
 import itertools
 import queue
 import threading
@@ -26,6 +27,12 @@ __all__ = ["ChannelHub", "MessageChannel", "OutputChannel", "Queued"]
 
 Queued = tuple[int, UserMessage]  # (arrival number, message)
 T = TypeVar("T")
+
+
+# The hub of the agent whose worker (or one of its tool threads) is running this code: a
+# blocking call into that same agent from here would wait for itself.
+_RUNNING_FOR: contextvars.ContextVar[ChannelHub | None] = contextvars.ContextVar(
+    "yiemagent_running_for", default=None)
 
 
 class ChannelHub:
@@ -44,12 +51,22 @@ class ChannelHub:
         self.finished = False  # the worker has ended
         self.worker: int | None = None
 
+    def enter_worker(self) -> None:
+        """Mark the calling thread's context as this agent's worker; tool threads started from
+        it inherit the mark (the pipeline copies the context into them)."""
+        _RUNNING_FOR.set(self)
+
+    def on_own_thread(self) -> bool:
+        """Whether the caller is this agent's worker, or a tool or listener running for it."""
+        return _RUNNING_FOR.get() is self or (
+            self.worker is not None and threading.get_ident() == self.worker)
+
     def check_not_worker(self, what: str) -> None:
-        """Raise ``RuntimeError`` if called on the worker thread, where ``what`` would block
-        until the worker itself moved on: a deadlock."""
-        if self.worker is not None and threading.get_ident() == self.worker:
-            raise RuntimeError(f"{what} would block the agent's own worker thread (called from an "
-                               "event listener or a tool of that agent) and never return; call it "
+        """Raise ``RuntimeError`` if called from the agent's own worker or one of its tool
+        threads, where ``what`` would wait for the worker itself to move on: a deadlock."""
+        if self.on_own_thread():
+            raise RuntimeError(f"{what} would block the agent's own worker (called from an event "
+                               "listener or a tool of that agent) and never return; call it "
                                "from another thread")
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import copy
 import time
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, ClassVar, overload
 
 import attrs
 
@@ -18,6 +18,7 @@ from yiemagent.content import ContentBlock, content_from_dict, content_list, con
 __all__ = [
     "AgentMessage",
     "AssistantMessage",
+    "HistoryView",
     "LlmModel",
     "LlmUsage",
     "ToolResultMessage",
@@ -92,6 +93,27 @@ def _check_role(expected: str) -> Any:
             raise ValueError(f"role must be {expected!r}, got {value!r}")
 
     return check
+
+
+def _check_fields(msg: Any, strings: tuple[str, ...], optional: tuple[str, ...] = ()) -> None:
+    """Raise ``TypeError`` naming the first field of ``strings`` that is not a ``str`` (or of
+    ``optional`` that is neither ``str`` nor ``None``), and for a ``usage`` that is not usage.
+    Catches arguments given in the wrong order, e.g. the spec's role-first order."""
+    for name in strings:
+        value = getattr(msg, name)
+        if type(value) is not str and not isinstance(value, str):
+            raise TypeError(f"{type(msg).__name__}.{name} must be a str, got {type(value).__name__} "
+                            f"({value!r:.60}); pass fields by name, e.g. "
+                            f"{type(msg).__name__}(content=[TextContent('hi')])")
+    for name in optional:
+        value = getattr(msg, name)
+        if value is not None and not isinstance(value, str):
+            raise TypeError(f"{type(msg).__name__}.{name} must be a str or None, got "
+                            f"{type(value).__name__} ({value!r:.60})")
+    usage = getattr(msg, "usage", None)
+    if usage is not None and not isinstance(usage, LlmUsage):
+        raise TypeError(f"{type(msg).__name__}.usage must be an LlmUsage or None, got "
+                        f"{type(usage).__name__}")
 
 
 @attrs.define(frozen=True)
@@ -171,6 +193,9 @@ class AssistantMessage(AgentMessage):
     role: str = attrs.field(default="assistant", kw_only=True, validator=_check_role("assistant"))
     role_name: ClassVar[str] = "assistant"
 
+    def __attrs_post_init__(self) -> None:
+        _check_fields(self, ("api", "provider", "model", "stop_reason"), ("error_message",))
+
     def to_dict(self) -> dict[str, Any]:
         """Return the reply as a JSON-ready dict (usage as a nested dict or ``None``)."""
         return {
@@ -219,6 +244,18 @@ class ToolResultMessage(AgentMessage):
     )
     role_name: ClassVar[str] = "toolResult"
 
+    def __attrs_post_init__(self) -> None:
+        _check_fields(self, ("tool_call_id", "tool_name"))
+        if not isinstance(self.details, dict):
+            raise TypeError(f"ToolResultMessage.details must be a dict, got "
+                            f"{type(self.details).__name__}")
+        if type(self.is_error) is not bool:
+            raise TypeError(f"ToolResultMessage.is_error must be a bool, got {self.is_error!r}")
+        if not isinstance(self.added_tool_names, list) or not all(
+                isinstance(n, str) for n in self.added_tool_names):
+            raise TypeError("ToolResultMessage.added_tool_names must be a list of str, got "
+                            f"{self.added_tool_names!r:.60}")
+
     def to_dict(self) -> dict[str, Any]:
         """Return the result as a JSON-ready dict (details deep-copied)."""
         return {
@@ -245,3 +282,39 @@ class ToolResultMessage(AgentMessage):
             is_error=bool(data.get("is_error", False)),
             timestamp=_timestamp(data),
         )
+
+
+class HistoryView(Sequence[AgentMessage]):
+    """A read-only view of a history list: indexing, slicing (to a new list), iteration,
+    ``len`` and comparison with lists, but no way to change it. Hooks get the history this way,
+    so one cannot clear or reorder the live conversation; it copies nothing."""
+
+    __slots__ = ("_messages",)
+
+    def __init__(self, messages: list[AgentMessage]) -> None:
+        self._messages = messages
+
+    @overload
+    def __getitem__(self, index: int) -> AgentMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AgentMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> AgentMessage | list[AgentMessage]:
+        return self._messages[index]
+
+    def __len__(self) -> int:
+        return len(self._messages)
+
+    def __iter__(self) -> Iterator[AgentMessage]:
+        return iter(self._messages)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, HistoryView):
+            return self._messages == other._messages
+        return isinstance(other, list) and self._messages == other
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"HistoryView({self._messages!r})"

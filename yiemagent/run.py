@@ -29,7 +29,7 @@ from yiemagent.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage
+from yiemagent.messages import AgentMessage, AssistantMessage, HistoryView, ToolResultMessage
 from yiemagent.tool_calls import extract_tool_calls, normalize_tool_calls
 from yiemagent.tool_types import (
     AbortSignal,
@@ -268,7 +268,8 @@ class _Run:
     def run_tools(self, response: AssistantMessage, calls: list[AgentToolCall]) -> AgentToolCallBatch:
         """Step 6: execute the calls and add their results (and note the tools they added)."""
         state = self.state
-        context = AgentContext(state.system_prompt, state.messages, state.tools)
+        # Hooks see the history through a read-only view: they cannot clear the live history.
+        context = AgentContext(state.system_prompt, HistoryView(state.messages), state.tools)
         state.pending_tool_calls = {call.id for call in calls}
         try:
             batch = execute_tool_calls(context, response, calls, self.tool_config(), self.signal,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, Literal
 
 import attrs
@@ -203,7 +203,7 @@ class AgentContext:
     """
 
     system_prompt: str = ""
-    messages: list[AgentMessage] = attrs.field(factory=list)
+    messages: Sequence[AgentMessage] = attrs.field(factory=list)
     tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
     wire_cache: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 

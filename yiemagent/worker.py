@@ -90,6 +90,7 @@ class AgentWorker:
         """Take a job, run it, deliver its response; until shutdown. ``run_loop`` contains its
         failures; if the worker still ends abnormally (a ``KeyboardInterrupt``), the agent is
         closed so that senders and takers get ``AgentClosedError`` instead of hanging."""
+        self.hub.enter_worker()
         try:
             while (job := self.next_job()) is not None:
                 if job.problem is not None:

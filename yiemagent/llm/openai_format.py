@@ -9,7 +9,7 @@ since the last one. The Anthropic wire format lives beside it, in ``anthropic_fo
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from yiemagent.content import ContentBlock, ImageContent, TextContent
@@ -105,7 +105,7 @@ def message_to_openai(msg: AgentMessage) -> list[WireMessage]:
     return []
 
 
-def _wire_messages(messages: list[AgentMessage]) -> list[WireMessage]:
+def _wire_messages(messages: Sequence[AgentMessage]) -> list[WireMessage]:
     """The OpenAI messages for ``messages``. Images that tool results return travel in a user
     message placed after the whole run of ``tool`` messages: a user message between the tool
     messages answering one assistant message is a request providers reject."""
@@ -147,10 +147,11 @@ class WireCache:
             self._tools, self._tool_list = current, tools_to_openai(tools)
         return list(self._tool_list)
 
-    def convert(self, messages: list[AgentMessage]) -> list[WireMessage]:
+    def convert(self, messages: Sequence[AgentMessage]) -> list[WireMessage]:
         """Return the OpenAI messages for ``messages``: the cache's own list, to be copied by the
         caller before it is kept or changed."""
         known = len(self._sources)
+        # A slice of a list (or HistoryView) is a list: compared in C, identity first.
         if len(messages) < known or messages[:known] != self._sources:
             self._sources, self._wire, known = [], [], 0
         if len(messages) > known:
