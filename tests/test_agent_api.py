@@ -513,7 +513,7 @@ def test_blocking_calls_from_the_agents_own_thread_raise_instead_of_deadlocking(
     with YiemAgent(llm_call=ScriptedLLM(), agent_event_sink=listener) as agent:
         holder["agent"] = agent
         assert text(agent.prompt("outer", WAIT)) == "echo: outer"
-        assert len(problems) == 3 and all("worker thread" in p for p in problems)
+        assert len(problems) == 3 and all("own worker" in p for p in problems)
         assert agent.wait_for_idle(WAIT) and len(agent.messages) == 2  # nothing was queued
 
 
