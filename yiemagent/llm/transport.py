@@ -110,6 +110,17 @@ def _http_error(response: requests.Response, label: str, secret: Secret) -> LlmE
     )
 
 
+def _redirect_error(response: requests.Response, label: str) -> LlmError:
+    """Return the ``LlmError`` for a redirect, which the transport never follows: the request
+    would carry the key to wherever the server points, another host included."""
+    location = response.headers.get("location") or "(no Location header)"
+    return LlmError(
+        f"{label} server redirected the request (HTTP {response.status_code}) to {location}; "
+        "API requests do not follow redirects, so set base_url to the final URL",
+        status=response.status_code,
+    )
+
+
 def _encode(body: Mapping[str, Any], label: str) -> bytes:
     """Return ``body`` as strict JSON: NaN and infinity, which ``json.dumps`` would write as bare
     tokens no provider parses, raise ``ValueError`` instead."""
@@ -210,7 +221,10 @@ class _Attempt:
             with self._interrupter.active(), self._transport.session.post(
                 self._url, data=self._payload, headers=self._headers,
                 timeout=self._transport.timeout, stream=True,
+                allow_redirects=False,  # a redirect could take the key to another host
             ) as response:
+                if 300 <= response.status_code < 400:
+                    raise _redirect_error(response, self._transport.label)
                 if response.status_code >= 400:
                     raise _http_error(response, self._transport.label, self._transport.secret)
                 outcome = ("done", self._read(response, self._emit))
