@@ -18,6 +18,7 @@ from llm_helpers import (
 from llm_server import Reply, ScriptedServer
 
 from yiemagent.llm import LlmClient, LlmError
+from yiemagent.llm.redact import Secret
 
 ClientFactory = Callable[..., LlmClient]
 CLIENTS = [pytest.param(openai_client, id="openai"), pytest.param(anthropic_client, id="anthropic")]
@@ -63,3 +64,25 @@ def test_a_redirect_is_an_error_and_no_other_host_gets_the_key(
     assert error.status == status and not error.retryable
     assert [key_headers(sent) for sent in server.requests] != [[]]  # the configured host got it
     assert len(server.requests) == 1
+
+
+@pytest.mark.parametrize("make", CLIENTS)
+def test_a_short_key_leaves_error_texts_whole(server: ScriptedServer, make: ClientFactory) -> None:
+    text = "context length exceeded: max 8192 tokens (x, y)"
+    server.json({"type": "error", "error": {"type": "invalid_request_error", "message": text}},
+                status=400)
+    with pytest.raises(LlmError) as info:
+        make(server, api_key="x")(simple_request())
+    assert info.value.provider_message == text
+    assert f"HTTP 400, invalid_request_error): {text}" in str(info.value)
+    assert server.requests[0].headers.get("x-api-key", server.requests[0].headers.get(
+        "authorization")) in ("x", "Bearer x")  # the short key is still sent as it is
+
+
+@pytest.mark.parametrize(("key", "text", "scrubbed"), [
+    ("x", "a x in context", "a x in context"),
+    ("1234567", "id 1234567 and 12345678", "id 1234567 and 12345678"),  # 7: too short to hide
+    ("12345678", "id 1234567 and 12345678", "id 1234567 and ***"),  # 8 characters: scrubbed
+])
+def test_only_keys_of_8_characters_or_more_are_scrubbed(key: str, text: str, scrubbed: str) -> None:
+    assert Secret(key).scrub(text) == scrubbed

@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import requests
 
-__all__ = ["MASK", "ApiKeyAuth", "Secret"]
+__all__ = ["MASK", "MIN_SECRET_LENGTH", "ApiKeyAuth", "Secret"]
 
 MASK = "***"
+# Keys shorter than this are not secrets worth hiding (real provider keys run to dozens of
+# characters), and masking one would garble every text it happens to occur in ("ct***" for "ctx").
+MIN_SECRET_LENGTH = 8
 
 
 class Secret:
@@ -30,8 +33,10 @@ class Secret:
         return self._value is not None
 
     def scrub(self, text: str) -> str:
-        """Return ``text`` with every occurrence of the key replaced by ``***``."""
-        if self._value is None or self._value not in text:
+        """Return ``text`` with every occurrence of the key replaced by ``***``; a key shorter
+        than ``MIN_SECRET_LENGTH`` (8) characters is left in place, as is the text around it."""
+        if (self._value is None or len(self._value) < MIN_SECRET_LENGTH
+                or self._value not in text):
             return text
         return text.replace(self._value, MASK)
 
