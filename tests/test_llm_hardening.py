@@ -3,7 +3,9 @@ piece of it survives in an error text."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import logging
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import pytest
@@ -11,14 +13,15 @@ from llm_helpers import (
     KEY,
     anthropic_client,
     anthropic_message,
+    leak_texts,
     openai_client,
     openai_completion,
     simple_request,
 )
-from llm_server import Reply, ScriptedServer
+from llm_server import Reply, ScriptedServer, sse_bytes
 
 from yiemagent.llm import LlmClient, LlmError
-from yiemagent.llm.redact import Secret
+from yiemagent.llm.redact import Secret, excerpt
 
 ClientFactory = Callable[..., LlmClient]
 CLIENTS = [pytest.param(openai_client, id="openai"), pytest.param(anthropic_client, id="anthropic")]
@@ -86,3 +89,73 @@ def test_a_short_key_leaves_error_texts_whole(server: ScriptedServer, make: Clie
 ])
 def test_only_keys_of_8_characters_or_more_are_scrubbed(key: str, text: str, scrubbed: str) -> None:
     assert Secret(key).scrub(text) == scrubbed
+
+
+def cut_reply(path: str) -> Reply:
+    """A reply whose error text the client cuts, where the cut (if made before scrubbing)
+    falls 10 characters into the key, which is followed by ``END``.
+
+    Built here, not in the test, so no test frame holds the key as a local (leak_texts reads
+    them all)."""
+    text = "x" * 490 + KEY + "END"
+    if path == "error text":  # provider_error_text keeps 500 characters
+        return Reply(401, {"Content-Type": "text/plain"}, text.encode())
+    if path == "error object":
+        message = {"error": {"type": "authentication_error", "message": text}}
+        return Reply(401, {"Content-Type": "application/json"}, json.dumps(message).encode())
+    if path == "invalid JSON":  # read_json_body shows the body as error text
+        return Reply(200, {"Content-Type": "application/json"}, text.encode())
+    if path == "stream chunk":  # the clients show 200 characters of an event that is not JSON
+        return Reply(200, {"Content-Type": "text/event-stream"}, chunks=[sse_bytes([text[300:]])])
+    assert path == "not a reply"  # the parse modules show 300 characters of the JSON body
+    body = {"pad": text[len('{"pad": "') + 200:]}
+    return Reply(200, {"Content-Type": "application/json"}, json.dumps(body).encode())
+
+
+def fragments(key: str = KEY, size: int = 6) -> list[str]:
+    """Every run of ``size`` characters of ``key``."""
+    return [key[i:i + size] for i in range(len(key) - size + 1)]
+
+
+def assert_no_fragment(texts: Iterable[str]) -> None:
+    """Fail if any 6 consecutive characters of the key are in one of ``texts``."""
+    for text in texts:
+        found = [piece for piece in fragments() if piece in text]
+        assert not found, f"a piece of the key ({found[0]!r}) leaked into: {text[:600]}"
+
+
+@pytest.mark.parametrize("path", ["error text", "error object", "invalid JSON", "stream chunk",
+                                  "not a reply"])
+@pytest.mark.parametrize("make", CLIENTS)
+def test_a_key_cut_by_a_shortened_error_text_leaves_no_piece(
+        server: ScriptedServer, make: ClientFactory, path: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    server.add(cut_reply(path))
+    client = make(server, stream=path == "stream chunk", max_retries=0)
+    with pytest.raises(LlmError) as info:
+        client(simple_request())
+    # Scrubbed, then cut: what follows the key fits now, and is shown.
+    assert "xxxxxxxxxx***END" in str(info.value)
+    assert_no_fragment(leak_texts(info.value, caplog.records, client=client))
+
+
+@pytest.mark.parametrize(("text", "scrubbed"), [
+    ("error: " + KEY[:6], "error: ***"),  # the text ends inside the key: a cut
+    ("error: " + KEY[:5], "error: " + KEY[:5]),  # 5 characters: too few to count
+    ("error: " + KEY[:12] + "… more", "error: ***… more"),  # cut marked by excerpt
+    (KEY[-8:] + " rest", "*** rest"),  # the text starts inside the key
+    ("start …" + KEY[-6:] + " rest", "start …*** rest"),
+    ("a " + KEY[:10] + " b", "a " + KEY[:10] + " b"),  # not at a cut: some other text
+    ("x " + KEY + " y " + KEY[:7], "x *** y ***"),
+])
+def test_a_piece_of_the_key_at_a_cut_counts_as_the_key(text: str, scrubbed: str) -> None:
+    assert Secret(KEY).scrub(text) == scrubbed
+
+
+def test_excerpt_scrubs_the_active_key_before_it_cuts() -> None:
+    with Secret(KEY).active():
+        assert excerpt("x" * 490 + KEY + " tail", 500) == "x" * 490 + "*** tail"
+        # A partial echo of the key, whole before the cut, is split by it: masked after.
+        assert excerpt("x" * 490 + KEY[:12] + " tail", 500) == "x" * 490 + "***…"
+    assert excerpt("x" * 495 + KEY, 500) == "x" * 495 + KEY[:5] + "…"  # no key active: just cut

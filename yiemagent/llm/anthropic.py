@@ -16,6 +16,7 @@ from yiemagent.llm.anthropic_format import context_to_anthropic, openai_request_
 from yiemagent.llm.anthropic_parse import AnthropicStreamAssembler, parse_message
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
+from yiemagent.llm.redact import excerpt
 from yiemagent.llm.transport import Emit, iter_response_sse
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AgentContext
@@ -122,7 +123,7 @@ class AnthropicMessagesClient(LlmClient):
                 data = json.loads(event.data)
             except ValueError:
                 raise LlmStreamError(f"{self.label} stream sent an event that is not JSON: "
-                                     f"{event.data[:200]}") from None
+                                     f"{excerpt(event.data, 200)}") from None
             if assembler.handle(data):
                 return assembler.finish()
         raise LlmStreamError(f"{self.label} stream broke off: the reply ended before "

@@ -17,6 +17,7 @@ import requests
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
 from yiemagent.llm.openai_parse import OpenAIStreamAssembler, parse_chat_completion
+from yiemagent.llm.redact import excerpt
 from yiemagent.llm.transport import Emit, iter_response_sse
 from yiemagent.messages import AssistantMessage
 
@@ -106,7 +107,7 @@ class OpenAIChatClient(LlmClient):
                 chunk = json.loads(data)
             except ValueError:
                 raise LlmStreamError(f"{self.label} stream sent a chunk that is not JSON: "
-                                     f"{data[:200]}") from None
+                                     f"{excerpt(data, 200)}") from None
             assembler.add_chunk(chunk)
         raise LlmStreamError(f"{self.label} stream broke off: the reply ended before [DONE]",
                              retryable=True)

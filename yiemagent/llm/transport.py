@@ -29,7 +29,7 @@ from yiemagent.llm.errors import (
     LlmTimeoutError,
     provider_error_text,
 )
-from yiemagent.llm.redact import Secret
+from yiemagent.llm.redact import Secret, excerpt
 from yiemagent.llm.retry import RetryPolicy, call_with_retries, is_retryable_status, parse_retry_after
 from yiemagent.llm.sse import SSEEvent, SSEParser
 from yiemagent.messages import AssistantMessage
@@ -98,7 +98,9 @@ def _http_error(response: requests.Response, label: str, secret: Secret) -> LlmE
         body = response.raw.read(_READ_SIZE, decode_content=True) or b""
     except _BROKEN:
         body = b""
-    message, kind = provider_error_text(body)
+    # Scrubbed before provider_error_text shortens it; this first cut, at _READ_SIZE, may split
+    # the key too, and scrub masks a piece of it at the text's end.
+    message, kind = provider_error_text(secret.scrub(body.decode("utf-8", "replace")))
     message = secret.scrub(message or response.reason or "no error text")
     where = f"HTTP {status}, {kind}" if kind else f"HTTP {status}"
     return LlmError(
@@ -113,7 +115,7 @@ def _http_error(response: requests.Response, label: str, secret: Secret) -> LlmE
 def _redirect_error(response: requests.Response, label: str) -> LlmError:
     """Return the ``LlmError`` for a redirect, which the transport never follows: the request
     would carry the key to wherever the server points, another host included."""
-    location = response.headers.get("location") or "(no Location header)"
+    location = excerpt(response.headers.get("location") or "(no Location header)", 500)
     return LlmError(
         f"{label} server redirected the request (HTTP {response.status_code}) to {location}; "
         "API requests do not follow redirects, so set base_url to the final URL",
@@ -218,11 +220,15 @@ class _Attempt:
     def _work(self) -> None:
         outcome: tuple[str, Any]
         try:
-            with self._interrupter.active(), self._transport.session.post(
-                self._url, data=self._payload, headers=self._headers,
-                timeout=self._transport.timeout, stream=True,
-                allow_redirects=False,  # a redirect could take the key to another host
-            ) as response:
+            with (
+                self._transport.secret.active(),  # excerpt() scrubs the key from reply texts
+                self._interrupter.active(),
+                self._transport.session.post(
+                    self._url, data=self._payload, headers=self._headers,
+                    timeout=self._transport.timeout, stream=True,
+                    allow_redirects=False,  # a redirect could take the key to another host
+                ) as response,
+            ):
                 if 300 <= response.status_code < 400:
                     raise _redirect_error(response, self._transport.label)
                 if response.status_code >= 400:
