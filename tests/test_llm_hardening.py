@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import logging
+import re
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -20,7 +21,7 @@ from llm_helpers import (
 )
 from llm_server import Reply, ScriptedServer, sse_bytes
 
-from yiemagent.llm import LlmClient, LlmError
+from yiemagent.llm import LlmClient, LlmError, create_llm_call, parse_llm_spec
 from yiemagent.llm.redact import Secret, excerpt
 
 ClientFactory = Callable[..., LlmClient]
@@ -159,3 +160,37 @@ def test_excerpt_scrubs_the_active_key_before_it_cuts() -> None:
         # A partial echo of the key, whole before the cut, is split by it: masked after.
         assert excerpt("x" * 490 + KEY[:12] + " tail", 500) == "x" * 490 + "***…"
     assert excerpt("x" * 495 + KEY, 500) == "x" * 495 + KEY[:5] + "…"  # no key active: just cut
+
+
+@pytest.mark.parametrize(("spec", "right"), [
+    ("openai:smollm2@127.0.0.1:8765/v1", "openai:smollm2@http://127.0.0.1:8765/v1"),
+    ("openai:qwen@gpu-box:8000", "openai:qwen@http://gpu-box:8000"),
+    ("ollama:qwen2.5@localhost/v1", "ollama:qwen2.5@http://localhost/v1"),
+    ("openrouter:m@openrouter.ai/api/v1", "openrouter:m@http://openrouter.ai/api/v1"),
+    ("openai:m@[::1]:8000/v1", "openai:m@http://[::1]:8000/v1"),
+    ("vllm:org/model@10.0.0.7", "vllm:org/model@http://10.0.0.7"),
+])
+def test_a_server_address_without_a_scheme_is_refused(
+        monkeypatch: pytest.MonkeyPatch, spec: str, right: str) -> None:
+    monkeypatch.setenv("OPENAI_API_KEY", KEY)  # it must never go to api.openai.com with such a spec
+    with pytest.raises(ValueError, match="has no http:// or https://") as info:
+        parse_llm_spec(spec)
+    assert repr(right) in str(info.value)
+    with pytest.raises(ValueError, match=re.escape(repr(right))):
+        create_llm_call(spec)
+
+
+@pytest.mark.parametrize("spec", ["openai:m@ftp://host/v1", "openai:@http://host:8000/v1"])
+def test_a_spec_with_an_unusable_url_part_is_refused(spec: str) -> None:
+    with pytest.raises(ValueError, match="LLM spec"):
+        parse_llm_spec(spec)
+
+
+@pytest.mark.parametrize(("spec", "model"), [
+    ("anthropic:claude-3-5-sonnet@20240620", "claude-3-5-sonnet@20240620"),  # Vertex style
+    ("openai:ft-model@latest", "ft-model@latest"),
+    ("ollama:qwen@sha256:9f8e7d", "qwen@sha256:9f8e7d"),  # not a port: letters after the colon
+    ("openai:model@v1.2", "model@v1.2"),  # dotted, but not a domain: ends in digits
+])
+def test_a_model_name_may_hold_an_at_sign(spec: str, model: str) -> None:
+    assert parse_llm_spec(spec) == (spec.partition(":")[0], model, None)
