@@ -17,7 +17,7 @@ from yiemagent.llm.anthropic_parse import AnthropicStreamAssembler, parse_messag
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
 from yiemagent.llm.redact import excerpt
-from yiemagent.llm.transport import Emit, iter_response_sse
+from yiemagent.llm.transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, iter_response_sse
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AgentContext
 
@@ -60,6 +60,8 @@ class AnthropicMessagesClient(LlmClient):
         provider: str = "anthropic",
         api_key_env: str | None = KEY_FROM_ENV,
         anthropic_version: str = ANTHROPIC_VERSION,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline_s: float | None = None,
     ) -> None:
         if not isinstance(max_tokens, int) or max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
@@ -68,6 +70,7 @@ class AnthropicMessagesClient(LlmClient):
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
             max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
             retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
+            max_response_bytes=max_response_bytes, deadline_s=deadline_s,
         )
         self.max_tokens = max_tokens
         self.anthropic_version = anthropic_version

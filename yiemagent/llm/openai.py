@@ -18,7 +18,7 @@ from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
 from yiemagent.llm.openai_parse import OpenAIStreamAssembler, parse_chat_completion
 from yiemagent.llm.redact import excerpt
-from yiemagent.llm.transport import Emit, iter_response_sse
+from yiemagent.llm.transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, iter_response_sse
 from yiemagent.messages import AssistantMessage
 
 __all__ = ["OpenAIChatClient"]
@@ -54,12 +54,15 @@ class OpenAIChatClient(LlmClient):
         extra_body: Mapping[str, Any] | None = None,
         provider: str = "openai",
         api_key_env: str | None = KEY_FROM_ENV,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline_s: float | None = None,
     ) -> None:
         super().__init__(
             model, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
             max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
             retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
+            max_response_bytes=max_response_bytes, deadline_s=deadline_s,
         )
 
     @property
