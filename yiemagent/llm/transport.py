@@ -69,19 +69,24 @@ class _BoundedBody:
         self._seen = 0
 
     def _count(self, data: bytes) -> bytes:
+        """Return ``data`` once it is counted; raise ``LlmError`` when it takes the total past
+        the limit."""
         self._seen += len(data)
         if self._seen > self._limit:
             raise _too_large(self._label, self._limit, self._status)
         return data
 
     def read(self, *args: Any, **kwargs: Any) -> bytes:
+        """The wrapped ``read``, counted."""
         return self._count(self._raw.read(*args, **kwargs))
 
     def stream(self, *args: Any, **kwargs: Any) -> Iterator[bytes]:
+        """The wrapped ``stream``, each chunk counted as it comes."""
         for chunk in self._raw.stream(*args, **kwargs):
             yield self._count(chunk)
 
     def __getattr__(self, name: str) -> Any:
+        """The wrapped object's attribute; its ``read1``, where it has one, counted."""
         value = getattr(self._raw, name)
         if name == "read1":  # only where urllib3 has it (2.x): _byte_chunks looks for it
             return lambda *args, **kwargs: self._count(value(*args, **kwargs))
@@ -89,6 +94,8 @@ class _BoundedBody:
 
 
 def _too_large(label: str, limit: int, status: int, declared: str = "") -> LlmError:
+    """Return the final ``LlmError`` of a reply over ``max_response_bytes`` (a retry would get
+    the same reply); ``declared`` is the length its headers gave, if that was what told."""
     said = f" (its Content-Length says {declared})" if declared else ""
     return LlmError(f"{label} reply is larger than max_response_bytes ({limit} bytes){said}; "
                     "not read any further", status=status)
@@ -96,7 +103,7 @@ def _too_large(label: str, limit: int, status: int, declared: str = "") -> LlmEr
 
 def _bound(response: requests.Response, limit: int, label: str) -> None:
     """Make ``response``'s body readable only up to ``limit`` bytes (see ``_BoundedBody``); raise
-    ``LlmError`` at once when its declared, uncompressed length is already more."""
+    ``LlmError`` at once when the body is not compressed and its Content-Length is already more."""
     declared = response.headers.get("content-length", "").strip()
     plain = response.headers.get("content-encoding", "identity").strip().lower() == "identity"
     if plain and declared.isdigit() and int(declared) > limit:
