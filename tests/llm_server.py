@@ -5,9 +5,10 @@ thread. It records every request (method, path, headers, JSON body) and answers 
 scripted ``Reply`` objects: a status, headers and a whole body, or SSE bytes sent as HTTP chunks
 with a flush after each, optionally stopping without the final chunk (a connection closed
 mid-stream) or waiting on a ``threading.Event`` first (a slow server) or part-way (a stalled
-stream). Flushing each piece makes odd splits likely, not certain: TCP may still merge or split
-them on the way, so the client's reads need not end where the pieces do. That the parser handles
-every byte split is proven without a network by ``test_sse.py``.
+stream), or pausing between chunks (a trickling server). Flushing each piece makes odd splits
+likely, not certain: TCP may still merge or split them on the way, so the client's reads need not
+end where the pieces do. That the parser handles every byte split is proven without a network by
+``test_sse.py``.
 """
 
 from __future__ import annotations
@@ -41,7 +42,8 @@ class Reply:
 
     ``finish=False`` closes the connection without the final zero-length chunk. ``wait`` makes the
     handler wait for the event before answering; with ``wait_after`` it waits after sending that
-    many chunks instead.
+    many chunks instead. ``pause_s`` makes it pause that long before each chunk (a trickle that
+    lasts as long as the chunks do; the pauses end once the server is stopped).
     """
 
     status: int = 200
@@ -51,6 +53,7 @@ class Reply:
     finish: bool = True
     wait: threading.Event | None = None
     wait_after: int | None = None
+    pause_s: float = 0.0
 
 
 def sse_bytes(events: Iterable[Any], *, named: bool = False, done: bool = False) -> bytes:
@@ -115,6 +118,8 @@ class _Handler(BaseHTTPRequestHandler):
         for number, chunk in enumerate(reply.chunks):
             if reply.wait is not None and reply.wait_after == number:
                 reply.wait.wait(BLOCK_LIMIT_S)
+            if reply.pause_s:
+                self.server.owner.stopped.wait(reply.pause_s)
             self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
             self.wfile.flush()
         if reply.finish:
@@ -144,6 +149,7 @@ class ScriptedServer:
         self._cond = threading.Condition()
         self.requests: list[Recorded] = []
         self._waits: list[threading.Event] = []
+        self.stopped = threading.Event()  # set on leaving the context: trickling replies hurry
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
         self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
@@ -161,6 +167,7 @@ class ScriptedServer:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
+        self.stopped.set()
         with self._cond:
             events = list(self._waits)
         for event in events:

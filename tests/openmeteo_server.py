@@ -4,8 +4,8 @@ It answers in the JSON shapes of Open-Meteo's documentation: geocoding ``/v1/sea
 ``{"results": [...], "generationtime_ms": ...}`` and leaves ``results`` out when nothing matches;
 forecast ``/v1/forecast`` returns ``current`` and ``current_units`` with only the requested
 variables, in the requested units; a bad request gets HTTP 400 ``{"error": true, "reason": ...}``.
-Tests can make the forecast fail with any status and body, or hold every request until they
-release it (to provoke client timeouts without sleeping).
+Tests can make the forecast fail with any status and body, hold every request until they
+release it (to provoke client timeouts without sleeping), or make every answer trickle.
 """
 
 from __future__ import annotations
@@ -89,8 +89,10 @@ class OpenMeteoServer:
     """Serves fake Open-Meteo endpoints on 127.0.0.1 (a free port) from a background thread.
 
     ``requests`` records ``(path, query)`` of every request; ``request_seen`` is set when one
-    arrives. Set ``forecast_failure = (status, body)`` to make the forecast fail, or ``hold``
-    to an unset ``threading.Event`` to make every request wait until the test sets it.
+    arrives. Set ``forecast_failure = (status, body)`` to make the forecast fail, ``hold``
+    to an unset ``threading.Event`` to make every request wait until the test sets it, or
+    ``trickle_s`` to send every body one byte at a time, that many seconds apart (each byte well
+    within a read timeout; the pauses end once the server is stopped).
     """
 
     def __init__(self) -> None:
@@ -98,6 +100,8 @@ class OpenMeteoServer:
         self.request_seen = threading.Event()
         self.hold: threading.Event | None = None
         self.forecast_failure: tuple[int, str] | None = None
+        self.trickle_s: float | None = None
+        self.stopped = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), _handler_for(self))
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.01,), daemon=True)
@@ -123,6 +127,7 @@ class OpenMeteoServer:
         return self
 
     def __exit__(self, *exc: object) -> None:
+        self.stopped.set()
         if self.hold is not None:
             self.hold.set()
         self._server.shutdown()
@@ -203,7 +208,13 @@ def _handler_for(owner: OpenMeteoServer) -> type[BaseHTTPRequestHandler]:
                 self.send_header("Content-Type", "application/json; charset=utf-8")
                 self.send_header("Content-Length", str(len(data)))
                 self.end_headers()
-                self.wfile.write(data)
+                if owner.trickle_s is None:
+                    self.wfile.write(data)
+                    return
+                for index in range(len(data)):
+                    owner.stopped.wait(owner.trickle_s)
+                    self.wfile.write(data[index:index + 1])
+                    self.wfile.flush()
             except OSError:  # the client gave up (timeout test)
                 pass
 

@@ -3,18 +3,21 @@
 Two HTTP requests with ``requests``: the geocoding API turns the city into coordinates, then the
 forecast API returns the current conditions. Progress goes out as partial results; timeouts,
 HTTP errors (status and a body excerpt) and unknown cities become error results. An abort ends
-the lookup at once, even in the middle of a request (its socket is shut down).
+the lookup at once, even in the middle of a request (its socket is shut down), and so does a
+request that outlasts its timeout, even while the server still sends a byte now and then.
 
 Environment variables (read at every call):
 
 - ``YIEM_GEOCODING_URL``: geocoding endpoint (default ``https://geocoding-api.open-meteo.com/v1/search``)
 - ``YIEM_FORECAST_URL``: forecast endpoint (default ``https://api.open-meteo.com/v1/forecast``)
-- ``YIEM_WEATHER_TIMEOUT_S``: seconds to wait for each request (default ``10``)
+- ``YIEM_WEATHER_TIMEOUT_S``: seconds each request may take, from connecting to its last byte
+  (default ``10``)
 """
 
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 import requests
@@ -108,19 +111,39 @@ def _get_json(
     signal: AbortSignal | None,
 ) -> dict[str, Any]:
     """GET ``url`` and return its JSON object; raise ``WeatherLookupError`` saying what failed
-    (that the lookup was aborted, when ``signal`` fired before or during the request)."""
+    (that the lookup was aborted, when ``signal`` fired before or during the request).
+
+    The whole request, reply body included, must be over within the timeout: ``requests``'
+    own timeout only bounds each wait for the next bytes, which a trickling server never trips,
+    so a timer shuts the socket down when the time is up.
+    """
     _check_abort(signal)
     timeout = _timeout_s()
+    interrupter = RequestInterrupter()
+    expired = threading.Event()
+
+    def expire() -> None:
+        expired.set()  # before the interrupt, so the failure it causes is read as a timeout
+        interrupter.interrupt()
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    unregister = signal.on_abort(interrupter.interrupt) if signal is not None else None
+    timer.start()
     try:
-        response = session.get(url, params=params, timeout=timeout)
-    except requests.Timeout:
-        _check_abort(signal)
-        raise WeatherLookupError(
-            f"The {service} service did not answer within {timeout:g} s; try again later."
-        ) from None
+        with interrupter.active():
+            response = session.get(url, params=params, timeout=timeout)
     except requests.RequestException as exc:
         _check_abort(signal)  # an abort shuts the socket: report the abort, not the broken socket
+        if expired.is_set() or isinstance(exc, requests.Timeout):
+            raise WeatherLookupError(
+                f"The {service} service did not answer within {timeout:g} s; try again later."
+            ) from None
         raise WeatherLookupError(f"Could not reach the {service} service: {exc}") from None
+    finally:
+        timer.cancel()
+        if unregister is not None:
+            unregister()
     if response.status_code != 200:
         raise WeatherLookupError(
             f"The {service} service answered HTTP {response.status_code}: {_excerpt(response)}"
@@ -213,15 +236,10 @@ def execute_tool(
     and the lookup raises ``WeatherLookupError`` saying it was aborted.
     """
     _check_abort(signal)
-    interrupter = RequestInterrupter()
-    unregister = signal.on_abort(interrupter.interrupt) if signal is not None else None
-    session = interruptible_session()
+    session = interruptible_session()  # each request in _get_json can be ended from another thread
     try:
-        with interrupter.active():
-            return _look_up(args, session, signal, on_partial_result)
+        return _look_up(args, session, signal, on_partial_result)
     finally:
-        if unregister is not None:
-            unregister()
         session.close()
 
 

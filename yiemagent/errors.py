@@ -106,7 +106,8 @@ class LlmAbortedError(LlmError):
 
 
 class LlmTimeoutError(LlmError):
-    """The server did not connect or send the next bytes within the client's ``timeout``."""
+    """The server did not connect or send the next bytes within the client's ``timeout``, or the
+    whole call (retries included) took longer than the client's ``deadline_s``."""
 
 
 class LlmStreamError(LlmError):

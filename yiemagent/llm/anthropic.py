@@ -16,7 +16,8 @@ from yiemagent.llm.anthropic_format import context_to_anthropic, openai_request_
 from yiemagent.llm.anthropic_parse import AnthropicStreamAssembler, parse_message
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
-from yiemagent.llm.transport import Emit, iter_response_sse
+from yiemagent.llm.redact import excerpt
+from yiemagent.llm.transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, iter_response_sse
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AgentContext
 
@@ -60,6 +61,8 @@ class AnthropicMessagesClient(LlmClient):
         api_key_env: str | None = KEY_FROM_ENV,
         anthropic_version: str = ANTHROPIC_VERSION,
         send_session_id: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline_s: float | None = None,
     ) -> None:
         self.send_session_id = bool(send_session_id)
         if not isinstance(max_tokens, int) or max_tokens <= 0:
@@ -69,6 +72,7 @@ class AnthropicMessagesClient(LlmClient):
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
             max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
             retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
+            max_response_bytes=max_response_bytes, deadline_s=deadline_s,
         )
         self.max_tokens = max_tokens
         self.anthropic_version = anthropic_version
@@ -132,7 +136,7 @@ class AnthropicMessagesClient(LlmClient):
                 data = json.loads(event.data)
             except ValueError:
                 raise LlmStreamError(f"{self.label} stream sent an event that is not JSON: "
-                                     f"{event.data[:200]}") from None
+                                     f"{excerpt(event.data, 200)}") from None
             if assembler.handle(data):
                 return assembler.finish()
         raise LlmStreamError(f"{self.label} stream broke off: the reply ended before "

@@ -18,6 +18,7 @@ from yiemagent.content import AgentToolCall, ContentBlock, TextContent, Thinking
 from yiemagent.events import MessageUpdateEvent
 from yiemagent.llm.errors import LlmError, error_object_text
 from yiemagent.llm.jsonutil import as_int, as_mapping
+from yiemagent.llm.redact import excerpt
 from yiemagent.llm.transport import Emit
 from yiemagent.messages import AssistantMessage, LlmUsage
 from yiemagent.tool_calls import parse_arguments
@@ -105,7 +106,7 @@ def parse_message(body: Any, *, label: str, provider: str, model: str) -> Assist
     if error is not None:
         raise error
     if not isinstance(body, Mapping) or not isinstance(body.get("content"), list):
-        raise LlmError(f"{label} reply is not a message: {json.dumps(body)[:300]}")
+        raise LlmError(f"{label} reply is not a message: {excerpt(json.dumps(body), 300)}")
     content = [b for b in map(_block, body["content"]) if b is not None]
     usage = body.get("usage")
     stop, problem = stop_of(body.get("stop_reason"), label)

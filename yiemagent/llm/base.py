@@ -21,7 +21,7 @@ import requests
 
 from yiemagent.llm.redact import ApiKeyAuth, Secret
 from yiemagent.llm.retry import RetryPolicy
-from yiemagent.llm.transport import Emit, HttpTransport, read_json_body
+from yiemagent.llm.transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, HttpTransport, read_json_body
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AbortSignal
 
@@ -37,7 +37,9 @@ class LlmClient(abc.ABC):
     """Base of the provider clients: one model, one endpoint, one session.
 
     The api key comes from ``api_key`` or the environment variable ``api_key_env``; the base URL
-    from ``base_url``, the class's base-URL variable, or the provider default. The key is held as
+    from ``base_url``, the class's base-URL variable, or the provider default. A reply larger
+    than ``max_response_bytes`` (64 MiB) is an ``LlmError``; a call, retries included, that
+    takes longer than ``deadline_s`` (when set) is an ``LlmTimeoutError``. The key is held as
     a ``Secret`` and added to each request by the session's ``ApiKeyAuth`` (header
     ``auth_header``, value ``auth_prefix + key``), so it never appears in ``repr``, errors, logs,
     events, or the headers the client builds.
@@ -64,6 +66,8 @@ class LlmClient(abc.ABC):
         retry_base_delay_s: float = 0.5,
         retry_max_backoff_s: float = 8.0,
         extra_body: Mapping[str, Any] | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline_s: float | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
@@ -86,7 +90,8 @@ class LlmClient(abc.ABC):
         self.label = _LABELS.get(provider, provider)
         self._transport = HttpTransport(
             self.label, timeout=timeout, retry=self.retry, secret=self._api_key,
-            auth=ApiKeyAuth(self._api_key, self.auth_header, self.auth_prefix))
+            auth=ApiKeyAuth(self._api_key, self.auth_header, self.auth_prefix),
+            max_response_bytes=max_response_bytes, deadline_s=deadline_s)
 
     @property
     def timeout(self) -> float:

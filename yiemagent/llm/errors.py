@@ -1,8 +1,9 @@
 """The errors a provider client raises, and how an HTTP error reply becomes one.
 
 Every message is built from text that already went through ``Secret.scrub``, so no error of this
-module ever carries an api key. The runtime turns a raised error into an error response whose
-``error_message`` is ``f"{type(exc).__name__}: {exc}"`` (DESIGN point 10).
+module ever carries an api key; texts are cut only by ``excerpt``, which scrubs first. The
+runtime turns a raised error into an error response whose ``error_message`` is
+``f"{type(exc).__name__}: {exc}"`` (DESIGN point 10).
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ import json
 from typing import Any
 
 from yiemagent.errors import LlmAbortedError, LlmError, LlmStreamError, LlmTimeoutError
+from yiemagent.llm.redact import excerpt
 
 __all__ = [
     "LlmAbortedError",
@@ -25,8 +27,7 @@ _MAX_TEXT = 500
 
 
 def _short(text: str) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= _MAX_TEXT else text[:_MAX_TEXT] + "…"
+    return excerpt(" ".join(text.split()), _MAX_TEXT)
 
 
 def error_object_text(error: Any) -> tuple[str | None, str | None]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ipaddress
+import re
 from typing import Any
 
 import attrs
@@ -13,6 +15,33 @@ from yiemagent.llm.openai import OpenAIChatClient
 __all__ = ["PROVIDERS", "ProviderPreset", "create_llm_call", "parse_llm_spec"]
 
 _URL_PREFIXES = ("http://", "https://")
+# A server address without its scheme: a host (a name, an IPv4 address or a bracketed IPv6 one)
+# with an optional numeric port and path.
+_ADDRESS = re.compile(r"(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?P<port>:[0-9]+)?(?P<path>/.*)?",
+                      re.DOTALL)
+_DOMAIN_END = re.compile(r"\.[A-Za-z]{2,}\.?$")  # a dotted name ending in a top-level domain
+
+
+def _looks_like_address(text: str) -> bool:
+    """Whether ``text`` (what follows the last ``@`` of a spec) reads as a server address rather
+    than the end of a model name.
+
+    It does when it is host[:port][/path] with a port, a path, ``localhost``, an IP address or
+    a domain (a dotted name ending in letters) as its host.
+    ``claude-3-5-sonnet@20240620``, ``@latest``, ``@sha256:9f8e`` (no numeric port) and ``@v1.2``
+    (not a domain) stay model names: a bare name like ``gpu-box`` cannot be told from one.
+    """
+    match = _ADDRESS.fullmatch(text)
+    if match is None:
+        return False
+    host = match["host"]
+    if match["port"] or match["path"] or host.lower() == "localhost" or host.startswith("["):
+        return True
+    try:
+        ipaddress.IPv4Address(host)
+    except ValueError:
+        return bool(_DOMAIN_END.search(host))
+    return True
 
 
 @attrs.define(frozen=True)
@@ -44,7 +73,11 @@ def parse_llm_spec(spec: str) -> tuple[str | None, str | None, str | None]:
     """Split a spec into ``(provider, model, base_url)``; raise ``ValueError`` if it is not one.
 
     Forms: ``"provider:model"``, ``"provider:model@https://host/v1"`` and a bare
-    ``"http://host:port/v1"`` (an OpenAI-compatible server; the model comes as an option).
+    ``"http://host:port/v1"`` (an OpenAI-compatible server; the model comes as an option). A
+    model name may hold ``@`` (Vertex's ``claude-3-5-sonnet@20240620``), but a part after the
+    last ``@`` that looks like a server address (see ``_looks_like_address``) must start with
+    ``http://`` or ``https://``: read as part of the model name, it would send the provider's
+    key to the provider's default server, so it is refused with the spec to write instead.
     """
     if not isinstance(spec, str) or not spec.strip():
         raise ValueError(f"an LLM spec must be a non-empty string, got {spec!r}")
@@ -56,8 +89,22 @@ def parse_llm_spec(spec: str) -> tuple[str | None, str | None, str | None]:
         raise ValueError(f"cannot read LLM spec {spec!r}: expected 'provider:model' (e.g. "
                          "'openai:gpt-4o-mini'), 'provider:model@base_url' or a base URL")
     model, at, url = rest.rpartition("@")
-    if at and url.startswith(_URL_PREFIXES) and model:
+    if not at:
+        return provider.lower(), rest, None
+    if url.startswith(_URL_PREFIXES):
+        if not model:
+            raise ValueError(f"cannot read LLM spec {spec!r}: no model before '@' (e.g. "
+                             f"'{provider}:qwen2.5@{url}')")
         return provider.lower(), model, url
+    if "://" in url:
+        raise ValueError(f"cannot read LLM spec {spec!r}: the base URL after '@' must start "
+                         "with http:// or https://")
+    if _looks_like_address(url):
+        raise ValueError(
+            f"cannot read LLM spec {spec!r}: the part after '@' ({url!r}) looks like a server "
+            f"address but has no http:// or https://; write {f'{provider}:{model}@http://{url}'!r} "
+            "(or https://). Read as part of the model name, it would go to the provider's "
+            "default server, with the provider's key")
     return provider.lower(), rest, None
 
 
@@ -69,7 +116,8 @@ def create_llm_call(spec: str, **options: Any) -> LlmClient:
     ``"lmstudio:..."``; ``"openai:model@http://host/v1"`` for any OpenAI-compatible server (it
     sends ``$OPENAI_API_KEY``; pass ``api_key=`` or ``api_key_env=None`` to change that); or a bare
     base URL with ``model=...``, which sends no key unless ``api_key`` is given. Raises
-    ``ValueError`` for an unknown provider or a spec without a model.
+    ``ValueError`` for an unknown provider, a spec without a model, or a server address after
+    ``@`` without ``http://``/``https://`` (see ``parse_llm_spec``).
     """
     provider, model, url = parse_llm_spec(spec)
     if provider is None:

@@ -17,7 +17,8 @@ import requests
 from yiemagent.llm.base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.errors import LlmStreamError
 from yiemagent.llm.openai_parse import OpenAIStreamAssembler, parse_chat_completion
-from yiemagent.llm.transport import Emit, iter_response_sse
+from yiemagent.llm.redact import excerpt
+from yiemagent.llm.transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, iter_response_sse
 from yiemagent.messages import AssistantMessage
 
 __all__ = ["OpenAIChatClient"]
@@ -54,6 +55,8 @@ class OpenAIChatClient(LlmClient):
         provider: str = "openai",
         api_key_env: str | None = KEY_FROM_ENV,
         send_session_id: bool = True,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        deadline_s: float | None = None,
     ) -> None:
         self.send_session_id = bool(send_session_id)
         super().__init__(
@@ -61,6 +64,7 @@ class OpenAIChatClient(LlmClient):
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
             max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
             retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
+            max_response_bytes=max_response_bytes, deadline_s=deadline_s,
         )
 
     @property
@@ -113,7 +117,7 @@ class OpenAIChatClient(LlmClient):
                 chunk = json.loads(data)
             except ValueError:
                 raise LlmStreamError(f"{self.label} stream sent a chunk that is not JSON: "
-                                     f"{data[:200]}") from None
+                                     f"{excerpt(data, 200)}") from None
             assembler.add_chunk(chunk)
         raise LlmStreamError(f"{self.label} stream broke off: the reply ended before [DONE]",
                              retryable=True)

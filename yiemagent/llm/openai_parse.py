@@ -18,6 +18,7 @@ from yiemagent.content import AgentToolCall, ContentBlock, TextContent, Thinking
 from yiemagent.events import MessageUpdateEvent
 from yiemagent.llm.errors import LlmError, error_object_text
 from yiemagent.llm.jsonutil import as_int, as_mapping, parts_text
+from yiemagent.llm.redact import excerpt
 from yiemagent.llm.transport import Emit
 from yiemagent.messages import AssistantMessage, LlmUsage
 from yiemagent.tool_calls import new_tool_call_id, parse_arguments, tool_call_from_entry
@@ -107,7 +108,7 @@ def parse_chat_completion(body: Any, *, label: str, provider: str, model: str) -
         raise error
     choices = body.get("choices") if isinstance(body, Mapping) else None
     if not isinstance(choices, list) or not choices or not isinstance(choices[0], Mapping):
-        raise LlmError(f"{label} reply has no choices: {json.dumps(body)[:300]}")
+        raise LlmError(f"{label} reply has no choices: {excerpt(json.dumps(body), 300)}")
     choice = choices[0]
     message = as_mapping(choice.get("message"))
     content: list[ContentBlock] = []

@@ -3,7 +3,8 @@
 Connection errors, timeouts and HTTP 408, 409, 429 and 5xx are retried with exponential backoff and
 jitter, or after the delay the server asked for (``retry-after-ms``, ``Retry-After`` in seconds or
 as an HTTP date). A server that asks for more than ``max_retry_delay_ms`` gets an error at once.
-Waits watch the caller's ``AbortSignal``, so an abort ends a wait at once.
+Waits watch the caller's ``AbortSignal``, so an abort ends a wait at once, and a call's
+``Deadline``: a wait that would end past it ends the call instead.
 """
 
 from __future__ import annotations
@@ -19,10 +20,11 @@ from typing import Any, TypeVar
 import attrs
 import tenacity
 
-from yiemagent.llm.errors import LlmAbortedError, LlmError
+from yiemagent.llm.errors import LlmAbortedError, LlmError, LlmTimeoutError
 from yiemagent.tool_types import AbortSignal
 
 __all__ = [
+    "Deadline",
     "RetryPolicy",
     "backoff_delay",
     "call_with_retries",
@@ -51,6 +53,30 @@ class RetryPolicy:
     base_delay_s: float = attrs.field(default=0.5, validator=_non_negative)
     max_backoff_s: float = attrs.field(default=8.0, validator=_non_negative)
     max_retry_delay_ms: float = attrs.field(default=60_000, validator=_non_negative)
+
+
+@attrs.define(frozen=True)
+class Deadline:
+    """When a whole call (every attempt and every wait between them) must be over: ``seconds``
+    after it started, which is ``at`` on the ``time.monotonic()`` clock."""
+
+    seconds: float
+    at: float
+
+    @classmethod
+    def start(cls, seconds: float | None) -> Deadline | None:
+        """Return the deadline of a call starting now, or ``None`` when ``seconds`` is ``None``."""
+        return None if seconds is None else cls(seconds, time.monotonic() + seconds)
+
+    def remaining(self) -> float:
+        """Seconds left until the deadline; 0 once it has passed."""
+        return max(0.0, self.at - time.monotonic())
+
+    def error(self, label: str, detail: str = "") -> LlmTimeoutError:
+        """Return the final ``LlmTimeoutError`` of a call past this deadline; ``detail`` is
+        appended to its message."""
+        return LlmTimeoutError(
+            f"{label} call did not finish within its deadline_s of {self.seconds:g} s{detail}")
 
 
 def is_retryable_status(status: int) -> bool:
@@ -143,12 +169,14 @@ def call_with_retries(
     signal: AbortSignal | None = None,
     label: str = "LLM",
     logger: logging.Logger | None = None,
+    deadline: Deadline | None = None,
 ) -> T:
     """Call ``attempt`` until it returns, retrying a retryable ``LlmError`` as ``policy`` says.
 
     Raises the last error when retries are spent (its message then says how many attempts were
     made), any non-retryable error at once, ``LlmAbortedError`` when ``signal`` fires during a
-    wait. Log lines carry only error messages, which never hold the api key.
+    wait, and ``LlmTimeoutError`` (naming the last failure) instead of a wait that would end past
+    ``deadline``. Log lines carry only error messages, which never hold the api key.
     """
     log = logger or logging.getLogger("yiemagent.llm")
     attempts = 0
@@ -164,6 +192,10 @@ def call_with_retries(
     def before_sleep(state: tenacity.RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None
         delay = state.next_action.sleep if state.next_action is not None else 0.0
+        # Waiting only to fail at the deadline would hide the real failure: end with it now.
+        if deadline is not None and delay >= deadline.remaining():
+            raise deadline.error(label, f": the retry due in {delay:.2f} s would start past it; "
+                                        f"last failure: {error}")
         log.warning("%s request failed (%s); retrying in %.2f s (attempt %d of %d)",
                     label, error, delay, attempts + 1, policy.max_retries + 1)
 

@@ -5,7 +5,8 @@ helper posts the request and reads the reply; streamed deltas travel back throug
 ``on_update`` is always called on the caller's own thread. An abort (or ``close()``) puts a marker
 in the same queue: the caller returns at once, and the helper's socket is shut down (see
 ``abortable``), so the helper ends too, whether it was waiting for the reply's headers or reading
-its body; its results are dropped and it never calls ``on_update`` again.
+its body; its results are dropped and it never calls ``on_update`` again. A call's optional
+deadline ends it the same way, and a reply is read only up to ``max_response_bytes``.
 """
 
 from __future__ import annotations
@@ -29,21 +30,86 @@ from yiemagent.llm.errors import (
     LlmTimeoutError,
     provider_error_text,
 )
-from yiemagent.llm.redact import Secret
-from yiemagent.llm.retry import RetryPolicy, call_with_retries, is_retryable_status, parse_retry_after
+from yiemagent.llm.redact import Secret, excerpt
+from yiemagent.llm.retry import (
+    Deadline,
+    RetryPolicy,
+    call_with_retries,
+    is_retryable_status,
+    parse_retry_after,
+)
 from yiemagent.llm.sse import SSEEvent, SSEParser
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AbortSignal
 
-__all__ = ["Emit", "HttpTransport", "Reader", "iter_response_sse", "read_json_body"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "Emit", "HttpTransport", "Reader", "iter_response_sse",
+           "read_json_body"]
 
 logger = logging.getLogger("yiemagent.llm")
 
 Emit = Callable[[MessageUpdateEvent], None]
 Reader = Callable[[requests.Response, Emit], AssistantMessage]
 
+DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20  # far above any real reply, far below a memory problem
 _READ_SIZE = 64 * 1024
 _BROKEN = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
+
+
+class _BoundedBody:
+    """``response.raw`` that counts the bytes read through it, after decompression, and raises
+    ``LlmError`` once they pass ``limit``: a huge or endless reply fails as it arrives, whether
+    it is read by ``response.content``, ``iter_content`` or ``read1``. Everything else is the
+    wrapped object's own."""
+
+    def __init__(self, raw: Any, limit: int, label: str, status: int) -> None:
+        self._raw = raw
+        self._limit = limit
+        self._label = label
+        self._status = status
+        self._seen = 0
+
+    def _count(self, data: bytes) -> bytes:
+        """Return ``data`` once it is counted; raise ``LlmError`` when it takes the total past
+        the limit."""
+        self._seen += len(data)
+        if self._seen > self._limit:
+            raise _too_large(self._label, self._limit, self._status)
+        return data
+
+    def read(self, *args: Any, **kwargs: Any) -> bytes:
+        """The wrapped ``read``, counted."""
+        return self._count(self._raw.read(*args, **kwargs))
+
+    def stream(self, *args: Any, **kwargs: Any) -> Iterator[bytes]:
+        """The wrapped ``stream``, each chunk counted as it comes."""
+        for chunk in self._raw.stream(*args, **kwargs):
+            yield self._count(chunk)
+
+    def __getattr__(self, name: str) -> Any:
+        """The wrapped object's attribute; its ``read1``, where it has one, counted."""
+        value = getattr(self._raw, name)
+        if name == "read1":  # only where urllib3 has it (2.x): _byte_chunks looks for it
+            return lambda *args, **kwargs: self._count(value(*args, **kwargs))
+        return value
+
+
+def _too_large(label: str, limit: int, status: int, declared: str = "") -> LlmError:
+    """Return the final ``LlmError`` of a reply over ``max_response_bytes`` (a retry would get
+    the same reply); ``declared`` is the length its headers gave, if that was what told."""
+    said = f" (its Content-Length says {declared})" if declared else ""
+    return LlmError(f"{label} reply is larger than max_response_bytes ({limit} bytes){said}; "
+                    "not read any further", status=status)
+
+
+def _bound(response: requests.Response, limit: int, label: str) -> None:
+    """Make ``response``'s body readable only up to ``limit`` bytes (see ``_BoundedBody``); raise
+    ``LlmError`` at once when the body is not compressed and its Content-Length is already more."""
+    declared = response.headers.get("content-length", "").strip()
+    plain = response.headers.get("content-encoding", "identity").strip().lower() == "identity"
+    if plain and declared.isdigit() and int(declared) > limit:
+        raise _too_large(label, limit, response.status_code, f"{declared} bytes")
+    # Duck-typed: _BoundedBody offers what requests and the readers here use of the raw body.
+    response.raw = _BoundedBody(response.raw, limit, label, response.status_code)
 
 
 def _byte_chunks(response: requests.Response) -> Iterator[bytes]:
@@ -78,7 +144,8 @@ def iter_response_sse(response: requests.Response, label: str) -> Iterator[SSEEv
 
 
 def read_json_body(response: requests.Response, label: str) -> Any:
-    """Return the decoded JSON body of a successful reply; raise ``LlmError`` if it is not JSON."""
+    """Return the decoded JSON body of a successful reply; raise ``LlmError`` if it is not JSON
+    (or, through the transport's bound, larger than ``max_response_bytes``)."""
     raw = response.content
     try:
         return json.loads(raw)
@@ -98,7 +165,9 @@ def _http_error(response: requests.Response, label: str, secret: Secret) -> LlmE
         body = response.raw.read(_READ_SIZE, decode_content=True) or b""
     except _BROKEN:
         body = b""
-    message, kind = provider_error_text(body)
+    # Scrubbed before provider_error_text shortens it; this first cut, at _READ_SIZE, may split
+    # the key too, and scrub masks a piece of it at the text's end.
+    message, kind = provider_error_text(secret.scrub(body.decode("utf-8", "replace")))
     message = secret.scrub(message or response.reason or "no error text")
     where = f"HTTP {status}, {kind}" if kind else f"HTTP {status}"
     return LlmError(
@@ -107,6 +176,17 @@ def _http_error(response: requests.Response, label: str, secret: Secret) -> LlmE
         provider_message=message,
         retryable=is_retryable_status(status),
         retry_after_s=parse_retry_after(response.headers),
+    )
+
+
+def _redirect_error(response: requests.Response, label: str) -> LlmError:
+    """Return the ``LlmError`` for a redirect, which the transport never follows: the request
+    would carry the key to wherever the server points, another host included."""
+    location = excerpt(response.headers.get("location") or "(no Location header)", 500)
+    return LlmError(
+        f"{label} server redirected the request (HTTP {response.status_code}) to {location}; "
+        "API requests do not follow redirects, so set base_url to the final URL",
+        status=response.status_code,
     )
 
 
@@ -159,9 +239,12 @@ class _Attempt:
         self._interrupter = RequestInterrupter()
         self._abandoned = False
 
-    def run(self, on_update: Emit | None, signal: AbortSignal | None) -> AssistantMessage:
-        """Start the helper and relay its events until it finishes, fails, ``signal`` fires or
-        the transport is closed."""
+    def run(self, on_update: Emit | None, signal: AbortSignal | None,
+            deadline: Deadline | None = None) -> AssistantMessage:
+        """Start the helper and relay its events until it finishes, fails, ``signal`` fires,
+        ``deadline`` passes (``LlmTimeoutError``) or the transport is closed."""
+        if deadline is not None and not deadline.remaining():
+            raise deadline.error(self._transport.label)
         unregister = (signal.on_abort(lambda: self._inbox.put(("abort", None)))
                       if signal is not None else None)
         self._transport._in_flight(self, True)
@@ -169,7 +252,12 @@ class _Attempt:
         emitted = False
         try:
             while True:
-                kind, value = self._inbox.get()
+                try:
+                    kind, value = self._inbox.get(
+                        timeout=None if deadline is None else deadline.remaining())
+                except queue.Empty:  # the finally's abandon() ends the helper's request
+                    assert deadline is not None  # get() has a timeout only with a deadline
+                    raise deadline.error(self._transport.label) from None
                 if signal is not None and signal.aborted:
                     kind = "abort"  # nothing more reaches the caller once the signal fired
                 if kind == "event":
@@ -207,12 +295,20 @@ class _Attempt:
     def _work(self) -> None:
         outcome: tuple[str, Any]
         try:
-            with self._interrupter.active(), self._transport.session.post(
-                self._url, data=self._payload, headers=self._headers,
-                timeout=self._transport.timeout, stream=True,
-            ) as response:
+            with (
+                self._transport.secret.active(),  # excerpt() scrubs the key from reply texts
+                self._interrupter.active(),
+                self._transport.session.post(
+                    self._url, data=self._payload, headers=self._headers,
+                    timeout=self._transport.timeout, stream=True,
+                    allow_redirects=False,  # a redirect could take the key to another host
+                ) as response,
+            ):
+                if 300 <= response.status_code < 400:
+                    raise _redirect_error(response, self._transport.label)
                 if response.status_code >= 400:
                     raise _http_error(response, self._transport.label, self._transport.secret)
+                _bound(response, self._transport.max_response_bytes, self._transport.label)
                 outcome = ("done", self._read(response, self._emit))
         except BaseException as exc:  # converted here, so only a fresh, scrubbed error travels
             outcome = ("error", self._transport.as_llm_error(exc))
@@ -224,14 +320,26 @@ class _Attempt:
 class HttpTransport:
     """Posts JSON to a provider with one ``requests.Session``, retrying as ``retry`` says.
 
-    ``timeout`` bounds the wait to connect and for each next piece of the reply. Errors are
-    ``LlmError`` subclasses whose text never holds the api key; nothing here logs headers.
+    ``timeout`` bounds the wait to connect and for each next piece of the reply; ``deadline_s``
+    (when set) a whole call, retries and their waits included; ``max_response_bytes`` the size
+    of a reply, counted as it arrives. Errors are ``LlmError`` subclasses whose text never holds
+    the api key; nothing here logs headers. Raises ``ValueError`` for a limit that is not
+    positive.
     """
 
     def __init__(self, label: str, *, timeout: float, retry: RetryPolicy, secret: Secret,
-                 auth: requests.auth.AuthBase | None = None) -> None:
+                 auth: requests.auth.AuthBase | None = None,
+                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+                 deadline_s: float | None = None) -> None:
+        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) \
+                or max_response_bytes <= 0:
+            raise ValueError(f"max_response_bytes must be a positive int, got {max_response_bytes!r}")
+        if deadline_s is not None and not deadline_s > 0:
+            raise ValueError(f"deadline_s must be positive or None, got {deadline_s!r}")
         self.label = label
         self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        self.deadline_s = deadline_s
         self.retry = retry
         self.secret = secret
         self.session = interruptible_session()
@@ -246,19 +354,21 @@ class HttpTransport:
         (as ``retry`` says, else the transport's policy).
 
         ``read`` runs on the helper thread and reports deltas through its ``emit`` argument; they
-        reach ``on_update`` on this thread. Raises ``LlmError`` (``LlmAbortedError`` on abort), or
-        ``ValueError`` before sending when ``body`` holds NaN or infinity.
+        reach ``on_update`` on this thread. Raises ``LlmError`` (``LlmAbortedError`` on abort,
+        ``LlmTimeoutError`` past ``deadline_s``), or ``ValueError`` before sending when ``body``
+        holds NaN or infinity.
         """
         if signal is not None and signal.aborted:
             raise LlmAbortedError(f"{self.label} request aborted before it was sent")
         payload = _encode(body, self.label)
+        deadline = Deadline.start(self.deadline_s)
 
         def attempt() -> AssistantMessage:
             logger.debug("%s request: POST %s", self.label, url)
-            return _Attempt(self, url, headers, payload, read).run(on_update, signal)
+            return _Attempt(self, url, headers, payload, read).run(on_update, signal, deadline)
 
         return call_with_retries(attempt, retry or self.retry, signal=signal, label=self.label,
-                                 logger=logger)
+                                 logger=logger, deadline=deadline)
 
     def as_llm_error(self, exc: BaseException) -> BaseException:
         """Return a fresh ``LlmError``, scrubbed of the key, for a failed attempt (other exceptions
