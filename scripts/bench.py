@@ -237,10 +237,12 @@ def turn_overhead(sizes: Sizes) -> Scenario:
     bare hand-written loop (a list as history, a dict per call, the tool called directly)."""
     tool = make_tool("noop")
 
-    def runner(dict_form: bool) -> Callable[[], float]:
+    def runner(dict_form: bool, traced: bool = False) -> Callable[[], float]:
         def once() -> float:
+            options = {"tracer": memory_tracer()} if traced else {}
             agent = scripted_agent(tool_turns(sizes.turns, 1, tool.name, dict_form=dict_form),
-                                   [tool], keywords=dict_form, max_turns=sizes.turns + 5)
+                                   [tool], keywords=dict_form, max_turns=sizes.turns + 5,
+                                   **options)
             try:
                 return timed_prompt(agent, "go", "turn_overhead") / (sizes.turns + 1) * 1e6
             finally:
@@ -255,7 +257,31 @@ def turn_overhead(sizes: Sizes) -> Scenario:
         Figure("us_per_turn_bare", "µs per turn, bare loop", "µs",
                sample(lambda: bare_turns(sizes.turns), sizes)),
     ]
+    if memory_tracer is not None:
+        figures.append(Figure("us_per_turn_traced", "µs per turn, traced (in-memory spans)", "µs",
+                              sample(runner(False, traced=True), sizes)))
     return Scenario("turn_overhead", params={"turns": sizes.turns}, figures=figures)
+
+
+def _memory_tracer_factory() -> Callable[[], Any] | None:
+    """A maker of OpenTelemetry tracers that keep their spans in memory, or ``None`` without
+    the SDK (then the traced figure is left out)."""
+    try:
+        from opentelemetry.sdk.trace import TracerProvider
+        from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+        from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+    except ImportError:
+        return None
+
+    def make() -> Any:
+        provider = TracerProvider()
+        provider.add_span_processor(SimpleSpanProcessor(InMemorySpanExporter()))
+        return provider.get_tracer("bench")
+
+    return make
+
+
+memory_tracer = _memory_tracer_factory()
 
 
 def bare_turns(turns: int) -> float:

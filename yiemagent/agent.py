@@ -26,6 +26,7 @@ from yiemagent.run import RunConfig
 from yiemagent.session import SessionData, load_session, save_session
 from yiemagent.tool_sync import ToolSync
 from yiemagent.tool_types import AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
+from yiemagent.tracing import TracingListener, default_tracing
 from yiemagent.utils import WireCache
 from yiemagent.worker import AgentWorker, SteeringMode
 
@@ -130,6 +131,8 @@ class YiemAgent:
         steering_mode: Literal["all", "one-at-a-time"] = "all",
         follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time",
         skip_tools_on_steer: bool = False,
+        tracer: Any = None,
+        name: str = "yiemagent",
     ) -> None:
         if llm_call is None or not callable(llm_call):
             raise TypeError("YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
@@ -162,12 +165,27 @@ class YiemAgent:
         self.input_channel: MessageChannel = core.input_channel
         self.follow_up_channel: MessageChannel = core.follow_up_channel
         self.output_channel: OutputChannel = core.output_channel
+        self.name = name
+        self._trace(tracer)
         self._prime_wire_cache()
         core.start(f"yiemagent-{self.session_id[:8]}")
         self._worker = core.thread
         # An agent dropped without shutdown() must not keep its thread: the worker holds only
         # the core, so the agent can be collected, and this stops the worker then.
         self._finalizer = weakref.finalize(self, core.stop)
+
+    def _trace(self, tracer: Any) -> None:
+        """Subscribe a tracing listener: for ``tracer``, or the one ``enable_tracing`` set. The
+        listener reads the core, never the agent, so it does not keep the agent alive."""
+        settings = default_tracing() if tracer is None else (tracer, False)
+        if settings is None:
+            return
+        core = self._worker_core
+        listener = TracingListener(
+            settings[0], agent_name=self.name, record_content=settings[1],
+            conversation_id=lambda: core.config.session_id,
+            request_model=lambda: core.state.model.name if core.state.model is not None else None)
+        self._emitter.subscribe(listener)
 
     # -- settings ----------------------------------------------------------------------------
 

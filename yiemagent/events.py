@@ -81,9 +81,11 @@ class AgentStartEvent(AgentEvent):
 
 @attrs.define(frozen=True)
 class AgentEndEvent(AgentEvent):
-    """A run ended; ``messages`` are the messages the run added to the history."""
+    """A run ended; ``messages`` are the messages the run added to the history, ``response`` the
+    run's one response (also a made-up one: error, aborted, max_turns, tool_use_terminated)."""
 
     messages: list[AgentMessage] = attrs.field(factory=list)
+    response: AssistantMessage | None = attrs.field(default=None, kw_only=True)
     event_type: ClassVar[str] = "agent_end"
 
 

@@ -418,5 +418,5 @@ def run_loop(
         response = run.made_up("error", f"the run failed: {describe_error(exc)}")
     state.error_message = response.error_message if response.stop_reason == "error" else None
     if run.emit.active:
-        run.emit(AgentEndEvent(list(run.added)))
+        run.emit(AgentEndEvent(list(run.added), response=response))
     return response

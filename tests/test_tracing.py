@@ -1,0 +1,137 @@
+"""OpenTelemetry spans of runs, LLM calls and tool calls, checked with the SDK's in-memory
+exporter: the span tree with parallel tools, an error, an abort, and content only on request."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, gated_tool, reply
+from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
+from opentelemetry.sdk.trace.export import SimpleSpanProcessor
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
+from opentelemetry.trace import StatusCode
+
+from yiemagent import AgentToolCall, AssistantMessage, LlmUsage, TextContent, YiemAgent
+from yiemagent.tracing import disable_tracing, enable_tracing
+
+
+@pytest.fixture
+def exporter() -> Iterator[InMemorySpanExporter]:
+    memory = InMemorySpanExporter()
+    yield memory
+    memory.clear()
+
+
+def tracer_for(exporter: InMemorySpanExporter) -> Any:
+    provider = TracerProvider()
+    provider.add_span_processor(SimpleSpanProcessor(exporter))
+    return provider.get_tracer("test")
+
+
+def tree(spans: tuple[ReadableSpan, ...]) -> dict[str, list[str]]:
+    """Span name -> names of its children, for spans whose parent is in the set."""
+    by_id = {s.context.span_id: s for s in spans}
+    children: dict[str, list[str]] = {s.name: [] for s in spans}
+    for span in spans:
+        if span.parent is not None and span.parent.span_id in by_id:
+            children[by_id[span.parent.span_id].name].append(span.name)
+    return {name: sorted(kids) for name, kids in children.items()}
+
+
+def test_a_run_with_parallel_tools_is_one_tree_with_gen_ai_attributes(exporter: InMemorySpanExporter) -> None:
+    batch = AssistantMessage([AgentToolCall(f"c{i}", "echo", {"text": str(i)}) for i in range(3)],
+                             model="m-1", provider="test", usage=LlmUsage(input=11, output=7),
+                             stop_reason="toolUse")
+    llm = ScriptedLLM(batch, AssistantMessage([TextContent("done")], model="m-1", provider="test"))
+    with YiemAgent(llm_call=llm, tools=[echo_tool(parallel=True)], tool_execution="parallel",
+                   tracer=tracer_for(exporter), name="helper", model="m-1", session_id="conv-1") as agent:
+        agent.prompt("go", WAIT)
+    spans = exporter.get_finished_spans()
+    assert tree(spans)["invoke_agent helper"] == [
+        "chat m-1", "chat m-1", "execute_tool echo", "execute_tool echo", "execute_tool echo"]
+    assert len({s.context.trace_id for s in spans}) == 1
+    run = next(s for s in spans if s.name == "invoke_agent helper")
+    assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
+    assert run.attributes["gen_ai.conversation.id"] == "conv-1"
+    first_chat = next(s for s in spans if s.name == "chat m-1")
+    assert first_chat.attributes["gen_ai.request.model"] == "m-1"
+    assert first_chat.attributes["gen_ai.usage.input_tokens"] == 11
+    assert first_chat.attributes["gen_ai.usage.output_tokens"] == 7
+    assert first_chat.attributes["gen_ai.provider.name"] == "test"
+    assert tuple(first_chat.attributes["gen_ai.response.finish_reasons"]) == ("toolUse",)
+    tools = [s for s in spans if s.name == "execute_tool echo"]
+    assert sorted(s.attributes["gen_ai.tool.call.id"] for s in tools) == ["c0", "c1", "c2"]
+    assert all(s.attributes["gen_ai.tool.name"] == "echo" for s in tools)
+    assert all("gen_ai.tool.call.arguments" not in s.attributes for s in tools)  # content is opt-in
+    assert all(s.status.status_code is not StatusCode.ERROR for s in spans)
+
+
+def test_errors_are_recorded_on_the_failing_span_and_the_run(exporter: InMemorySpanExporter) -> None:
+    def model_down(_request: dict[str, Any]) -> AssistantMessage:
+        raise ConnectionError("model down")
+
+    llm = ScriptedLLM(call("missing", {}), default=model_down)
+    with YiemAgent(llm_call=llm, tools=[echo_tool()], tracer=tracer_for(exporter)) as agent:
+        assert agent.prompt("go", WAIT).stop_reason == "error"
+    spans = exporter.get_finished_spans()
+    tool = next(s for s in spans if s.name.startswith("execute_tool"))
+    assert tool.status.status_code is StatusCode.ERROR and tool.attributes["error.type"] == "tool_error"
+    chats = [s for s in spans if s.name.startswith("chat")]
+    assert chats[-1].status.status_code is StatusCode.ERROR
+    assert "model down" in (chats[-1].status.description or "")
+    run = next(s for s in spans if s.name.startswith("invoke_agent"))
+    assert run.status.status_code is StatusCode.ERROR and run.attributes["error.type"] == "error"
+
+
+def test_an_aborted_run_ends_every_span_it_opened(exporter: InMemorySpanExporter) -> None:
+    started, release = threading.Event(), threading.Event()
+    with YiemAgent(llm_call=ScriptedLLM(call("slow", {}), reply("never")),
+                   tools=[gated_tool(started, release)], tracer=tracer_for(exporter)) as agent:
+        agent.run_agent("go")
+        assert started.wait(WAIT)
+        agent.abort()
+        assert agent.take_response(WAIT).stop_reason == "aborted"
+    spans = exporter.get_finished_spans()
+    assert sorted(s.name for s in spans) == ["chat", "execute_tool slow", "invoke_agent yiemagent"]
+    run = next(s for s in spans if s.name.startswith("invoke_agent"))
+    assert run.attributes["error.type"] == "aborted"
+    assert all(s.end_time is not None for s in spans)
+
+
+def test_content_is_recorded_only_when_asked(exporter: InMemorySpanExporter) -> None:
+    enable_tracing(tracer_for(exporter), record_content=True)
+    try:
+        llm = ScriptedLLM(call("echo", {"text": "secret plan"}), reply("ok"))
+        with YiemAgent(llm_call=llm, tools=[echo_tool()]) as agent:
+            agent.prompt("go", WAIT)
+    finally:
+        disable_tracing()
+    tool = next(s for s in exporter.get_finished_spans() if s.name.startswith("execute_tool"))
+    assert "secret plan" in tool.attributes["gen_ai.tool.call.arguments"]
+    assert tool.attributes["gen_ai.tool.call.result"] == "echo: secret plan"
+    exporter.clear()
+    with YiemAgent(llm_call=ScriptedLLM(reply("ok"))) as agent:  # tracing is off again
+        agent.prompt("go", WAIT)
+    assert exporter.get_finished_spans() == ()
+
+
+def test_spans_made_inside_llm_call_nest_under_the_chat_span(exporter: InMemorySpanExporter) -> None:
+    tracer = tracer_for(exporter)
+
+    def llm(request: dict[str, Any]) -> AssistantMessage:
+        with tracer.start_as_current_span("http POST"):
+            return reply("ok")
+
+    with YiemAgent(llm_call=llm, tracer=tracer) as agent:
+        agent.prompt("go", WAIT)
+    assert tree(exporter.get_finished_spans())["chat"] == ["http POST"]
+
+
+def test_importing_yiemagent_imports_no_opentelemetry() -> None:
+    code = "import sys, yiemagent; sys.exit(any(m.startswith('opentelemetry') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0

@@ -1,0 +1,233 @@
+"""OpenTelemetry spans for runs, LLM calls and tool calls, following the GenAI conventions.
+
+Tracing is an event listener: ``TracingListener`` turns the loop's events into spans, so the
+loop itself carries no tracing code and costs nothing when tracing is off. Each run is an
+``invoke_agent`` span; each LLM call a ``chat`` span and each tool call an ``execute_tool`` span
+under it, with ``gen_ai.*`` attributes (model, provider, token usage, finish reason, tool name
+and call id) and errors recorded as span status and ``error.type``. Parents are set explicitly,
+so parallel tool calls on pool threads land under their run. The run span, and the chat span
+while the model is called, are also the current context on the worker thread, so spans that
+instrumented code makes inside ``llm_call`` (an HTTP client, say) nest under them. Message
+content is recorded only with ``record_content=True``. OpenTelemetry (the ``otel`` extra:
+``opentelemetry-api``) is imported only when a listener is made.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import threading
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from yiemagent.events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    ToolExecEndEvent,
+    ToolExecStartEvent,
+)
+from yiemagent.messages import AssistantMessage
+
+__all__ = ["TracingListener", "default_tracing", "disable_tracing", "enable_tracing"]
+
+_default: dict[str, Any] = {}
+_default_lock = threading.Lock()
+
+
+def enable_tracing(tracer: Any = None, *, record_content: bool = False) -> None:
+    """Trace every agent created from now on (``YiemAgent(tracer=...)`` still wins): with
+    ``tracer``, or the global tracer provider's ``yiemagent`` tracer when it is ``None``.
+    Raises ``ImportError`` saying what to install when OpenTelemetry is missing."""
+    if tracer is None:
+        trace = _otel_trace()
+        tracer = trace.get_tracer("yiemagent")
+    with _default_lock:
+        _default.update(tracer=tracer, record_content=record_content)
+
+
+def disable_tracing() -> None:
+    """Stop tracing agents created from now on (agents already traced keep their listener)."""
+    with _default_lock:
+        _default.clear()
+
+
+def default_tracing() -> tuple[Any, bool] | None:
+    """``(tracer, record_content)`` set by ``enable_tracing``, or ``None`` when it is off."""
+    with _default_lock:
+        return (_default["tracer"], _default["record_content"]) if _default else None
+
+
+def _otel_trace() -> Any:
+    try:
+        from opentelemetry import trace
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError("tracing needs OpenTelemetry: pip install 'yiemagent[otel]'") from exc
+    return trace
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+class TracingListener:
+    """An event listener that makes the spans of one agent's runs (see the module docstring).
+
+    The agent calls its listeners one at a time, so the open spans need no lock of their own.
+    A span left open by a run that ended abnormally is ended with the run.
+    """
+
+    def __init__(self, tracer: Any, *, agent_name: str = "yiemagent",
+                 conversation_id: Callable[[], str | None] | None = None,
+                 request_model: Callable[[], str | None] | None = None,
+                 record_content: bool = False) -> None:
+        trace = _otel_trace()
+        from opentelemetry import context as otel_context
+
+        self._trace = trace
+        self._context = otel_context
+        self._tracer = tracer
+        self.agent_name = agent_name
+        # Callables, read at each run: the agent's session id and model may change between runs.
+        self._conversation_id = conversation_id
+        self._request_model = request_model
+        self.record_content = record_content
+        self._run: Any = None
+        self._run_token: Any = None
+        self._chat: Any = None
+        self._chat_token: Any = None
+        self._tools: dict[str, Any] = {}
+        self._model = ""
+
+    def __call__(self, event: Any) -> None:
+        handler = self._HANDLERS.get(type(event))
+        if handler is not None:
+            handler(self, event)
+
+    # -- runs ------------------------------------------------------------------------------
+
+    def _start_run(self, _event: AgentStartEvent) -> None:
+        self._end_open("the run began before the last one ended")
+        attributes = {"gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": self.agent_name}
+        conversation = self._conversation_id() if self._conversation_id is not None else None
+        self._model = (self._request_model() if self._request_model is not None else None) or ""
+        if conversation:
+            attributes["gen_ai.conversation.id"] = str(conversation)
+        self._run = self._tracer.start_span(f"invoke_agent {self.agent_name}",
+                                            kind=self._trace.SpanKind.INTERNAL, attributes=attributes)
+        self._run_token = self._context.attach(self._trace.set_span_in_context(self._run))
+
+    def _end_run(self, event: AgentEndEvent) -> None:
+        run = self._run
+        if run is None:
+            return
+        response = event.response
+        if response is not None:
+            run.set_attribute("gen_ai.response.finish_reasons", [response.stop_reason])
+            if response.stop_reason in ("error", "aborted", "max_turns"):
+                self._fail(run, response.stop_reason, response.error_message or response.stop_reason)
+        self._end_open("the run ended first")
+        self._detach("_run_token")
+        run.end()
+        self._run = None
+
+    # -- LLM calls -------------------------------------------------------------------------
+
+    def _start_chat(self, event: MessageStartEvent) -> None:
+        if event.message is not None or self._run is None:
+            return  # only the model's reply starts without a message
+        attributes = {"gen_ai.operation.name": "chat"}
+        if self._model:
+            attributes["gen_ai.request.model"] = self._model
+        parent = self._trace.set_span_in_context(self._run)
+        self._chat = self._tracer.start_span(f"chat {self._model}".strip(), context=parent,
+                                             kind=self._trace.SpanKind.CLIENT, attributes=attributes)
+        self._chat_token = self._context.attach(self._trace.set_span_in_context(self._chat))
+
+    def _end_chat(self, event: MessageEndEvent) -> None:
+        chat = self._chat
+        reply = event.message
+        if chat is None or not isinstance(reply, AssistantMessage):
+            return
+        if reply.model:
+            self._model = reply.model
+            chat.set_attribute("gen_ai.response.model", reply.model)
+            chat.update_name(f"chat {reply.model}")
+        if reply.provider:
+            chat.set_attribute("gen_ai.provider.name", reply.provider)
+        if reply.usage is not None:
+            chat.set_attribute("gen_ai.usage.input_tokens", reply.usage.input)
+            chat.set_attribute("gen_ai.usage.output_tokens", reply.usage.output)
+        chat.set_attribute("gen_ai.response.finish_reasons", [reply.stop_reason])
+        if reply.stop_reason in ("error", "aborted"):
+            self._fail(chat, reply.stop_reason, reply.error_message or reply.stop_reason)
+        elif self.record_content:
+            chat.set_attribute("gen_ai.output.messages", _json([reply.to_dict()]))
+        self._detach("_chat_token")
+        chat.end()
+        self._chat = None
+
+    # -- tool calls ------------------------------------------------------------------------
+
+    def _start_tool(self, event: ToolExecStartEvent) -> None:
+        if self._run is None:
+            return
+        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": event.tool_name,
+                      "gen_ai.tool.call.id": event.tool_call_id, "gen_ai.tool.type": "function"}
+        if self.record_content:
+            attributes["gen_ai.tool.call.arguments"] = _json(event.arguments)
+        parent = self._trace.set_span_in_context(self._run)
+        self._tools[event.tool_call_id] = self._tracer.start_span(
+            f"execute_tool {event.tool_name}", context=parent,
+            kind=self._trace.SpanKind.INTERNAL, attributes=attributes)
+
+    def _end_tool(self, event: ToolExecEndEvent) -> None:
+        span = self._tools.pop(event.tool_call_id, None)
+        if span is None:
+            return
+        text = "".join(getattr(block, "text", "") for block in event.result.content)
+        if event.is_error:
+            self._fail(span, "tool_error", text or "the tool call failed")
+        if self.record_content:
+            span.set_attribute("gen_ai.tool.call.result", text)
+        span.end()
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    def _fail(self, span: Any, kind: str, description: str) -> None:
+        span.set_attribute("error.type", kind)
+        span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, description))
+
+    def _detach(self, name: str) -> None:
+        token = getattr(self, name)
+        setattr(self, name, None)
+        if token is not None:
+            with contextlib.suppress(Exception):  # a token of another context: nothing to undo
+                self._context.detach(token)
+
+    def _end_open(self, why: str) -> None:
+        """End the chat and tool spans still open (a run that ended without closing them)."""
+        if self._chat is not None:
+            self._fail(self._chat, "incomplete", why)
+            self._detach("_chat_token")
+            self._chat.end()
+            self._chat = None
+        for span in self._tools.values():
+            self._fail(span, "incomplete", why)
+            span.end()
+        self._tools.clear()
+        if self._run is not None and why.startswith("the run began"):
+            self._fail(self._run, "incomplete", why)
+            self._detach("_run_token")
+            self._run.end()
+            self._run = None
+
+    _HANDLERS: ClassVar[dict[type, Any]] = {
+        AgentStartEvent: _start_run,
+        AgentEndEvent: _end_run,
+        MessageStartEvent: _start_chat,
+        MessageEndEvent: _end_chat,
+        ToolExecStartEvent: _start_tool,
+        ToolExecEndEvent: _end_tool,
+    }
