@@ -573,3 +573,30 @@ def test_agent_events_start_each_run() -> None:
         agent.prompt("a", WAIT)
         agent.prompt("b", WAIT)
     assert sum(isinstance(e, AgentStartEvent) for e in events) == 2
+
+
+def test_a_prompt_whose_message_is_cleared_from_the_queue_is_told_so() -> None:
+    gate = Gate()
+    with YiemAgent(llm_call=gate) as agent:
+        agent.run_agent("first")
+        gate.wait_entered()
+        errors: list[BaseException] = []
+        waiting = threading.Event()
+
+        def prompt() -> None:
+            waiting.set()
+            try:
+                agent.prompt("queued behind", WAIT)
+            except BaseException as exc:
+                errors.append(exc)
+
+        asker = threading.Thread(target=prompt)
+        asker.start()
+        assert waiting.wait(WAIT)
+        with agent._cond:  # every put notifies this condition: wait until the message is queued
+            assert agent._cond.wait_for(lambda: agent.input_channel.qsize() == 1, WAIT)
+        assert [text(m) for m in agent.clear_queues()] == ["queued behind"]
+        asker.join(WAIT)
+        assert len(errors) == 1 and "dropped from the queue" in str(errors[0])
+        gate.release.set()
+        assert text(agent.take_response(WAIT)) == "echo: first"

@@ -41,7 +41,7 @@ class ChannelHub:
     ``worker`` is the worker thread's ident: a blocking call from that thread would wait for
     itself, so it raises ``RuntimeError`` instead."""
 
-    __slots__ = ("arrivals", "changed", "closed", "finished", "lock", "worker")
+    __slots__ = ("arrivals", "changed", "closed", "dropped", "finished", "lock", "worker")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -50,6 +50,7 @@ class ChannelHub:
         self.closed = False  # no new messages (shutdown began)
         self.finished = False  # the worker has ended
         self.worker: int | None = None
+        self.dropped: set[int] = set()  # arrivals removed unprocessed (clear_queues, reset)
 
     def enter_worker(self) -> None:
         """Mark the calling thread's context as this agent's worker; tool threads started from
@@ -198,6 +199,10 @@ class OutputChannel(_Channel[AssistantMessage]):
         hub = self.hub
         with hub.changed:
             while (index := self._find(arrival)) is None:
+                if arrival is not None and arrival in hub.dropped:
+                    hub.dropped.discard(arrival)
+                    raise RuntimeError("the message was dropped from the queue (clear_queues, "
+                                       "reset or shutdown) before it ran; it has no response")
                 if hub.finished:
                     raise AgentClosedError("the agent was shut down and has no responses left")
                 remaining = _remaining(deadline)

@@ -183,8 +183,9 @@ class AgentWorker:
             self.signal = None
             self.history_mark = None
             arrivals = frozenset(self.run_arrivals)
-            if arrivals and arrivals <= self.abandoned:
-                self.abandoned -= arrivals
+            unwanted = bool(arrivals) and arrivals <= self.abandoned
+            self.abandoned -= arrivals
+            if unwanted:
                 self.cond.notify_all()
                 return
             self.output_channel.deliver(response, arrivals)
@@ -238,8 +239,10 @@ class AgentWorker:
             return self.drain_queues()
 
     def drain_queues(self) -> list[UserMessage]:
-        """``clear_queues`` with the lock already held."""
+        """``clear_queues`` with the lock already held; a ``prompt`` waiting for one of the
+        dropped messages is told so instead of waiting forever."""
         queued = self.input_channel.drain() + self.follow_up_channel.drain()
+        self.hub.dropped.update(number for number, _ in queued)
         self.resumes.clear()
         self.cond.notify_all()
         return [msg for _, msg in sorted(queued, key=lambda item: item[0])]
