@@ -594,7 +594,7 @@ def test_a_prompt_whose_message_is_cleared_from_the_queue_is_told_so() -> None:
         asker.start()
         assert waiting.wait(WAIT)
         with agent._cond:  # every put notifies this condition: wait until the message is queued
-            assert agent._cond.wait_for(lambda: agent.input_channel.qsize() == 1, WAIT)
+            assert agent._cond.wait_for(lambda: len(agent.input_channel.queue) == 1, WAIT)
         assert [text(m) for m in agent.clear_queues()] == ["queued behind"]
         asker.join(WAIT)
         assert len(errors) == 1 and "dropped from the queue" in str(errors[0])
