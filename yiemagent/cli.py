@@ -67,6 +67,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         tools = stack.enter_context(open_tools(args.tools))
         warn_problems(tools.problems, sys.stderr)
         sinks: list[Sink] = []
+        writer: JsonlEventWriter | None = None
         if not args.quiet:
             sinks.append(Renderer(sys.stderr, show_text=False))
         if events is not None:
@@ -77,11 +78,14 @@ def cmd_run(args: argparse.Namespace) -> int:
                 except OSError as exc:
                     raise CliError(f"--events-file {args.events_file}: cannot write it: "
                                    f"{exc.strerror or exc}") from None
-            sinks.append(JsonlEventWriter(stream))
+            writer = JsonlEventWriter(stream)
+            sinks.append(writer)
         agent = build_agent(args, choice, tools.store, sinks)
         stack.push(shutdown_on_exit(agent))
         agent.run_agent(prompt)
         response = wait_for_response(agent, _say_aborting)
+    if writer is not None and events_to_stdout and writer.broken is not None:
+        raise BrokenPipeError(writer.broken.errno, "stdout was closed")
     if args.json:
         print(json.dumps(response.to_dict(), indent=2))
     elif not events_to_stdout:
@@ -255,3 +259,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         sys.stderr.write("\ninterrupted\n")
         return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`yiemagent run ... | head -1`): nothing more can be
+        # written there, and Python's final flush must not complain about it either.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
