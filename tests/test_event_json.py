@@ -6,6 +6,8 @@ from __future__ import annotations
 import io
 import json
 import math
+import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -133,3 +135,10 @@ def test_the_writer_stops_at_a_broken_stream() -> None:
     writer(AgentStartEvent())
     writer(TurnStartEvent(1))  # neither raises
     assert isinstance(writer.broken, BrokenPipeError) and writer.turn == 1
+
+
+def test_the_readme_lists_every_event_type() -> None:
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Events as JSON", 1)[1].split("\n## ", 1)[0]
+    listed = set(re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)) - {"type"}  # the header
+    assert listed == {event.event_type for event, _ in SHAPES}
