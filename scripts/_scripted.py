@@ -58,6 +58,7 @@ def clip(text: str, limit: int = 100) -> str:
 
 
 def _text(result: Any) -> str:
+    """The text of a tool result (or of anything a tool reported)."""
     if isinstance(result, AgentToolResult):
         return " ".join(b.text for b in result.content if isinstance(b, TextContent))
     return str(result)

@@ -22,7 +22,8 @@ from cli_helpers import (
 
 from yiemagent import AssistantMessage, load_session
 
-pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="POSIX terminals and signals")
+# Pseudo-terminals and Ctrl-C as SIGINT are POSIX only; the other tests run anywhere.
+posix_terminal = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
 
 ECHO_THEN_ANSWER = [
     {"text": "Let me echo that.", "tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]},
@@ -133,6 +134,7 @@ def test_run_reads_the_prompt_from_stdin(tmp_path: Path, tools: Path) -> None:
     assert done.returncode == 0, done.stderr
 
 
+@posix_terminal
 def test_run_ctrl_c_aborts_the_run_and_exits_1(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json",
                          [{"tool_calls": [{"name": "waitForAbort", "arguments": {}}]}])
@@ -230,6 +232,7 @@ def test_tools_of_a_missing_folder_is_exit_2(tmp_path: Path) -> None:
 # -- chat -------------------------------------------------------------------------------------
 
 
+@posix_terminal
 def test_chat_on_a_terminal(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ECHO_THEN_ANSWER)
     saved = tmp_path / "session.json"
@@ -255,6 +258,7 @@ def test_chat_on_a_terminal(tmp_path: Path, tools: Path) -> None:
     assert [m.role for m in messages] == ["user", "assistant", "toolResult", "assistant"]
 
 
+@posix_terminal
 def test_chat_ctrl_c_aborts_the_answer_not_the_session(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", [
         {"tool_calls": [{"name": "waitForAbort", "arguments": {}}]},

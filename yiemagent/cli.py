@@ -48,6 +48,7 @@ __all__ = ["build_parser", "main"]
 
 
 def _say_aborting() -> None:
+    """Tell the user on stderr that Ctrl-C is aborting the run, and how to quit at once."""
     sys.stderr.write("\naborting the run (Ctrl-C again quits at once)\n")
 
 
@@ -100,6 +101,8 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 
 def _describe_tools(store: ToolStore, as_json: bool) -> str:
+    """The store's tools for ``yiemagent tools``: each with its label, file, description and
+    input schema as indented text, or (``as_json``) as a JSON list of objects."""
     tools = list(store.tools.values())
     if as_json:
         return json.dumps([{"name": t.name, "label": t.label, "description": t.description,
@@ -156,6 +159,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
 
 
 def _positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1, else an error naming what was given."""
     try:
         value = int(text)
     except ValueError:
@@ -212,7 +216,8 @@ def build_parser() -> argparse.ArgumentParser:
                      help="write every event as one JSON object per line, to stdout (instead "
                           "of the answer) or to --events-file")
     run.add_argument("--events-file", metavar="FILE",
-                     help="write the events there (implies --events jsonl); stdout keeps the answer")
+                     help="write the events there (implies --events jsonl; '-': stdout); "
+                          "stdout keeps the answer")
     run.add_argument("-q", "--quiet", action="store_true",
                      help="do not show the tool activity on stderr")
     run.set_defaults(handler=cmd_run)

@@ -95,6 +95,8 @@ def _local(spec: str) -> LlmCall:
 
 
 def _scripted(spec: str) -> LlmCall:
+    """The ``ScriptedModel`` for ``scripted:FILE``; ``CliError`` saying what is wrong with the
+    file (or that none was named)."""
     path = spec.partition(":")[2]
     if not path:
         raise CliError("--model scripted:FILE needs the path of a JSON file of replies, e.g. "

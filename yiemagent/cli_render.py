@@ -127,6 +127,7 @@ class Renderer:
                 self.write("\n")
 
     def _width(self) -> int:
+        """How many characters a tool line may use: the terminal's width less the indent."""
         return max(shutil.get_terminal_size((100, 24)).columns - 4, 40)
 
     # -- events --------------------------------------------------------------------------
@@ -155,6 +156,8 @@ class Renderer:
                 self._tool_end(event)
 
     def _update(self, event: MessageUpdateEvent) -> None:
+        """Write a streamed piece: text as it is, thinking dimmed on lines of its own;
+        tool-call argument pieces are not shown (the tool's start line shows them whole)."""
         if not self.show_text or event.kind == "tool_call":
             return
         if event.kind == "thinking":
@@ -170,6 +173,7 @@ class Renderer:
         self.write(event.delta)
 
     def _reply_end(self, message: AssistantMessage) -> None:
+        """Finish a reply: print its text (and thinking) when none of it streamed, end the line."""
         self._in_thinking = False
         if self.show_text and not self._streamed:
             text = "".join(b.text for b in message.content if isinstance(b, TextContent))
@@ -183,6 +187,8 @@ class Renderer:
         self.end_line()
 
     def _tool_end(self, event: ToolExecEndEvent) -> None:
+        """Write a tool call's end: its duration since its start and its result, or its error
+        in red."""
         started = self._started.pop(event.tool_call_id, None)
         took = f" ({duration(time.monotonic() - started)})" if started is not None else ""
         text = one_line(result_text(event.result), self._width())

@@ -79,6 +79,7 @@ def shutdown_on_exit(agent: YiemAgent) -> Callable[..., bool]:
     ignores the abort must not keep the command from quitting)."""
 
     def exit_callback(exc_type: type[BaseException] | None, *_rest: object) -> bool:
+        """Shut the agent down; never swallows the exception that ends the block."""
         interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
         agent.shutdown(wait=not interrupted, abort=True)
         return False

@@ -61,6 +61,8 @@ def _tool_call(item: Any, where: str, default_id: str) -> AgentToolCall:
 
 
 def _shorthand(data: Mapping[str, Any], where: str, number: int, model: str) -> AssistantMessage:
+    """The reply for a shorthand dict (``text``, ``thinking``, ``tool_calls``, ``stop_reason``,
+    ``error_message``); ``ScriptError`` for unknown keys or malformed tool calls."""
     unknown = sorted(set(data) - set(SHORTHAND_KEYS))
     if unknown:
         raise ScriptError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a reply is a "
