@@ -81,9 +81,10 @@ class ChatSession:
 
     def show_tools(self, _arg: str) -> None:
         """``/tools``: each tool with its label and description, on one line."""
-        width = 100
+        width = self.out.width()
         for tool in self.agent.tools.values():
-            self.out.line(f"  {tool.name}: {one_line(tool.label + ' - ' + tool.description, width)}")
+            summary = one_line(f"{tool.label} - {tool.description}", width - len(tool.name))
+            self.out.line(f"  {tool.name}: {summary}")
         self.note(f"  from {self.tools_label}")
 
     def reset(self, _arg: str) -> None:

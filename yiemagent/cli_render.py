@@ -126,8 +126,9 @@ class Renderer:
             if not self._at_line_start:
                 self.write("\n")
 
-    def _width(self) -> int:
-        """How many characters a tool line may use: the terminal's width less the indent."""
+    def width(self) -> int:
+        """How many characters a line of tool activity may use: the terminal's width (100
+        when it cannot be told) less the indent, and at least 40."""
         return max(shutil.get_terminal_size((100, 24)).columns - 4, 40)
 
     # -- events --------------------------------------------------------------------------
@@ -147,9 +148,9 @@ class Renderer:
                 self._started[event.tool_call_id] = time.monotonic()
                 args = json.dumps(json_ready(event.arguments), ensure_ascii=False)
                 self.line(self.style.paint(
-                    f"  {self.style.call} {event.tool_name} {one_line(args, self._width())}", "2"))
+                    f"  {self.style.call} {event.tool_name} {one_line(args, self.width())}", "2"))
             elif isinstance(event, ToolExecUpdateEvent):
-                text = one_line(result_text(event.partial_result), self._width())
+                text = one_line(result_text(event.partial_result), self.width())
                 self.line(self.style.paint(
                     f"  {self.style.progress} {event.tool_name}: {text}", "2"))
             elif isinstance(event, ToolExecEndEvent):
@@ -191,7 +192,7 @@ class Renderer:
         in red."""
         started = self._started.pop(event.tool_call_id, None)
         took = f" ({duration(time.monotonic() - started)})" if started is not None else ""
-        text = one_line(result_text(event.result), self._width())
+        text = one_line(result_text(event.result), self.width())
         style = self.style
         if event.is_error:
             self.line(style.paint(f"  {style.fail} {event.tool_name}{took} error: {text}", "31"))
