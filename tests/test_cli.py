@@ -6,6 +6,7 @@ and ``chat`` on a pseudo-terminal (slash commands, a question, ``/save``, Ctrl-C
 from __future__ import annotations
 
 import json
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -147,6 +148,32 @@ def test_run_ctrl_c_aborts_the_run_and_exits_1(tmp_path: Path, tools: Path) -> N
         assert "aborting the run" in term.output and term.output.rstrip().endswith("aborted")
     finally:
         term.close()
+
+
+@posix_terminal
+def test_sigterm_stops_the_run_and_cleans_up(tmp_path: Path) -> None:
+    """A terminated command (SIGTERM, or SIGHUP from a closed terminal) still aborts its run
+    and removes its temporary copy of the example tools."""
+    script = script_file(tmp_path / "replies.json", [
+        {"tool_calls": [{"name": "writeTool", "arguments": {
+            "name": "waitForAbort", "label": "Wait", "description": "Wait for the abort.",
+            "inputSchema": {"type": "object"},
+            "executeCode": "on_partial_result('waiting for an abort')\nsignal.wait(120)\n"
+                           "return 'stopped'"}}]},
+        {"tool_calls": [{"name": "waitForAbort", "arguments": {}}]},
+    ])
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    term = Terminal("run", "Wait", "--model", f"scripted:{script}", cwd=tmp_path,
+                    env=clean_env(TMPDIR=str(temp)))
+    try:
+        term.expect("waiting for an abort")  # the model wrote a tool into the copy and runs it
+        assert len(list(temp.iterdir())) == 1
+        term.proc.send_signal(signal.SIGTERM)
+        assert term.wait() == 128 + signal.SIGTERM
+    finally:
+        term.close()
+    assert list(temp.iterdir()) == []
 
 
 @pytest.mark.parametrize(("args", "says"), [

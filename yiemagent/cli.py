@@ -5,7 +5,8 @@ prompt (the answer on stdout, tool activity on stderr, every event as JSON lines
 ``--events jsonl``), ``yiemagent tools [FOLDER]`` lists or checks a folder of tool files. The
 README's "The yiemagent command" section describes every option. Exit status: 0 on an answer,
 1 when the run ended in an error, was aborted or ran out of turns (or ``tools`` found problems),
-2 when the command cannot start as asked (bad options, no model), 130 on a second Ctrl-C.
+2 when the command cannot start as asked (bad options, no model), 130 on a second Ctrl-C,
+128 + the signal's number on SIGTERM or SIGHUP (after cleaning up, as for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import contextlib
 import json
 import logging
 import os
+import signal
 import sys
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -243,6 +245,24 @@ def _tolerant(stream: Any) -> None:
             reconfigure(errors="replace")
 
 
+def _exit_on(signum: int, _frame: object) -> None:
+    """Signal handler: end the command through ``SystemExit`` (status 128 + signal), so that
+    ``with`` blocks still run: the agent is aborted and the temporary tool folder removed."""
+    raise SystemExit(128 + signum)
+
+
+def _stop_cleanly_on_signals() -> dict[int, Any]:
+    """Make SIGTERM and SIGHUP (a closed terminal) end the command like Ctrl-C does, instead of
+    killing it before it cleans up; return the handlers replaced, to put back afterwards."""
+    previous: dict[int, Any] = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            with contextlib.suppress(ValueError, OSError):  # not the main thread, or refused
+                previous[number] = signal.signal(number, _exit_on)
+    return previous
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``yiemagent`` command with ``argv`` (default: the process arguments) and return
     its exit status. Problems the user can fix are one ``yiemagent: error: ...`` message on
@@ -255,6 +275,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     _tolerant(sys.stdout)
     _tolerant(sys.stderr)
     logging.basicConfig(format="yiemagent: %(levelname)s: %(message)s", level=logging.WARNING)
+    previous_handlers = _stop_cleanly_on_signals()
     try:
         handler: Callable[[argparse.Namespace], int] = args.handler
         return handler(args)
@@ -270,3 +291,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         with contextlib.suppress(OSError, ValueError):
             os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
+    finally:
+        for number, old in previous_handlers.items():
+            signal.signal(number, old)

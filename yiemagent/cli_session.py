@@ -75,12 +75,13 @@ def problem_line(path: str, message: str) -> str:
 
 def shutdown_on_exit(agent: YiemAgent) -> Callable[..., bool]:
     """An exit callback for ``ExitStack.push`` that shuts ``agent`` down: aborting its run and
-    waiting for its worker, except after Ctrl-C, when nothing is waited for (a tool that
-    ignores the abort must not keep the command from quitting)."""
+    waiting for its worker, except when the command is being stopped (Ctrl-C, a termination
+    signal), when nothing is waited for: a tool that ignores the abort must not keep the
+    command from quitting."""
 
     def exit_callback(exc_type: type[BaseException] | None, *_rest: object) -> bool:
         """Shut the agent down; never swallows the exception that ends the block."""
-        interrupted = exc_type is not None and issubclass(exc_type, KeyboardInterrupt)
+        interrupted = exc_type is not None and not issubclass(exc_type, Exception)
         agent.shutdown(wait=not interrupted, abort=True)
         return False
 
