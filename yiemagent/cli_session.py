@@ -24,13 +24,11 @@ from yiemagent.events import AgentEvent
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_registry import ToolStore, get_tools, load_tools
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "FAILED_STOP_REASONS", "Tools", "answer_text", "build_agent",
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Tools", "answer_text", "build_agent",
            "example_tools_folder", "failure", "load_folder", "open_tools", "problem_line",
            "shown_path", "shutdown_on_exit", "wait_for_response", "warn_problems"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help; answer briefly."
-# Stop reasons of a run that gave no answer: the commands exit 1 for them.
-FAILED_STOP_REASONS = ("error", "aborted", "max_turns")
 EXAMPLE_TOOL = "writeTool.py"  # a file every example tools folder has: tells it from others
 _LINE = re.compile(r"\bat line (\d+)\b")
 
@@ -175,7 +173,8 @@ def answer_text(message: AssistantMessage) -> str:
 
 
 def failure(message: AssistantMessage, max_turns: int) -> str | None:
-    """Why a response is not an answer (``None`` when it is one), for the user."""
+    """Why a response is not an answer, for the user: for the stop reasons ``"error"``,
+    ``"aborted"`` and ``"max_turns"`` (the commands exit 1 then); ``None`` for an answer."""
     if message.stop_reason == "error":
         return f"error: {message.error_message or 'the run failed'}"
     if message.stop_reason == "aborted":
