@@ -7,14 +7,20 @@ streams), ``MessageEndEvent`` for the reply, for each tool call ``ToolExecStartE
 ``ToolExecUpdateEvent``*, ``ToolExecEndEvent``, then ``MessageStartEvent``/``MessageEndEvent``
 for each tool result, and ``TurnEndEvent``; finally ``AgentEndEvent``. Every start has its end,
 on error and abort paths too.
+
+Every event has ``to_dict()``: a JSON-ready dict whose ``"type"`` is its ``event_type`` (the
+README's "Events as JSON" lists each shape); ``yiemagent.event_log`` writes them as JSON lines.
 """
 
 from __future__ import annotations
 
+import copy
 from typing import Any, ClassVar, Literal
 
 import attrs
 
+from yiemagent.content import content_to_dict
+from yiemagent.json_safety import json_ready
 from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage
 from yiemagent.tool_types import AgentToolResult
 
@@ -30,7 +36,30 @@ __all__ = [
     "ToolExecUpdateEvent",
     "TurnEndEvent",
     "TurnStartEvent",
+    "tool_result_to_dict",
 ]
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of ``value`` (a tool's arguments, details or progress report), never
+    shared with the history: converted as ``json_safety.json_ready`` converts tool details."""
+    return copy.deepcopy(json_ready(value))
+
+
+def tool_result_to_dict(result: AgentToolResult) -> dict[str, Any]:
+    """``{"content": [...], "details": {...}, "usage": {...} | None, "terminate": bool}``: the
+    JSON-ready form of a tool's result (content blocks as in messages' ``to_dict``)."""
+    return {
+        "content": [content_to_dict(b) for b in result.content],
+        "details": _plain(result.details),
+        "usage": None if result.usage is None else result.usage.to_dict(),
+        "terminate": bool(result.terminate),
+    }
+
+
+def _progress(partial: Any) -> Any:
+    """A progress report as JSON: a tool result's dict form, anything else converted."""
+    return tool_result_to_dict(partial) if isinstance(partial, AgentToolResult) else _plain(partial)
 
 
 @attrs.define(frozen=True)
@@ -38,6 +67,10 @@ class AgentEvent:
     """Base class of every event; ``event_type`` is a stable snake_case name for logs."""
 
     event_type: ClassVar[str] = "event"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the event as a JSON-ready dict: ``{"type": event_type, ...its fields}``."""
+        return {"type": self.event_type}
 
 
 @attrs.define(frozen=True)
@@ -48,6 +81,11 @@ class ToolExecStartEvent(AgentEvent):
     tool_name: str
     arguments: Any
     event_type: ClassVar[str] = "tool_execution_start"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "tool_call_id", "tool_name", "args"}`` (args JSON-ready)."""
+        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
+                "tool_name": self.tool_name, "args": _plain(self.arguments)}
 
 
 @attrs.define(frozen=True)
@@ -60,6 +98,13 @@ class ToolExecUpdateEvent(AgentEvent):
     partial_result: Any
     event_type: ClassVar[str] = "tool_execution_update"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "tool_call_id", "tool_name", "args", "partial_result"}``; a partial
+        result that is an ``AgentToolResult`` takes ``tool_result_to_dict``'s form."""
+        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
+                "tool_name": self.tool_name, "args": _plain(self.arguments),
+                "partial_result": _progress(self.partial_result)}
+
 
 @attrs.define(frozen=True)
 class ToolExecEndEvent(AgentEvent):
@@ -70,6 +115,13 @@ class ToolExecEndEvent(AgentEvent):
     result: AgentToolResult
     is_error: bool = False
     event_type: ClassVar[str] = "tool_execution_end"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "tool_call_id", "tool_name", "result", "is_error"}``, the result in
+        ``tool_result_to_dict``'s form."""
+        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
+                "tool_name": self.tool_name, "result": tool_result_to_dict(self.result),
+                "is_error": bool(self.is_error)}
 
 
 @attrs.define(frozen=True)
@@ -88,6 +140,10 @@ class AgentEndEvent(AgentEvent):
     response: AssistantMessage | None = attrs.field(default=None, kw_only=True)
     event_type: ClassVar[str] = "agent_end"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "messages": [message.to_dict(), ...]}``."""
+        return {"type": self.event_type, "messages": [m.to_dict() for m in self.messages]}
+
 
 @attrs.define(frozen=True)
 class TurnStartEvent(AgentEvent):
@@ -95,6 +151,10 @@ class TurnStartEvent(AgentEvent):
 
     turn: int = 1
     event_type: ClassVar[str] = "turn_start"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "turn"}``."""
+        return {"type": self.event_type, "turn": self.turn}
 
 
 @attrs.define(frozen=True)
@@ -105,6 +165,11 @@ class TurnEndEvent(AgentEvent):
     tool_results: list[ToolResultMessage] = attrs.field(factory=list)
     event_type: ClassVar[str] = "turn_end"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "message", "tool_results": [...]}``, messages as ``to_dict()``."""
+        return {"type": self.event_type, "message": self.message.to_dict(),
+                "tool_results": [r.to_dict() for r in self.tool_results]}
+
 
 @attrs.define(frozen=True)
 class MessageStartEvent(AgentEvent):
@@ -112,6 +177,11 @@ class MessageStartEvent(AgentEvent):
 
     message: AgentMessage | None = None
     event_type: ClassVar[str] = "message_start"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "message"}``, the message as ``to_dict()`` (or ``None``)."""
+        return {"type": self.event_type,
+                "message": None if self.message is None else self.message.to_dict()}
 
 
 @attrs.define(frozen=True)
@@ -129,6 +199,12 @@ class MessageUpdateEvent(AgentEvent):
     tool_name: str | None = None
     event_type: ClassVar[str] = "message_update"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "kind", "delta", "content_index", "tool_call_id", "tool_name"}``."""
+        return {"type": self.event_type, "kind": self.kind, "delta": self.delta,
+                "content_index": self.content_index, "tool_call_id": self.tool_call_id,
+                "tool_name": self.tool_name}
+
 
 @attrs.define(frozen=True)
 class MessageEndEvent(AgentEvent):
@@ -136,3 +212,7 @@ class MessageEndEvent(AgentEvent):
 
     message: AgentMessage
     event_type: ClassVar[str] = "message_end"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "message"}``, the message as ``to_dict()``."""
+        return {"type": self.event_type, "message": self.message.to_dict()}

@@ -1,0 +1,8 @@
+"""``python -m yiemagent``: the ``yiemagent`` command (see ``yiemagent.cli``)."""
+
+import sys
+
+from yiemagent.cli import main
+
+if __name__ == "__main__":
+    sys.exit(main())

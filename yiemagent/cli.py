@@ -1,0 +1,296 @@
+"""The ``yiemagent`` command (also ``python -m yiemagent``): ``chat``, ``run`` and ``tools``.
+
+``yiemagent chat`` talks with an agent in the terminal, ``yiemagent run "PROMPT"`` answers one
+prompt (the answer on stdout, tool activity on stderr, every event as JSON lines with
+``--events jsonl``), ``yiemagent tools [FOLDER]`` lists or checks a folder of tool files. The
+README's "The yiemagent command" section describes every option. Exit status: 0 on an answer,
+1 when the run ended in an error, was aborted or ran out of turns (or ``tools`` found problems),
+2 when the command cannot start as asked (bad options, no model), 130 on a second Ctrl-C,
+128 + the signal's number on SIGTERM or SIGHUP (after cleaning up, as for Ctrl-C).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from yiemagent.cli_chat import run_chat
+from yiemagent.cli_model import CliError, choose_model
+from yiemagent.cli_render import Renderer
+from yiemagent.cli_session import (
+    Sink,
+    answer_text,
+    build_agent,
+    example_tools_folder,
+    failure,
+    load_folder,
+    open_tools,
+    problem_line,
+    shown_path,
+    shutdown_on_exit,
+    wait_for_response,
+    warn_problems,
+)
+from yiemagent.event_log import JsonlEventWriter
+from yiemagent.tool_registry import ToolStore
+
+__all__ = ["build_parser", "main"]
+
+
+# ---------------------------------------------------------------------------------------------
+# Commands
+# ---------------------------------------------------------------------------------------------
+
+
+def _say_aborting() -> None:
+    """Tell the user on stderr that Ctrl-C is aborting the run, and how to quit at once."""
+    sys.stderr.write("\naborting the run (Ctrl-C again quits at once)\n")
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``yiemagent run PROMPT``: one run; see the module docstring for outputs and exit codes."""
+    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
+    if not prompt.strip():
+        raise CliError("the prompt is empty; give it as an argument, or '-' to read it from stdin")
+    events = args.events or ("jsonl" if args.events_file else None)
+    events_to_stdout = events is not None and args.events_file in (None, "-")
+    if events_to_stdout and args.json:
+        raise CliError("--json and --events jsonl both write to stdout; send the events to a "
+                       "file with --events-file FILE")
+    choice = choose_model(args.model, args.base_url)
+    with contextlib.ExitStack() as stack:
+        stack.callback(choice.close)
+        tools = stack.enter_context(open_tools(args.tools))
+        warn_problems(tools.problems, sys.stderr)
+        sinks: list[Sink] = []
+        writer: JsonlEventWriter | None = None
+        if not args.quiet:
+            sinks.append(Renderer(sys.stderr, show_text=False))
+        if events is not None:
+            stream = sys.stdout
+            if not events_to_stdout:
+                try:
+                    stream = stack.enter_context(open(args.events_file, "w", encoding="utf-8"))
+                except OSError as exc:
+                    raise CliError(f"--events-file {args.events_file}: cannot write it: "
+                                   f"{exc.strerror or exc}") from None
+            writer = JsonlEventWriter(stream)
+            sinks.append(writer)
+        agent = build_agent(args, choice, tools.store, sinks)
+        stack.push(shutdown_on_exit(agent))
+        agent.run_agent(prompt)
+        response = wait_for_response(agent, _say_aborting)
+    if writer is not None and events_to_stdout and writer.broken is not None:
+        raise BrokenPipeError(writer.broken.errno, "stdout was closed")
+    if args.json:
+        print(json.dumps(response.to_dict(), indent=2))
+    elif not events_to_stdout:
+        text = answer_text(response)
+        if text:
+            print(text)
+    problem = failure(response, args.max_turns)
+    if problem is not None:
+        print(problem, file=sys.stderr)
+        return 1
+    return 0
+
+
+def _describe_tools(store: ToolStore, as_json: bool) -> str:
+    """The store's tools for ``yiemagent tools``: each with its label, file, description and
+    input schema as indented text, or (``as_json``) as a JSON list of objects."""
+    tools = list(store.tools.values())
+    if as_json:
+        return json.dumps([{"name": t.name, "label": t.label, "description": t.description,
+                            "input_schema": t.input_schema, "parallel": t.parallel_tool_execute,
+                            "file": store.source_of(t.name)} for t in tools], indent=2)
+    parts = []
+    for tool in tools:
+        source = store.source_of(tool.name)
+        origin = f"  ({os.path.basename(source)})" if source else "  (built in)"
+        schema = json.dumps(tool.input_schema, indent=2, ensure_ascii=False)
+        body = "\n".join("    " + line for line in [tool.description, "input schema:",
+                                                     *schema.splitlines()])
+        parts.append(f"{tool.name}: {tool.label}{origin}\n{body}")
+    return "\n\n".join(parts)
+
+
+def cmd_tools(args: argparse.Namespace) -> int:
+    """``yiemagent tools [FOLDER]``: list the tools with their schemas, or ``--check`` every
+    file and name each problem with its file and line (exit 1 when there is one)."""
+    folder = args.folder or args.tools or example_tools_folder()
+    store = ToolStore("cli-tools")
+    problems = load_folder(store, folder)
+    if args.check:
+        for path, message in problems:
+            print(problem_line(path, message))
+        count = sum(1 for name in store.tools if store.source_of(name))
+        loaded = f"{count} tool file{'' if count == 1 else 's'} loaded from {shown_path(folder)}"
+        if problems:
+            print(f"{len(problems)} file{'' if len(problems) == 1 else 's'} with problems; {loaded}")
+            return 1
+        print(f"ok: {loaded}")
+        return 0
+    print(_describe_tools(store, args.json))
+    warn_problems(problems, sys.stderr)
+    return 1 if problems else 0
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    """``yiemagent chat``: the interactive session (see ``cli_chat``)."""
+    choice = choose_model(args.model, args.base_url)
+    with contextlib.ExitStack() as stack:
+        stack.callback(choice.close)
+        tools = stack.enter_context(open_tools(args.tools))
+        warn_problems(tools.problems, sys.stderr)
+        renderer = Renderer(sys.stdout)
+        agent = build_agent(args, choice, tools.store, [renderer])
+        stack.push(shutdown_on_exit(agent))
+        return run_chat(agent, renderer, choice, tools.label, args.max_turns)
+
+
+# ---------------------------------------------------------------------------------------------
+# Options
+# ---------------------------------------------------------------------------------------------
+
+
+def _positive_int(text: str) -> int:
+    """argparse type: a whole number of at least 1, else an error naming what was given."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of the ``yiemagent`` command."""
+    from yiemagent import __version__
+
+    tools_opt = argparse.ArgumentParser(add_help=False)
+    tools_opt.add_argument("--tools", metavar="FOLDER",
+                           help="folder of tool files (default: the example tools)")
+    agent_opts = argparse.ArgumentParser(add_help=False)
+    group = agent_opts.add_argument_group("model and agent")
+    group.add_argument("--model", metavar="SPEC",
+                       help="openai:MODEL, anthropic:MODEL, ollama:MODEL, provider:MODEL@URL, "
+                            "local (the embedded model), local:FILE.gguf, or scripted:FILE.json "
+                            "(replay replies from a file). Default: openai:gpt-4o-mini with "
+                            "OPENAI_API_KEY set, else anthropic:claude-sonnet-4-5 with "
+                            "ANTHROPIC_API_KEY set, else local")
+    group.add_argument("--base-url", metavar="URL",
+                       help="an OpenAI-compatible server (with --model NAME), or another base "
+                            "URL for --model PROVIDER:MODEL")
+    group.add_argument("--system", metavar="TEXT", help="the system prompt")
+    group.add_argument("--parallel", action="store_true",
+                       help="run the tool calls of one reply in parallel")
+    group.add_argument("--max-turns", metavar="N", type=_positive_int, default=50,
+                       help="LLM calls per run before it stops (default: 50)")
+
+    parser = argparse.ArgumentParser(
+        prog="yiemagent", description="Talk to an LLM agent that calls tools.",
+        epilog="Start with: yiemagent chat. Each command has --help.")
+    parser.add_argument("--version", action="version", version=f"yiemagent {__version__}")
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    chat = commands.add_parser(
+        "chat", parents=[tools_opt, agent_opts], help="talk with the agent in the terminal",
+        description="Talk with the agent. Commands: /tools, /reset, /save FILE, /load FILE, "
+                    "/help, /exit. Ctrl-C stops the current answer; Ctrl-D or /exit quits.")
+    chat.set_defaults(handler=cmd_chat)
+
+    run = commands.add_parser(
+        "run", parents=[tools_opt, agent_opts], help="answer one prompt and exit",
+        description="Answer one prompt: the answer on stdout, tool activity on stderr. Exit "
+                    "status 1 when the run ended in an error, was aborted or ran out of turns.")
+    run.add_argument("prompt", metavar="PROMPT", help="the prompt ('-': read it from stdin)")
+    run.add_argument("--json", action="store_true",
+                     help="print the final message as JSON (its to_dict() form)")
+    run.add_argument("--events", choices=["jsonl"],
+                     help="write every event as one JSON object per line, to stdout (instead "
+                          "of the answer) or to --events-file")
+    run.add_argument("--events-file", metavar="FILE",
+                     help="write the events there (implies --events jsonl; '-': stdout); "
+                          "stdout keeps the answer")
+    run.add_argument("-q", "--quiet", action="store_true",
+                     help="do not show the tool activity on stderr")
+    run.set_defaults(handler=cmd_run)
+
+    tools = commands.add_parser(
+        "tools", parents=[tools_opt], help="list the tools of a folder, or check its files",
+        description="List the tools of FOLDER (default: --tools, else the example tools) with "
+                    "their input schemas, or check that every file loads.")
+    tools.add_argument("folder", metavar="FOLDER", nargs="?", help="the folder of tool files")
+    tools.add_argument("--check", action="store_true",
+                       help="load every file and report each problem with its file and line; "
+                            "exit status 1 when there is one")
+    tools.add_argument("--json", action="store_true", help="list the tools as JSON")
+    tools.set_defaults(handler=cmd_tools)
+    return parser
+
+
+def _tolerant(stream: Any) -> None:
+    """Let ``stream`` replace what its encoding cannot write rather than fail mid-answer."""
+    reconfigure = getattr(stream, "reconfigure", None)
+    if callable(reconfigure):
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="replace")
+
+
+def _exit_on(signum: int, _frame: object) -> None:
+    """Signal handler: end the command through ``SystemExit`` (status 128 + signal), so that
+    ``with`` blocks still run: the agent is aborted and the temporary tool folder removed."""
+    raise SystemExit(128 + signum)
+
+
+def _stop_cleanly_on_signals() -> dict[int, Any]:
+    """Make SIGTERM and SIGHUP (a closed terminal) end the command like Ctrl-C does, instead of
+    killing it before it cleans up; return the handlers replaced, to put back afterwards."""
+    previous: dict[int, Any] = {}
+    for name in ("SIGTERM", "SIGHUP"):
+        number = getattr(signal, name, None)
+        if number is not None:
+            with contextlib.suppress(ValueError, OSError):  # not the main thread, or refused
+                previous[number] = signal.signal(number, _exit_on)
+    return previous
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the ``yiemagent`` command with ``argv`` (default: the process arguments) and return
+    its exit status. Problems the user can fix are one ``yiemagent: error: ...`` message on
+    stderr (exit 2), never a traceback."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if getattr(args, "handler", None) is None:
+        parser.print_help(sys.stderr)
+        return 2
+    _tolerant(sys.stdout)
+    _tolerant(sys.stderr)
+    logging.basicConfig(format="yiemagent: %(levelname)s: %(message)s", level=logging.WARNING)
+    previous_handlers = _stop_cleanly_on_signals()
+    try:
+        handler: Callable[[argparse.Namespace], int] = args.handler
+        return handler(args)
+    except CliError as exc:
+        sys.stderr.write(f"yiemagent: error: {exc}\n")
+        return exc.exit_code
+    except KeyboardInterrupt:
+        sys.stderr.write("\ninterrupted\n")
+        return 130
+    except BrokenPipeError:
+        # The reader of stdout went away (`yiemagent run ... | head -1`): nothing more can be
+        # written there, and Python's final flush must not complain about it either.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    finally:
+        for number, old in previous_handlers.items():
+            signal.signal(number, old)

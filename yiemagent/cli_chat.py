@@ -1,0 +1,170 @@
+"""``yiemagent chat``: the interactive session, its slash commands and its Ctrl-C handling.
+
+Each line the user types is a message to the agent, shown back as it streams, with the tool
+calls live. ``/tools``, ``/reset``, ``/save FILE``, ``/load FILE``, ``/help`` and ``/exit`` act
+on the session instead. Ctrl-C during an answer aborts that run only (``agent.abort()``); at
+the prompt it clears the line; Ctrl-D or ``/exit`` ends the session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+from collections.abc import Callable
+
+from yiemagent.agent import YiemAgent
+from yiemagent.cli_model import ModelChoice
+from yiemagent.cli_render import Renderer, one_line
+from yiemagent.cli_session import failure, wait_for_response
+from yiemagent.errors import SessionError
+from yiemagent.session import load_session
+
+__all__ = ["COMMANDS", "PROMPT", "ChatSession", "run_chat"]
+
+PROMPT = "you> "
+COMMANDS = {
+    "/tools": "list the agent's tools",
+    "/reset": "start a new conversation (the history is cleared)",
+    "/save FILE": "save the conversation to FILE (JSON)",
+    "/load FILE": "continue a conversation saved with /save",
+    "/help": "show this list",
+    "/exit": "end the session (also /quit or Ctrl-D)",
+}
+
+
+class ChatSession:
+    """One chat: the agent, where its output goes, and what each slash command does.
+
+    ``ask`` sends a message and shows the answer (the renderer streams it as it arrives);
+    ``command`` runs a slash command and returns ``False`` when the session should end.
+    """
+
+    def __init__(self, agent: YiemAgent, renderer: Renderer, max_turns: int,
+                 tools_label: str) -> None:
+        self.agent = agent
+        self.out = renderer
+        self.max_turns = max_turns
+        self.tools_label = tools_label
+
+    def note(self, text: str, style: str = "2") -> None:
+        """Show a line of the session's own (not the model's), dimmed by default."""
+        self.out.line(self.out.style.paint(text, style))
+
+    def ask(self, text: str) -> None:
+        """Send ``text`` and wait for the answer; Ctrl-C aborts the run, not the session."""
+        self.agent.run_agent(text)
+        response = wait_for_response(
+            self.agent, lambda: self.note("stopping the answer (Ctrl-C again quits)", "33"))
+        problem = failure(response, self.max_turns)
+        if problem is not None:
+            self.note(problem, "31")
+        self.out.end_line()
+
+    def command(self, line: str) -> bool:
+        """Run the slash command ``line``; return ``False`` for ``/exit`` and ``/quit``."""
+        name, _, arg = line.partition(" ")
+        arg = arg.strip()
+        handlers: dict[str, Callable[[str], None]] = {
+            "/tools": self.show_tools, "/reset": self.reset, "/save": self.save,
+            "/load": self.load, "/help": self.help,
+        }
+        if name in ("/exit", "/quit"):
+            return False
+        handler = handlers.get(name)
+        if handler is None:
+            self.note(f"unknown command {name}; /help lists the commands (start a message with "
+                      "// to send it with one leading /)", "31")
+        else:
+            handler(arg)
+        return True
+
+    def show_tools(self, _arg: str) -> None:
+        """``/tools``: each tool with its label and description, on one line."""
+        width = self.out.width()
+        for tool in self.agent.tools.values():
+            summary = one_line(f"{tool.label} - {tool.description}", width - len(tool.name))
+            self.out.line(f"  {tool.name}: {summary}")
+        self.note(f"  from {self.tools_label}")
+
+    def reset(self, _arg: str) -> None:
+        """``/reset``: clear the history."""
+        self.agent.reset()
+        self.note("new conversation: the history is cleared")
+
+    def save(self, arg: str) -> None:
+        """``/save FILE``: write the session to ``FILE``."""
+        if not arg:
+            self.note("usage: /save FILE", "31")
+            return
+        path = os.path.expanduser(arg)
+        try:
+            self.agent.save(path)
+        except OSError as exc:
+            self.note(f"cannot save to {arg}: {exc.strerror or exc}", "31")
+            return
+        self.note(f"saved {len(self.agent.messages)} messages to {arg}")
+
+    def load(self, arg: str) -> None:
+        """``/load FILE``: replace the conversation (history, system prompt, session id) with
+        the one saved in ``FILE``."""
+        if not arg:
+            self.note("usage: /load FILE", "31")
+            return
+        try:
+            data = load_session(os.path.expanduser(arg))
+        except (SessionError, OSError) as exc:
+            self.note(f"cannot load {arg}: {exc}", "31")
+            return
+        self.agent.messages = data.messages
+        self.agent.system_prompt = data.system_prompt
+        self.agent.session_id = data.session_id
+        self.note(f"loaded {len(data.messages)} messages from {arg}; the conversation goes on "
+                  "from there")
+
+    def help(self, _arg: str) -> None:
+        """``/help``: the commands and keys."""
+        for usage, what in COMMANDS.items():
+            self.out.line(f"  {usage:<12} {what}")
+        self.note("  Ctrl-C stops the current answer; anything else is a message to the agent")
+
+
+def _line_editing() -> None:
+    """Turn on line editing and history for ``input()`` when a person types (stdin is a
+    terminal) and the platform has ``readline``."""
+    if sys.stdin.isatty():
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401  (importing it is what enables it)
+
+
+def run_chat(agent: YiemAgent, renderer: Renderer, choice: ModelChoice, tools_label: str,
+             max_turns: int) -> int:
+    """Run the chat until ``/exit`` or end of input; return the exit status (0)."""
+    session = ChatSession(agent, renderer, max_turns, tools_label)
+    style = renderer.style
+    renderer.line(style.paint("yiemagent chat", "1") + style.paint(
+        f" {style.dot} model {choice.spec} ({choice.reason}) {style.dot} tools: "
+        f"{', '.join(agent.tools)}", "2"))
+    session.note("/help lists the commands; Ctrl-C stops an answer; /exit or Ctrl-D quits")
+    _line_editing()
+    while True:
+        renderer.end_line()
+        try:
+            line = input(PROMPT)
+        except EOFError:
+            renderer.write("\n")
+            return 0
+        except KeyboardInterrupt:
+            renderer.write("\n")
+            session.note("(/exit or Ctrl-D quits)")
+            continue
+        if not sys.stdin.isatty():  # nothing echoed the line: show it, for a readable transcript
+            renderer.write(line + "\n")
+        line = line.strip()
+        if not line:
+            continue
+        if line.startswith("/") and not line.startswith("//"):
+            if not session.command(line):
+                return 0
+            continue
+        session.ask(line[1:] if line.startswith("//") else line)

@@ -1,0 +1,200 @@
+"""How the ``yiemagent`` command shows a run in a terminal: streamed text as it arrives, and each
+tool call live (its name and arguments, progress, then the result with its duration).
+
+``Renderer`` is an event sink. The agent's emitter calls it from the worker thread (one event at
+a time, even with parallel tools); the command's own lines (prompts, notes) go through the same
+``Renderer`` so that the two never write half lines into each other.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import threading
+import time
+from typing import Any, TextIO
+
+from yiemagent.content import TextContent, ThinkingContent
+from yiemagent.events import (
+    AgentEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    MessageUpdateEvent,
+    ToolExecEndEvent,
+    ToolExecStartEvent,
+    ToolExecUpdateEvent,
+)
+from yiemagent.json_safety import json_ready
+from yiemagent.messages import AssistantMessage
+from yiemagent.tool_types import AgentToolResult
+
+__all__ = ["Renderer", "Style", "duration", "one_line", "result_text"]
+
+
+def one_line(text: str, limit: int) -> str:
+    """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters
+    with an ellipsis when longer."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
+
+
+def result_text(result: Any) -> str:
+    """The text of a tool result or progress report: its text blocks, else its JSON form."""
+    if isinstance(result, AgentToolResult):
+        texts = [b.text for b in result.content if isinstance(b, TextContent)]
+        if texts:
+            return " ".join(texts)
+        result = result.details
+    if isinstance(result, str):
+        return result
+    return json.dumps(json_ready(result), ensure_ascii=False)
+
+
+def duration(seconds: float) -> str:
+    """A duration for people: ``"340 ms"`` under a second, ``"2.5 s"`` above."""
+    return f"{seconds * 1000:.0f} ms" if seconds < 1 else f"{seconds:.1f} s"
+
+
+class Style:
+    """Terminal decorations: ANSI colours when ``color``, and arrows and ticks when the stream's
+    encoding can write them (ASCII stand-ins otherwise, so no output ever fails to encode)."""
+
+    def __init__(self, stream: TextIO, color: bool) -> None:
+        encoding = getattr(stream, "encoding", None) or "ascii"
+        try:
+            "→✓✗…·".encode(encoding)
+            fancy = True
+        except (UnicodeEncodeError, LookupError):
+            fancy = False
+        self.color = color
+        self.call, self.ok, self.fail, self.progress = ("→", "✓", "✗", "…") if fancy else (
+            "->", "ok", "x", "..")
+        self.dot = "·" if fancy else "-"
+
+    def paint(self, text: str, code: str) -> str:
+        """``text`` in the ANSI style ``code`` ("2" dim, "31" red, "32" green, "1" bold)."""
+        return f"\033[{code}m{text}\033[0m" if self.color else text
+
+
+def wants_color(stream: TextIO) -> bool:
+    """Colour only on a terminal, and never when ``NO_COLOR`` is set or ``TERM`` is ``dumb``."""
+    isatty = getattr(stream, "isatty", None)
+    return (bool(isatty and isatty()) and "NO_COLOR" not in os.environ
+            and os.environ.get("TERM") != "dumb")
+
+
+class Renderer:
+    """An event sink that prints a run for a person: the assistant's text as it streams (when
+    ``show_text``; a reply that did not stream is printed whole when it ends) and one line per
+    tool call start, progress report and end (with its duration, errors marked).
+
+    ``show_text=False`` (``yiemagent run``, whose answer goes to stdout on its own) prints the
+    tool activity only. Thread-safe; every write is flushed at once.
+    """
+
+    def __init__(self, stream: TextIO, *, show_text: bool = True, color: bool | None = None) -> None:
+        self.stream = stream
+        self.show_text = show_text
+        self.style = Style(stream, wants_color(stream) if color is None else color)
+        self._lock = threading.RLock()
+        self._at_line_start = True
+        self._streamed = False  # whether text of the current reply arrived as updates
+        self._in_thinking = False
+        self._started: dict[str, float] = {}
+
+    # -- output --------------------------------------------------------------------------
+
+    def write(self, text: str) -> None:
+        """Write ``text`` as it is and flush, remembering whether a line was left open."""
+        if not text:
+            return
+        with self._lock:
+            self.stream.write(text)
+            self.stream.flush()
+            self._at_line_start = text.endswith("\n")
+
+    def line(self, text: str) -> None:
+        """Write ``text`` as a line of its own (ending an open line first)."""
+        with self._lock:
+            self.end_line()
+            self.write(text + "\n")
+
+    def end_line(self) -> None:
+        """End the open line, if any, so that the next output starts on a fresh one."""
+        with self._lock:
+            if not self._at_line_start:
+                self.write("\n")
+
+    def width(self) -> int:
+        """How many characters a line of tool activity may use: the terminal's width (100
+        when it cannot be told) less the indent, and at least 40."""
+        return max(shutil.get_terminal_size((100, 24)).columns - 4, 40)
+
+    # -- events --------------------------------------------------------------------------
+
+    def __call__(self, event: AgentEvent) -> None:
+        """Show one event (events this renderer has nothing to show for are skipped)."""
+        with self._lock:
+            if isinstance(event, MessageUpdateEvent):
+                self._update(event)
+            elif isinstance(event, MessageStartEvent):
+                if isinstance(event.message, AssistantMessage) or event.message is None:
+                    self._streamed = False
+            elif isinstance(event, MessageEndEvent):
+                if isinstance(event.message, AssistantMessage):
+                    self._reply_end(event.message)
+            elif isinstance(event, ToolExecStartEvent):
+                self._started[event.tool_call_id] = time.monotonic()
+                args = json.dumps(json_ready(event.arguments), ensure_ascii=False)
+                self.line(self.style.paint(
+                    f"  {self.style.call} {event.tool_name} {one_line(args, self.width())}", "2"))
+            elif isinstance(event, ToolExecUpdateEvent):
+                text = one_line(result_text(event.partial_result), self.width())
+                self.line(self.style.paint(
+                    f"  {self.style.progress} {event.tool_name}: {text}", "2"))
+            elif isinstance(event, ToolExecEndEvent):
+                self._tool_end(event)
+
+    def _update(self, event: MessageUpdateEvent) -> None:
+        """Write a streamed piece: text as it is, thinking dimmed on lines of its own;
+        tool-call argument pieces are not shown (the tool's start line shows them whole)."""
+        if not self.show_text or event.kind == "tool_call":
+            return
+        if event.kind == "thinking":
+            if not self._in_thinking:
+                self.end_line()
+                self._in_thinking = True
+            self.write(self.style.paint(event.delta, "2"))
+            return
+        if self._in_thinking:
+            self.end_line()
+            self._in_thinking = False
+        self._streamed = True
+        self.write(event.delta)
+
+    def _reply_end(self, message: AssistantMessage) -> None:
+        """Finish a reply: print its text (and thinking) when none of it streamed, end the line."""
+        self._in_thinking = False
+        if self.show_text and not self._streamed:
+            text = "".join(b.text for b in message.content if isinstance(b, TextContent))
+            thinking = "".join(b.thinking for b in message.content if isinstance(b, ThinkingContent))
+            if thinking.strip():
+                self.line(self.style.paint(thinking.strip(), "2"))
+            if text:
+                self.end_line()
+                self.write(text)
+        self._streamed = False
+        self.end_line()
+
+    def _tool_end(self, event: ToolExecEndEvent) -> None:
+        """Write a tool call's end: its duration since its start and its result, or its error
+        in red."""
+        started = self._started.pop(event.tool_call_id, None)
+        took = f" ({duration(time.monotonic() - started)})" if started is not None else ""
+        text = one_line(result_text(event.result), self.width())
+        style = self.style
+        if event.is_error:
+            self.line(style.paint(f"  {style.fail} {event.tool_name}{took} error: {text}", "31"))
+        else:
+            self.line(style.paint(f"  {style.ok} {event.tool_name}{took}: {text}", "2"))

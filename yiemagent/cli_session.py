@@ -1,0 +1,185 @@
+"""What the ``yiemagent`` commands share: the tool folder (or a copy of the example tools), the
+agent built from the options, and waiting for a run's response with Ctrl-C as abort.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import re
+import shutil
+import tempfile
+from collections.abc import Callable, Iterator, Sequence
+from pathlib import Path
+from typing import TextIO
+
+import attrs
+
+from yiemagent.agent import YiemAgent
+from yiemagent.cli_model import CliError, ModelChoice
+from yiemagent.content import TextContent
+from yiemagent.errors import ToolLoadError
+from yiemagent.events import AgentEvent
+from yiemagent.messages import AssistantMessage
+from yiemagent.tool_registry import ToolStore, get_tools, load_tools
+
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Tools", "answer_text", "build_agent",
+           "example_tools_folder", "failure", "load_folder", "open_tools", "problem_line",
+           "shown_path", "shutdown_on_exit", "wait_for_response", "warn_problems"]
+
+DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help; answer briefly."
+EXAMPLE_TOOL = "writeTool.py"  # a file every example tools folder has: tells it from others
+_LINE = re.compile(r"\bat line (\d+)\b")
+
+Sink = Callable[[AgentEvent], None]
+
+
+# ---------------------------------------------------------------------------------------------
+# Tools
+# ---------------------------------------------------------------------------------------------
+
+
+def example_tools_folder() -> Path:
+    """The example tools: ``yiemagent/example_tools`` in an installed package (setuptools copies
+    ``tools/`` there), else ``tools/`` next to the package in a checkout or editable install.
+    Raises ``CliError`` when neither is there."""
+    package = Path(__file__).resolve().parent
+    for folder in (package / "example_tools", package.parent / "tools"):
+        if (folder / EXAMPLE_TOOL).is_file():
+            return folder
+    raise CliError("the example tools are not installed with this copy of yiemagent; give a "
+                   "folder of tool files with --tools FOLDER")
+
+
+def shown_path(path: str | os.PathLike[str]) -> str:
+    """``path`` as a person would type it: relative to the working folder when inside it."""
+    text = os.fspath(path)
+    try:
+        relative = os.path.relpath(text)
+    except ValueError:  # another drive (Windows)
+        return text
+    return text if relative.startswith(os.pardir) else relative
+
+
+def problem_line(path: str, message: str) -> str:
+    """``path:LINE: message`` when the message names the line (syntax errors and exceptions
+    raised by the file do), else ``path: message``: the form editors and terminals link. The
+    path is relative to the working folder when inside it."""
+    match = _LINE.search(message)
+    where = shown_path(path)
+    return f"{where}:{match[1]}: {message}" if match else f"{where}: {message}"
+
+
+def shutdown_on_exit(agent: YiemAgent) -> Callable[..., bool]:
+    """An exit callback for ``ExitStack.push`` that shuts ``agent`` down: aborting its run and
+    waiting for its worker, except when the command is being stopped (Ctrl-C, a termination
+    signal), when nothing is waited for: a tool that ignores the abort must not keep the
+    command from quitting."""
+
+    def exit_callback(exc_type: type[BaseException] | None, *_rest: object) -> bool:
+        """Shut the agent down; never swallows the exception that ends the block."""
+        interrupted = exc_type is not None and not issubclass(exc_type, Exception)
+        agent.shutdown(wait=not interrupted, abort=True)
+        return False
+
+    return exit_callback
+
+
+def load_folder(store: ToolStore, folder: str | os.PathLike[str]) -> list[tuple[str, str]]:
+    """Load ``folder`` into ``store``; return the problems of the files that did not load (the
+    good ones are loaded anyway). ``CliError`` when ``folder`` is not a folder."""
+    try:
+        load_tools(store, folder)
+    except ToolLoadError as exc:
+        return exc.problems
+    except NotADirectoryError as exc:
+        raise CliError(f"{exc}; give a folder of tool files (.py)") from None
+    return []
+
+
+@attrs.define
+class Tools:
+    """The agent's tool store and where its files came from (``label``, for the banner)."""
+
+    store: ToolStore
+    label: str
+    problems: list[tuple[str, str]]
+
+
+@contextlib.contextmanager
+def open_tools(folder: str | None) -> Iterator[Tools]:
+    """Load the tools for an agent: ``folder``, or a temporary copy of the example tools.
+
+    The copy keeps ``writeTool`` from writing into the installed package (or the checkout);
+    tools the model writes there are gone when the command ends, which ``--tools DIR`` avoids.
+    Problems of files that did not load are returned for the command to report.
+    """
+    store = ToolStore("cli")
+    if folder is not None:
+        yield Tools(store, folder, load_folder(store, folder))
+        return
+    source = example_tools_folder()
+    with tempfile.TemporaryDirectory(prefix="yiemagent-tools-") as copy:
+        for path in sorted(source.glob("*.py")):
+            shutil.copy2(path, copy)
+        yield Tools(store, "the example tools (a temporary copy)", load_folder(store, copy))
+
+
+def warn_problems(problems: Sequence[tuple[str, str]], err: TextIO) -> None:
+    """Warn on ``err`` about each tool file that did not load (``path:LINE: message``)."""
+    for path, message in problems:
+        err.write(f"warning: not loaded: {problem_line(path, message)}\n")
+    if problems:
+        err.write("warning: `yiemagent tools --check FOLDER` lists the problems of a folder\n")
+
+
+# ---------------------------------------------------------------------------------------------
+# Agents and answers
+# ---------------------------------------------------------------------------------------------
+
+
+def build_agent(args: argparse.Namespace, choice: ModelChoice, store: ToolStore,
+                sinks: Sequence[Sink]) -> YiemAgent:
+    """An agent for ``chat``/``run``: the model, the store's tools (followed as the model adds
+    some with writeTool), the options, and ``sinks`` subscribed in order."""
+    agent = YiemAgent(llm_call=choice.llm_call, tools=get_tools(store), tool_store=store,
+                      system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
+                      tool_execution="parallel" if args.parallel else "sequential",
+                      max_turns=args.max_turns)
+    for sink in sinks:
+        agent.subscribe(sink)
+    return agent
+
+
+def wait_for_response(agent: YiemAgent, on_abort: Callable[[], None]) -> AssistantMessage:
+    """The response of the agent's run. Ctrl-C aborts the run (``on_abort`` tells the user) and
+    keeps waiting for its (aborted) response; a second Ctrl-C raises ``KeyboardInterrupt``."""
+    aborting = False
+    while True:
+        try:
+            return agent.take_response()
+        except KeyboardInterrupt:
+            if aborting:
+                raise
+            aborting = True
+            agent.abort()
+            on_abort()
+
+
+def answer_text(message: AssistantMessage) -> str:
+    """The text blocks of a reply, joined."""
+    return "".join(b.text for b in message.content if isinstance(b, TextContent))
+
+
+def failure(message: AssistantMessage, max_turns: int) -> str | None:
+    """Why a response is not an answer, for the user: for the stop reasons ``"error"``,
+    ``"aborted"`` and ``"max_turns"`` (the commands exit 1 then); ``None`` for an answer."""
+    if message.stop_reason == "error":
+        return f"error: {message.error_message or 'the run failed'}"
+    if message.stop_reason == "aborted":
+        return "aborted"
+    if message.stop_reason == "max_turns":
+        return (f"stopped: no answer within {max_turns} turns (--max-turns); the model kept "
+                "calling tools")
+    return None
