@@ -18,8 +18,13 @@ from yiemagent.content import AgentToolCall, ContentBlock
 from yiemagent.json_safety import argument_problem, reject_constant
 from yiemagent.messages import AssistantMessage
 
-__all__ = ["extract_tool_calls", "new_tool_call_id", "normalize_tool_calls", "parse_arguments",
-           "tool_call_from_entry"]
+__all__ = ["UNUSABLE_NOTE", "extract_tool_calls", "new_tool_call_id", "normalize_tool_calls",
+           "parse_arguments", "tool_call_from_entry"]
+
+
+# What replaces arguments that cannot enter the history (``normalize_tool_calls``); the
+# pipeline recognises it to give the call the ``invalid_arguments`` kind, not ``invalid_json``.
+UNUSABLE_NOTE = "(unusable arguments: "
 
 
 def new_tool_call_id() -> str:
@@ -98,7 +103,7 @@ def _usable(call: AgentToolCall) -> AgentToolCall:
     if not isinstance(call.arguments, str):
         problem = argument_problem(call.arguments)
         if problem is not None:
-            call = attrs.evolve(call, arguments=f"(unusable arguments: {problem})")
+            call = attrs.evolve(call, arguments=f"{UNUSABLE_NOTE}{problem})")
     return call
 
 
