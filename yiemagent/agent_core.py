@@ -34,7 +34,7 @@ from yiemagent.error_kinds import (
 from yiemagent.errors import describe_error, reraise_interrupt
 from yiemagent.events import ToolExecEndEvent, ToolExecStartEvent, ToolExecUpdateEvent
 from yiemagent.json_safety import MAX_JSON_DEPTH, argument_problem, clip, json_ready, reject_constant
-from yiemagent.messages import AssistantMessage, LlmUsage, ToolResultMessage
+from yiemagent.messages import AssistantMessage, LlmUsage, ToolResultMessage, now_ms
 from yiemagent.tool_calls import UNUSABLE_NOTE
 from yiemagent.tool_types import (
     AbortSignal,
@@ -394,9 +394,10 @@ def _added_tool_names(details: Any) -> list[str]:
     return []
 
 
-def create_tool_result_message(f: FinalizedOutcome) -> ToolResultMessage:
+def create_tool_result_message(f: FinalizedOutcome, timestamp: int | None = None) -> ToolResultMessage:
     """Wrap a finalized call as the ``ToolResultMessage`` that enters the history; details that
-    are not JSON-ready are converted (``json_safety.json_ready``), so the history can be saved."""
+    are not JSON-ready are converted (``json_safety.json_ready``), so the history can be saved.
+    ``timestamp`` (milliseconds) defaults to now."""
     return ToolResultMessage(
         tool_call_id=f.tool_call.id,
         tool_name=f.tool_call.name,
@@ -405,6 +406,7 @@ def create_tool_result_message(f: FinalizedOutcome) -> ToolResultMessage:
         usage=f.result.usage,
         added_tool_names=_added_tool_names(f.result.details),
         is_error=f.is_error,
+        timestamp=now_ms() if timestamp is None else timestamp,
     )
 
 
@@ -447,8 +449,8 @@ def _start_and_prepare(
     return finalized
 
 
-def _batch(finalized: list[FinalizedOutcome]) -> AgentToolCallBatch:
-    return AgentToolCallBatch([create_tool_result_message(f) for f in finalized],
+def _batch(finalized: list[FinalizedOutcome], clock: Callable[[], int]) -> AgentToolCallBatch:
+    return AgentToolCallBatch([create_tool_result_message(f, clock()) for f in finalized],
                               should_terminate(finalized))
 
 
@@ -477,7 +479,7 @@ def execute_tool_calls_sequential(
         if isinstance(prep, PreparedToolCall):
             prep = _execute_and_finalize(context, assistant_message, prep, config, signal, sink)
         finalized.append(prep)
-    return _batch(finalized)
+    return _batch(finalized, config.clock)
 
 
 def _asks_to_skip(skip: Callable[[], bool]) -> bool:
@@ -517,7 +519,7 @@ def execute_tool_calls_parallel(
             if isinstance(e, PreparedToolCall) else e
             for e in entries
         ]
-        return _batch(finalized)
+        return _batch(finalized, config.clock)
     with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
         # Each call runs in a copy of the caller's context (tracing, the agent it runs for).
         futures = iter([pool.submit(contextvars.copy_context().run, _execute_and_finalize,
@@ -525,7 +527,7 @@ def execute_tool_calls_parallel(
                         for job in jobs])
         finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e
                      for e in entries]
-    return _batch(finalized)
+    return _batch(finalized, config.clock)
 
 
 def _outcome(future: Future[FinalizedOutcome], prep: PreparedToolCall) -> FinalizedOutcome:

@@ -17,7 +17,14 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 from yiemagent.content import AgentToolCall, ContentBlock, content_list
-from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, LlmUsage, ToolResultMessage
+from yiemagent.messages import (
+    AgentMessage,
+    AssistantMessage,
+    LlmModel,
+    LlmUsage,
+    ToolResultMessage,
+    now_ms,
+)
 from yiemagent.schema_check import compile_fast_check
 
 if TYPE_CHECKING:
@@ -289,7 +296,8 @@ class AgentLoopConfig:
     ``max_parallel_tools`` caps the thread pool (``None``: one thread per call in the batch).
     ``skip_remaining``, when set, is asked after each call of a sequential batch: once it
     returns true, the calls not yet started get error results saying they were skipped (the
-    agent's ``skip_tools_on_steer`` uses it to give a new message the floor).
+    agent's ``skip_tools_on_steer`` uses it to give a new message the floor). ``clock()`` gives
+    the millisecond timestamps of the result messages (``now_ms`` unless a test fixes it).
     """
 
     tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
@@ -299,6 +307,7 @@ class AgentLoopConfig:
     tool_timeout_s: float | None = attrs.field(default=None)
     max_parallel_tools: int | None = attrs.field(default=None)
     skip_remaining: Callable[[], bool] | None = attrs.field(default=None, kw_only=True)
+    clock: Callable[[], int] = attrs.field(default=now_ms, kw_only=True)
 
     @tool_execution.validator
     def _check_mode(self, _attr: Any, value: str) -> None:
