@@ -7,14 +7,24 @@ streams), ``MessageEndEvent`` for the reply, for each tool call ``ToolExecStartE
 ``ToolExecUpdateEvent``*, ``ToolExecEndEvent``, then ``MessageStartEvent``/``MessageEndEvent``
 for each tool result, and ``TurnEndEvent``; finally ``AgentEndEvent``. Every start has its end,
 on error and abort paths too.
+
+Every event has ``to_dict()``: ``{"type": event_type, ...}`` with its fields as JSON-ready data
+(messages and results through their own ``to_dict``). Tool events also give what conformance
+traces compare: ``text``, and for the end event ``is_error`` and ``error_kind``
+(``yiemagent.parity`` documents that trace format).
 """
 
 from __future__ import annotations
 
+import copy
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 import attrs
 
+from yiemagent.content import content_text
+from yiemagent.error_kinds import error_kind
+from yiemagent.json_safety import json_ready
 from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage
 from yiemagent.tool_types import AgentToolResult
 
@@ -39,6 +49,28 @@ class AgentEvent:
 
     event_type: ClassVar[str] = "event"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return the event as JSON-ready data: ``{"type": event_type}`` plus its fields."""
+        return {"type": self.event_type}
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of an event payload (tool arguments, a partial result)."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return copy.deepcopy(json_ready(value))
+
+
+def _partial_text(partial: Any) -> str:
+    """The text of a partial result: its content's text blocks, or the text itself."""
+    if isinstance(partial, str):
+        return partial
+    content = partial.get("content") if isinstance(partial, Mapping) else getattr(
+        partial, "content", None)
+    if isinstance(content, str):
+        return content
+    return content_text(content) if isinstance(content, list) else ""
+
 
 @attrs.define(frozen=True)
 class ToolExecStartEvent(AgentEvent):
@@ -48,6 +80,11 @@ class ToolExecStartEvent(AgentEvent):
     tool_name: str
     arguments: Any
     event_type: ClassVar[str] = "tool_execution_start"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "tool_call_id", "tool_name", "arguments"}``."""
+        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
+                "tool_name": self.tool_name, "arguments": _plain(self.arguments)}
 
 
 @attrs.define(frozen=True)
@@ -60,6 +97,14 @@ class ToolExecUpdateEvent(AgentEvent):
     partial_result: Any
     event_type: ClassVar[str] = "tool_execution_update"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "tool_call_id", "tool_name", "arguments", "text",
+        "partial_result"}``; ``text`` is the partial result's text."""
+        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
+                "tool_name": self.tool_name, "arguments": _plain(self.arguments),
+                "text": _partial_text(self.partial_result),
+                "partial_result": _plain(self.partial_result)}
+
 
 @attrs.define(frozen=True)
 class ToolExecEndEvent(AgentEvent):
@@ -70,6 +115,15 @@ class ToolExecEndEvent(AgentEvent):
     result: AgentToolResult
     is_error: bool = False
     event_type: ClassVar[str] = "tool_execution_end"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "tool_call_id", "tool_name", "is_error", "error_kind", "text",
+        "result"}``: ``error_kind`` is the pipeline's kind of error (``None`` for results a
+        tool or hook made), ``text`` the result's text, ``result`` its ``to_dict()``."""
+        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
+                "tool_name": self.tool_name, "is_error": self.is_error,
+                "error_kind": error_kind(self.result.details),
+                "text": content_text(self.result.content), "result": self.result.to_dict()}
 
 
 @attrs.define(frozen=True)
@@ -86,6 +140,10 @@ class AgentEndEvent(AgentEvent):
     messages: list[AgentMessage] = attrs.field(factory=list)
     event_type: ClassVar[str] = "agent_end"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "messages"}`` with each message's ``to_dict()``."""
+        return {"type": self.event_type, "messages": [m.to_dict() for m in self.messages]}
+
 
 @attrs.define(frozen=True)
 class TurnStartEvent(AgentEvent):
@@ -93,6 +151,10 @@ class TurnStartEvent(AgentEvent):
 
     turn: int = 1
     event_type: ClassVar[str] = "turn_start"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "turn"}``."""
+        return {"type": self.event_type, "turn": self.turn}
 
 
 @attrs.define(frozen=True)
@@ -103,6 +165,11 @@ class TurnEndEvent(AgentEvent):
     tool_results: list[ToolResultMessage] = attrs.field(factory=list)
     event_type: ClassVar[str] = "turn_end"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "message", "tool_results"}`` with the messages' ``to_dict()``."""
+        return {"type": self.event_type, "message": self.message.to_dict(),
+                "tool_results": [m.to_dict() for m in self.tool_results]}
+
 
 @attrs.define(frozen=True)
 class MessageStartEvent(AgentEvent):
@@ -110,6 +177,12 @@ class MessageStartEvent(AgentEvent):
 
     message: AgentMessage | None = None
     event_type: ClassVar[str] = "message_start"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "message"}``; the message is ``None`` for a model reply whose call
+        has not returned yet."""
+        return {"type": self.event_type,
+                "message": None if self.message is None else self.message.to_dict()}
 
 
 @attrs.define(frozen=True)
@@ -127,6 +200,12 @@ class MessageUpdateEvent(AgentEvent):
     tool_name: str | None = None
     event_type: ClassVar[str] = "message_update"
 
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "kind", "delta", "content_index", "tool_call_id", "tool_name"}``."""
+        return {"type": self.event_type, "kind": self.kind, "delta": self.delta,
+                "content_index": self.content_index, "tool_call_id": self.tool_call_id,
+                "tool_name": self.tool_name}
+
 
 @attrs.define(frozen=True)
 class MessageEndEvent(AgentEvent):
@@ -134,3 +213,7 @@ class MessageEndEvent(AgentEvent):
 
     message: AgentMessage
     event_type: ClassVar[str] = "message_end"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "message"}`` with the message's ``to_dict()``."""
+        return {"type": self.event_type, "message": self.message.to_dict()}

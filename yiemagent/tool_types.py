@@ -6,6 +6,7 @@ batches are frozen; contexts, state and config are plain mutable records.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -16,7 +17,8 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
-from yiemagent.content import AgentToolCall, ContentBlock, content_list
+from yiemagent.content import AgentToolCall, ContentBlock, content_list, content_to_dict
+from yiemagent.json_safety import json_ready
 from yiemagent.messages import (
     AgentMessage,
     AssistantMessage,
@@ -67,6 +69,16 @@ class AgentToolResult:
     details: dict[str, Any] = attrs.field(factory=dict)
     usage: LlmUsage | None = None
     terminate: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"content", "details", "usage", "terminate"}`` as JSON-ready data (details
+        that are not JSON are converted, as when a result enters the history)."""
+        return {
+            "content": [content_to_dict(b) for b in self.content],
+            "details": copy.deepcopy(json_ready(self.details)),
+            "usage": None if self.usage is None else self.usage.to_dict(),
+            "terminate": bool(self.terminate),
+        }
 
 
 def compile_schema_validator(name: str | None, schema: Any) -> Validator:
