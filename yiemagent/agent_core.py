@@ -230,12 +230,13 @@ class _TimedOut(Exception):
 
 
 def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name: str,
-                       signal: AbortSignal | None) -> Any:
+                       signal: AbortSignal | None, on_timeout: Callable[[], None]) -> Any:
     """Run ``fn(child_signal)`` on its own daemon thread; return its value, re-raise its error,
     or raise ``_TimedOut`` after ``timeout_s``.
 
     The child signal follows ``signal`` and is aborted on timeout, so a tool that watches its
-    signal stops; one that does not is left to finish on its own.
+    signal stops; one that does not is left to finish on its own. ``on_timeout`` runs first, so
+    whatever the tool does in reaction to that abort already finds its updates dropped.
     """
     child = AbortSignal()
     unlink = signal.on_abort(lambda: child.abort(signal.reason)) if signal is not None else None
@@ -257,6 +258,7 @@ def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name:
     if unlink is not None:
         unlink()
     if not finished:
+        on_timeout()
         child.abort(f"timed out after {timeout_s:g} s")
         raise _TimedOut
     if box[1] is not None:
@@ -299,7 +301,8 @@ def execute_prepared_tool_call(
         return prep.tool.execute(prep.tool_call.id, prep.args, run_signal, gate.report)
 
     try:
-        result = run(signal) if limit is None else _call_with_timeout(run, limit, name, signal)
+        result = (run(signal) if limit is None
+                  else _call_with_timeout(run, limit, name, signal, gate.close))
     except _TimedOut:
         gate.close()
         return ExecutedOutcome(
