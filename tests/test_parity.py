@@ -205,11 +205,11 @@ def test_check_reports_agreed_departed_and_diverged(tmp_path: Path) -> None:
     assert status == 1 and "diverged" in out and f"events[{end}]" in out
 
     documented = dict(data, departures={"other": [
-        {"rule": "set", "reason": "other reports a wrong return type", "path": f"/events/{end}/error_kind",
-         "value": "invalid_result"}]})
+        {"rule": "edit", "reason": "other reports a wrong return type",
+         "edits": [{"op": "set", "path": f"/events/{end}/error_kind", "value": "invalid_result"}]}]})
     (tmp_path / path.name).write_text(json.dumps(documented), encoding="utf-8")
     status, out = cli("check", str(tmp_path / path.name), str(traces), "--markdown")
-    assert status == 0 and "| departed | other reports a wrong return type |" in out
+    assert status == 0 and "| departed | D1 |" in out and "- **D1**: other reports a wrong return type" in out
     status, out = cli("check", str(tmp_path / path.name), str(traces), "--impl", "third")
     assert status == 1
 
@@ -218,8 +218,9 @@ def test_suggested_departures_turn_one_outcome_into_the_other() -> None:
     a = load_scenario(SCENARIOS / "before_hook_blocks_only_the_calls_it_matches.json")
     b = load_scenario(SCENARIOS / "after_hook_runs_only_for_executed_calls.json")
     edits = suggest(a.expect, b.expect)
-    assert edits and all(e["reason"] == "TODO" for e in edits)
-    assert apply_departures(a.expect, edits, a) == b.expect
+    assert edits and {e["op"] for e in edits} <= {"set", "insert", "remove"}
+    departure = {"rule": "edit", "reason": "test", "edits": edits}
+    assert compare(apply_departures(a.expect, [departure], a), b.expect, b) is None
 
 
 def test_the_reordering_departures() -> None:
@@ -303,3 +304,4 @@ def test_schema_prints_both_schemas() -> None:
     assert status == 0 and json.loads(out)["$id"].endswith("trace.schema.json")
     status, out = cli("schema")
     assert status == 0 and out.count('"$id"') == 2
+

@@ -274,6 +274,8 @@ class ScriptedModel:
     def __call__(self, _request: Any, signal: AbortSignal | None = None) -> AssistantMessage:
         with self._lock:
             index, self.calls = self.calls, self.calls + 1
+        if signal is not None and signal.aborted:  # a real client gives up before anything else
+            raise LlmAbortedError("the model call was aborted")
         if index >= len(self.replies):
             raise ToolFailure(f"the script has no reply for model call {index + 1}")
         reply = self.replies[index]

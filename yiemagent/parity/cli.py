@@ -23,6 +23,7 @@ __all__ = ["Verdict", "check_trace", "main"]
 
 DEFAULT_SCENARIOS = Path("parity") / "scenarios"
 AGREED, DEPARTED, DIVERGED = "agreed", "departed", "diverged"
+REORDERING = frozenset({"result_messages_inline", "turn_start_before_inputs"})
 
 
 @attrs.frozen
@@ -35,6 +36,7 @@ class Verdict:
     status: str
     detail: str = ""
     reasons: tuple[str, ...] = ()
+    rules: tuple[str, ...] = ()
 
 
 def _indent(text: str, pad: str = "  ") -> str:
@@ -61,10 +63,11 @@ def check_trace(scenario: Scenario, trace: Trace, implementation: str | None = N
         return Verdict(scenario.name, DIVERGED, f"a declared departure does not apply: {exc}")
     later: Divergence | None = compare(adjusted, trace.expect(), scenario)
     reasons = tuple(dict.fromkeys(d["reason"] for d in departures))
+    rules = tuple(dict.fromkeys(d["rule"] for d in departures))
     if later is None:
-        return Verdict(scenario.name, DEPARTED, "", reasons)
+        return Verdict(scenario.name, DEPARTED, "", reasons, rules)
     return Verdict(scenario.name, DIVERGED,
-                   "after the declared departures:\n" + render(later, adjusted), reasons)
+                   "after the declared departures:\n" + render(later, adjusted), reasons, rules)
 
 
 def _load_all(paths: Sequence[str], out: TextIO) -> tuple[list[Scenario], int]:
@@ -136,14 +139,23 @@ def _pairs(scenario_arg: str, trace_arg: str, out: TextIO) -> tuple[list[tuple[S
 
 
 def _markdown(verdicts: Sequence[Verdict], implementation: str) -> str:
+    """The results as a Markdown table; each distinct departure reason is listed once, below it,
+    and the table names reasons by label (D1, D2, ...)."""
     counts = {s: sum(v.status == s for v in verdicts) for s in (AGREED, DEPARTED, DIVERGED)}
-    lines = [f"{counts[AGREED]} agreed, {counts[DEPARTED]} departed as documented, "
-             f"{counts[DIVERGED]} diverged ({len(verdicts)} scenarios, implementation "
-             f"`{implementation}`).", "", "| scenario | result | documented departures |",
-             "|---|---|---|"]
+    order_only = sum(v.status == DEPARTED and set(v.rules) <= REORDERING for v in verdicts)
+    labels: dict[str, str] = {}
     for v in verdicts:
-        why = "; ".join(v.reasons).replace("|", "\\|") if v.status != AGREED else ""
-        lines.append(f"| `{v.scenario}` | {v.status} | {why} |")
+        for reason in v.reasons:
+            labels.setdefault(reason, f"D{len(labels) + 1}")
+    lines = [f"{counts[AGREED]} agreed, {counts[DEPARTED]} departed as documented ({order_only} of "
+             "them by the event-order rules alone), "
+             f"{counts[DIVERGED]} diverged: {len(verdicts)} scenarios, implementation "
+             f"`{implementation}`.", "", "| scenario | result | departures |", "|---|---|---|"]
+    for v in verdicts:
+        marks = ", ".join(labels[r] for r in v.reasons) if v.status != AGREED else ""
+        lines.append(f"| `{v.scenario}` | {v.status} | {marks} |")
+    lines.append("")
+    lines += [f"- **{label}**: {reason}" for reason, label in labels.items()]
     return "\n".join(lines)
 
 
@@ -168,8 +180,10 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             departures = scenario.departures(args.impl or trace.implementation)
             with contextlib.suppress(DepartureError):  # then suggest against expect itself
                 base = apply_departures(base, departures, scenario)
-            print(f"suggested departures for {scenario.name} (write the reasons):", file=out)
-            print(_indent(json.dumps(suggest(base, trace.expect()), ensure_ascii=False)), file=out)
+            proposal = {"rule": "edit", "reason": "TODO: why", "edits": suggest(base, trace.expect())}
+            print("a departure that would describe it (write the reason, or split it by reason):",
+                  file=out)
+            print(_indent(json.dumps(proposal, ensure_ascii=False)), file=out)
     if args.markdown:
         print(_markdown(verdicts, name or "?"), file=out)
     else:

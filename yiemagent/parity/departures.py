@@ -2,10 +2,10 @@
 ``expect``, applied to a copy of it before comparing.
 
 Two rules reorder events the way an implementation built differently does everywhere
-(``result_messages_inline``, ``turn_start_before_inputs``); three edit the expected outcome at a
-JSON Pointer (``set``, ``insert``, ``remove``), one difference at a time, each with its reason.
+(``result_messages_inline``, ``turn_start_before_inputs``); the ``edit`` rule changes the
+expected outcome at JSON Pointers (``set``, ``insert``, ``remove``), all for one reason.
 ``suggest`` writes the edits that would turn one outcome into another, as a starting point for
-a reviewer who then writes the reasons.
+a reviewer who then writes the reason.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import difflib
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .compare import parallel_sections
+from .compare import comparable, parallel_sections
 from .normalise import canonical_json
 from .scenario import Scenario
 
@@ -108,10 +108,10 @@ def _index(container: list[Any], token: str, pointer: str, allow_end: bool) -> i
     return index
 
 
-def _edit(doc: Outcome, departure: Mapping[str, Any]) -> None:
-    rule, pointer = departure["rule"], departure["path"]
+def _edit(doc: Outcome, edit: Mapping[str, Any]) -> None:
+    rule, pointer = edit["op"], edit["path"]
     container, token = _locate(doc, pointer)
-    value = copy.deepcopy(departure.get("value"))
+    value = copy.deepcopy(edit.get("value"))
     if isinstance(container, list):
         if rule == "insert":
             container.insert(_index(container, token, pointer, True), value)
@@ -147,7 +147,8 @@ def apply_departures(expected: Mapping[str, Sequence[Mapping[str, Any]]],
         elif rule == "turn_start_before_inputs":
             doc["events"] = turn_start_before_inputs(doc["events"])
         else:
-            _edit(doc, departure)
+            for edit in departure["edits"]:
+                _edit(doc, edit)
     return doc
 
 
@@ -155,27 +156,29 @@ def _escape(token: str) -> str:
     return token.replace("~", "~0").replace("/", "~1")
 
 
-def _field_edits(part: str, index: int, want: Any, got: Any) -> list[dict[str, Any]]:
-    """Edits turning ``want`` into ``got`` field by field (whole item when not both objects)."""
-    base = f"/{part}/{index}"
+def _field_edits(path: str, want: Any, got: Any) -> list[dict[str, Any]]:
+    """Edits turning ``want`` into something that compares equal to ``got``, field by field
+    (the whole item when they are not both objects); texts that are not compared are left."""
     if not (isinstance(want, dict) and isinstance(got, dict)):
-        return [{"rule": "set", "reason": "TODO", "path": base, "value": got}]
+        return [{"op": "set", "path": path, "value": got}]
+    a, b = comparable(want), comparable(got)
     edits: list[dict[str, Any]] = []
-    for key in want:
-        if key not in got:
-            edits.append({"rule": "remove", "reason": "TODO", "path": f"{base}/{_escape(key)}"})
-        elif want[key] != got[key]:
-            edits.append({"rule": "set", "reason": "TODO", "path": f"{base}/{_escape(key)}",
-                          "value": got[key]})
-    edits += [{"rule": "set", "reason": "TODO", "path": f"{base}/{_escape(k)}", "value": got[k]}
-              for k in got if k not in want]
+    for key, value in b.items():
+        if key in a and a[key] == value:
+            continue
+        if key in a and isinstance(a[key], dict) and isinstance(value, dict):
+            edits += _field_edits(f"{path}/{_escape(key)}", want[key], got[key])
+        else:
+            edits.append({"op": "set", "path": f"{path}/{_escape(key)}", "value": got[key]})
+    edits += [{"op": "remove", "path": f"{path}/{_escape(k)}"} for k in want if k not in got]
     return edits
 
 
 def suggest(expected: Mapping[str, Sequence[Any]], actual: Mapping[str, Sequence[Any]]
             ) -> list[dict[str, Any]]:
-    """Edits (``set``/``insert``/``remove``, reason ``TODO``) that turn ``expected`` into
-    ``actual``, ordered so that each pointer is right when the edits are applied in order."""
+    """The edits (``set``/``insert``/``remove``) that turn ``expected`` into an outcome that
+    compares equal to ``actual``, ordered so that each pointer is right when they are applied in
+    order: put them in ``{"rule": "edit", "reason": ..., "edits": [...]}``."""
     edits: list[dict[str, Any]] = []
     for part in ("events", "responses", "history"):
         want, got = list(expected[part]), list(actual[part])
@@ -186,10 +189,9 @@ def suggest(expected: Mapping[str, Sequence[Any]], actual: Mapping[str, Sequence
                 continue
             if tag == "replace" and i2 - i1 == j2 - j1:
                 for k in range(i2 - i1 - 1, -1, -1):
-                    edits += _field_edits(part, i1 + k, want[i1 + k], got[j1 + k])
+                    edits += _field_edits(f"/{part}/{i1 + k}", want[i1 + k], got[j1 + k])
                 continue
-            edits += [{"rule": "remove", "reason": "TODO", "path": f"/{part}/{k}"}
-                      for k in range(i2 - 1, i1 - 1, -1)]
-            edits += [{"rule": "insert", "reason": "TODO", "path": f"/{part}/{i1 + n}",
-                       "value": got[j1 + n]} for n in range(j2 - j1)]
+            edits += [{"op": "remove", "path": f"/{part}/{k}"} for k in range(i2 - 1, i1 - 1, -1)]
+            edits += [{"op": "insert", "path": f"/{part}/{i1 + n}", "value": got[j1 + n]}
+                      for n in range(j2 - j1)]
     return edits

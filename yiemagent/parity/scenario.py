@@ -255,13 +255,25 @@ def find_scenarios(paths: Iterable[str | Path]) -> list[Path]:
     return found
 
 
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _dump_row(row: Any, indent: int) -> str:
+    """One item of a list on its own line; a departure's ``edits`` get a line each."""
+    if isinstance(row, Mapping) and isinstance(row.get("edits"), list):
+        head = ", ".join(f"{json.dumps(k)}: {_compact(v)}" for k, v in row.items() if k != "edits")
+        return "{" + head + ', "edits": ' + _dump_rows(row["edits"], indent) + "}"
+    return _compact(row)
+
+
 def _dump_rows(rows: Sequence[Any], indent: int) -> str:
     """A list with one compact JSON value per line (a list of plain values stays on one line):
     scenarios and traces read and diff better that way."""
     if not rows or not any(isinstance(r, (dict, list)) for r in rows):
         return json.dumps(list(rows), ensure_ascii=False)
     pad = " " * (indent + 2)
-    body = ",\n".join(pad + json.dumps(r, ensure_ascii=False, separators=(", ", ": ")) for r in rows)
+    body = ",\n".join(pad + _dump_row(r, indent + 2) for r in rows)
     return "[\n" + body + "\n" + " " * indent + "]"
 
 
@@ -272,7 +284,7 @@ def _dump_value(value: Any, indent: int) -> str:
         pad = " " * (indent + 2)
         inner = ",\n".join(f"{pad}{json.dumps(k)}: {_dump_rows(v, indent + 2)}" for k, v in value.items())
         return "{\n" + inner + "\n" + " " * indent + "}"
-    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+    return _compact(value)
 
 
 def dump_scenario(data: Mapping[str, Any]) -> str:
