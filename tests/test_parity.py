@@ -7,6 +7,8 @@ from __future__ import annotations
 import io
 import json
 import re
+import shutil
+import subprocess
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -305,3 +307,31 @@ def test_schema_prints_both_schemas() -> None:
     status, out = cli("schema")
     assert status == 0 and out.count('"$id"') == 2
 
+
+# -- the second implementation ---------------------------------------------------------------
+
+PI = ROOT / "parity" / "ports" / "pi"
+PARITY_DOC = ROOT / "docs" / "PARITY.md"
+
+
+@pytest.mark.timeout(900)
+def test_the_pi_port_runs_the_suite_and_departs_only_as_documented(tmp_path: Path) -> None:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are needed to run the pi-agent-core port")
+    if not (PI / "node_modules" / "@mariozechner" / "pi-agent-core").is_dir():
+        installed = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=PI,
+                                   capture_output=True, text=True, timeout=600, check=False)
+        if installed.returncode != 0:
+            pytest.skip(f"npm ci failed (no registry?): {installed.stderr[-500:]}")
+    ran = subprocess.run([node, "runner.js", str(SCENARIOS), str(tmp_path)], cwd=PI,
+                         capture_output=True, text=True, timeout=300, check=False)
+    assert ran.returncode == 0, ran.stderr
+    status, out = cli("check", str(SCENARIOS), str(tmp_path))
+    assert status == 0, out
+    assert out.strip().endswith("0 diverged")
+    # The report committed in docs/PARITY.md is the one this run gives.
+    status, table = cli("check", str(SCENARIOS), str(tmp_path), "--markdown")
+    doc = PARITY_DOC.read_text(encoding="utf-8")
+    start, end = doc.index("<!-- pi-report:start -->\n"), doc.index("<!-- pi-report:end -->")
+    assert doc[start + len("<!-- pi-report:start -->\n"):end].strip() == table.strip()
