@@ -3,10 +3,9 @@
 Events are compared position by position, except inside a parallel section (the tool events of
 a batch that runs in parallel): there the starts keep their order, the calls that fail
 preparation end before the last start, and each call's own events keep their order, but events
-of different calls may interleave in any order. Responses and the
-history are compared item by item. ``text`` is not compared in an error result the pipeline
-made (``is_error`` with an ``error_kind``): those texts are each implementation's own wording,
-the kind is what must agree.
+of different calls may interleave in any order. Responses and the history are compared item by
+item. ``text`` is not compared in an error result the pipeline made (``is_error`` with an
+``error_kind``): those texts are each implementation's own wording, the kind is what must agree.
 """
 
 from __future__ import annotations
@@ -21,7 +20,6 @@ from .scenario import Scenario
 
 __all__ = ["Divergence", "comparable", "compare", "parallel_sections", "render"]
 
-PARTS = ("events", "responses", "history")
 Outcome = Mapping[str, Sequence[Mapping[str, Any]]]
 
 
@@ -50,7 +48,7 @@ def comparable(item: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def _batch_is_parallel(scenario: Scenario, calls: Sequence[Mapping[str, Any]]) -> bool:
-    """DESIGN/spec section 9: parallel mode, and no call names a known tool that is not parallel."""
+    """Spec section 9: parallel mode, and no call names a known tool that is not parallel."""
     if scenario.setting("execution") != "parallel":
         return False
     return all(scenario.tool_is_parallel(str(c.get("name"))) is not False for c in calls)
