@@ -80,7 +80,7 @@ def test_run_events_jsonl_is_every_event_in_order(tmp_path: Path, tools: Path) -
     assert all(starts[cid] < i < ends[cid] for cid, i in updates) and len(updates) == 3
     first = next(e for e in events if e["type"] == "tool_execution_start")
     assert first == {"type": "tool_execution_start", "turn": 1, "tool_call_id": "call_1_1",
-                     "tool_name": "echo", "args": {"text": "a"}}
+                     "tool_name": "echo", "arguments": {"text": "a"}}
     end = next(e for e in events if e["type"] == "tool_execution_end" and e["turn"] == 2)
     assert end["result"]["content"] == [{"type": "text", "text": "HI"}] and not end["is_error"]
     streamed = "".join(e["delta"] for e in events

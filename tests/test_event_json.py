@@ -55,20 +55,20 @@ SHAPES: list[tuple[AgentEvent, dict[str, Any]]] = [
     (MessageEndEvent(REPLY), {"type": "message_end", "message": REPLY.to_dict()}),
     (ToolExecStartEvent("c1", "echo", {"text": "a"}), {
         "type": "tool_execution_start", "tool_call_id": "c1", "tool_name": "echo",
-        "args": {"text": "a"}}),
+        "arguments": {"text": "a"}}),
     (ToolExecUpdateEvent("c1", "echo", {"text": "a"}, TOOL_RESULT), {
         "type": "tool_execution_update", "tool_call_id": "c1", "tool_name": "echo",
-        "args": {"text": "a"}, "partial_result": TOOL_RESULT_DICT}),
+        "arguments": {"text": "a"}, "text": "A", "partial_result": TOOL_RESULT_DICT}),
     (ToolExecUpdateEvent("c1", "echo", {"text": "a"}, {"done": 0.5}), {
         "type": "tool_execution_update", "tool_call_id": "c1", "tool_name": "echo",
-        "args": {"text": "a"}, "partial_result": {"done": 0.5}}),
+        "arguments": {"text": "a"}, "text": "", "partial_result": {"done": 0.5}}),
     (ToolExecEndEvent("c1", "echo", TOOL_RESULT, False), {
         "type": "tool_execution_end", "tool_call_id": "c1", "tool_name": "echo",
-        "result": TOOL_RESULT_DICT, "is_error": False}),
+        "is_error": False, "error_kind": None, "text": "A", "result": TOOL_RESULT_DICT}),
     (TurnEndEvent(REPLY, [RESULT]), {
         "type": "turn_end", "message": REPLY.to_dict(), "tool_results": [RESULT.to_dict()]}),
     (AgentEndEvent([USER, REPLY]), {
-        "type": "agent_end", "messages": [USER.to_dict(), REPLY.to_dict()]}),
+        "type": "agent_end", "messages": [USER.to_dict(), REPLY.to_dict()], "response": None}),
 ]
 
 
@@ -91,7 +91,7 @@ def test_to_dict_gives_the_documented_shape(event: AgentEvent, shape: dict[str, 
 def test_to_dict_shares_nothing_with_the_event() -> None:
     args = {"nested": {"x": [1]}}
     data = ToolExecStartEvent("c1", "echo", args).to_dict()
-    data["args"]["nested"]["x"].append(2)
+    data["arguments"]["nested"]["x"].append(2)
     assert args == {"nested": {"x": [1]}}
 
 
@@ -101,7 +101,7 @@ def test_values_that_are_not_json_are_converted() -> None:
     assert line["result"]["details"]["nan"] == "nan" and line["result"]["details"]["when"] == [1, 2]
     assert line["result"]["details"]["obj"].startswith("<object object")
     raw = json.loads(event_line(ToolExecStartEvent("c1", "t", '{"broken": '), 1))
-    assert raw["args"] == '{"broken": '
+    assert raw["arguments"] == '{"broken": '
 
 
 def test_lines_put_type_and_turn_first_and_stay_ascii() -> None:

@@ -100,6 +100,19 @@ def test_a_timed_out_tool_sees_its_signal_aborted() -> None:
     assert saw_abort.wait(WAIT)  # the tool was told, so it can stop instead of running on
 
 
+def test_an_update_reported_in_reaction_to_the_timeout_is_dropped() -> None:
+    # The abort callback runs on the thread that aborts, inside the timeout handling: the
+    # update it reports must find the gate already closed.
+    def reacts(_id: str, _args: Any, signal: AbortSignal, on_partial: Any) -> AgentToolResult:
+        signal.on_abort(lambda: on_partial("too late"))
+        signal.wait(WAIT)
+        return AgentToolResult("finished")
+
+    batch, recorder = run([make_tool("slow", reacts, timeout_s=0.05)], [call("c1", "slow")])
+    assert "timed out" in text(batch.messages[0])
+    assert [type(e).__name__ for e in recorder.events] == ["ToolExecStartEvent", "ToolExecEndEvent"]
+
+
 def test_a_timed_out_tool_follows_the_callers_abort_too() -> None:
     parent = AbortSignal()
     started, saw_abort = threading.Event(), threading.Event()

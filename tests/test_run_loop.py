@@ -270,3 +270,27 @@ def test_a_tool_call_without_an_id_gets_one_id_once_and_keeps_it() -> None:
     for request in llm.requests[1:]:  # every later request sends the same id on both sides
         wire = request["messages"]
         assert wire[2]["tool_calls"][0]["id"] == call_id and wire[3]["tool_call_id"] == call_id
+
+
+def test_an_injected_clock_and_id_maker_stamp_what_the_loop_makes() -> None:
+    ticks = iter(range(1000, 2000))
+    ids = iter(f"gen_{n}" for n in range(1, 100))
+    llm = ScriptedLLM(AssistantMessage([{"type": "tool_call", "name": "echo", "arguments": {}},
+                                        {"type": "tool_call", "name": "echo", "arguments": {}}]),
+                      AssistantMessage([AgentToolCall("c9", "echo", {})]))
+    response, state, _ = run(llm, "hi", max_turns=2, clock=lambda: next(ticks),
+                             new_tool_call_id=lambda: next(ids))
+    results = [m for m in state.messages if isinstance(m, ToolResultMessage)]
+    assert [m.tool_call_id for m in results] == ["gen_1", "gen_2", "c9"]
+    assert [m.timestamp for m in results] == [1000, 1001, 1002]
+    assert response.stop_reason == "max_turns" and response.timestamp == 1003
+
+
+def test_the_clock_and_id_maker_default_to_the_module_functions() -> None:
+    from yiemagent.messages import now_ms
+    from yiemagent.tool_calls import new_tool_call_id
+
+    config = RunConfig(llm_call=ScriptedLLM())
+    assert config.clock is now_ms and config.new_tool_call_id is new_tool_call_id
+    with pytest.raises(TypeError, match="clock must be callable"):
+        RunConfig(llm_call=ScriptedLLM(), clock=5)

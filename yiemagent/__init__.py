@@ -25,6 +25,7 @@ from yiemagent.content import (
     TextContent,
     ThinkingContent,
 )
+from yiemagent.error_kinds import ERROR_KINDS, error_kind
 from yiemagent.errors import (
     AgentClosedError,
     ResponseTimeout,
@@ -109,6 +110,7 @@ from yiemagent.validation import (
 __version__ = "0.1.0"
 
 __all__ = [
+    "ERROR_KINDS",
     "AbortSignal",
     "AfterToolCallContext",
     "AfterToolCallResult",
@@ -170,6 +172,7 @@ __all__ = [
     "create_llm_call",
     "create_tool_result_message",
     "emit_tool_execution_end",
+    "error_kind",
     "execute_prepared_tool_call",
     "execute_tool_calls",
     "execute_tool_calls_parallel",

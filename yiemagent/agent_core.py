@@ -17,10 +17,25 @@ import attrs
 
 from yiemagent.content import AgentToolCall, TextContent, content_list
 from yiemagent.emit import Emit, SafeEmitter, safe_emitter
+from yiemagent.error_kinds import (
+    ABORTED,
+    BLOCKED,
+    ERROR_KIND_KEY,
+    HOOK_FAILED,
+    INVALID_ARGUMENTS,
+    INVALID_JSON,
+    INVALID_RESULT,
+    PREPARE_FAILED,
+    SKIPPED,
+    TIMEOUT,
+    TOOL_NOT_FOUND,
+    TOOL_RAISED,
+)
 from yiemagent.errors import describe_error, reraise_interrupt
 from yiemagent.events import ToolExecEndEvent, ToolExecStartEvent, ToolExecUpdateEvent
 from yiemagent.json_safety import MAX_JSON_DEPTH, argument_problem, clip, json_ready, reject_constant
-from yiemagent.messages import AssistantMessage, LlmUsage, ToolResultMessage
+from yiemagent.messages import AssistantMessage, LlmUsage, ToolResultMessage, now_ms
+from yiemagent.tool_calls import UNUSABLE_NOTE
 from yiemagent.tool_types import (
     AbortSignal,
     AfterToolCallContext,
@@ -57,9 +72,11 @@ __all__ = [
 ]
 
 
-def create_error_tool_result(msg: str) -> AgentToolResult:
-    """Return a result holding one text block with ``msg`` and empty details."""
-    return AgentToolResult([TextContent(msg)], {})
+def create_error_tool_result(msg: str, kind: str | None = None) -> AgentToolResult:
+    """Return a result holding one text block with ``msg``; its details are empty, or hold
+    ``{"error_kind": kind}`` when a kind is given (the pipeline always gives one, see
+    ``error_kinds``)."""
+    return AgentToolResult([TextContent(msg)], {ERROR_KIND_KEY: kind} if kind else {})
 
 
 def _is_aborted(signal: AbortSignal | None) -> bool:
@@ -67,7 +84,8 @@ def _is_aborted(signal: AbortSignal | None) -> bool:
 
 
 def _aborted_outcome(name: str) -> tuple[AgentToolResult, bool]:
-    return create_error_tool_result(f'Tool "{name}" was not run: the operation was aborted.'), True
+    return (create_error_tool_result(f'Tool "{name}" was not run: the operation was aborted.',
+                                     ABORTED), True)
 
 
 def _skipped(tool_call: AgentToolCall, emit: SafeEmitter) -> FinalizedOutcome:
@@ -76,7 +94,7 @@ def _skipped(tool_call: AgentToolCall, emit: SafeEmitter) -> FinalizedOutcome:
         emit(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
     result = create_error_tool_result(
         f'Tool "{tool_call.name}" was skipped: a new message from the user arrived before it '
-        "ran. Read the new message, then call the tool again if it is still needed.")
+        "ran. Read the new message, then call the tool again if it is still needed.", SKIPPED)
     finalized = FinalizedOutcome(tool_call, result, True)
     emit_tool_execution_end(finalized, emit)
     return finalized
@@ -92,23 +110,24 @@ def _parsed_call(tool_call: AgentToolCall) -> AgentToolCall:
             args = json.loads(args, parse_constant=reject_constant)
         except (ValueError, RecursionError) as exc:
             reason = exc if isinstance(exc, ValueError) else "nested too deep to parse"
+            kind = INVALID_ARGUMENTS if args.startswith(UNUSABLE_NOTE) else INVALID_JSON
             raise ToolArgumentError(
                 f'The arguments for tool "{name}" are not valid JSON ({reason}). '
                 f"Received: {clip(repr(tool_call.arguments))}. Send the arguments as one JSON "
-                "object."
+                "object.", kind=kind,
             ) from None
     elif isinstance(args, Mapping) and not isinstance(args, dict):
         args = dict(args)
     if not isinstance(args, dict):
         raise ToolArgumentError(
             f'The arguments for tool "{name}" must be a JSON object, got '
-            f"{type(args).__name__}: {format_arguments(args)}"
+            f"{type(args).__name__}: {format_arguments(args)}", kind=INVALID_ARGUMENTS,
         )
     problem = argument_problem(args)
     if problem is not None:
         raise ToolArgumentError(f'The arguments for tool "{name}" cannot be used: {problem}. '
                                 "Send finite JSON numbers and at most "
-                                f"{MAX_JSON_DEPTH} levels of nesting.")
+                                f"{MAX_JSON_DEPTH} levels of nesting.", kind=INVALID_ARGUMENTS)
     return tool_call if args is tool_call.arguments else attrs.evolve(tool_call, arguments=args)
 
 
@@ -159,18 +178,17 @@ def prepare_tool_call(
     tool = context.tools.get(name)
     if tool is None:
         known = ", ".join(context.tools) or "(none)"
-        return ImmediateOutcome(
-            create_error_tool_result(f'Tool "{name}" not found. Available tools: {known}.'), True
-        )
+        return ImmediateOutcome(create_error_tool_result(
+            f'Tool "{name}" not found. Available tools: {known}.', TOOL_NOT_FOUND), True)
     try:
         call = prepare_tool_call_arguments(tool, _parsed_call(tool_call))
         args = validate_tool_arguments(tool, call)
     except ToolArgumentError as exc:
-        return ImmediateOutcome(create_error_tool_result(str(exc)), True)
+        return ImmediateOutcome(create_error_tool_result(str(exc), exc.kind), True)
     except BaseException as exc:
         reraise_interrupt(exc)
         msg = f'Preparing the arguments for tool "{name}" failed: {describe_error(exc)}'
-        return ImmediateOutcome(create_error_tool_result(msg), True)
+        return ImmediateOutcome(create_error_tool_result(msg, PREPARE_FAILED), True)
     try:
         reason = _before_hook_block(
             config, BeforeToolCallContext(assistant_message, tool_call, args, context), signal
@@ -178,11 +196,11 @@ def prepare_tool_call(
     except BaseException as exc:
         reraise_interrupt(exc)
         msg = f'before_tool_call hook failed for tool "{name}": {describe_error(exc)}'
-        return ImmediateOutcome(create_error_tool_result(msg), True)
+        return ImmediateOutcome(create_error_tool_result(msg, HOOK_FAILED), True)
     if _is_aborted(signal):
         return ImmediateOutcome(*_aborted_outcome(name))
     if reason is not None:
-        return ImmediateOutcome(create_error_tool_result(reason), True)
+        return ImmediateOutcome(create_error_tool_result(reason, BLOCKED), True)
     return PreparedToolCall(tool, tool_call, args)
 
 
@@ -212,12 +230,13 @@ class _TimedOut(Exception):
 
 
 def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name: str,
-                       signal: AbortSignal | None) -> Any:
+                       signal: AbortSignal | None, on_timeout: Callable[[], None]) -> Any:
     """Run ``fn(child_signal)`` on its own daemon thread; return its value, re-raise its error,
     or raise ``_TimedOut`` after ``timeout_s``.
 
     The child signal follows ``signal`` and is aborted on timeout, so a tool that watches its
-    signal stops; one that does not is left to finish on its own.
+    signal stops; one that does not is left to finish on its own. ``on_timeout`` runs first, so
+    whatever the tool does in reaction to that abort already finds its updates dropped.
     """
     child = AbortSignal()
     unlink = signal.on_abort(lambda: child.abort(signal.reason)) if signal is not None else None
@@ -239,6 +258,7 @@ def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name:
     if unlink is not None:
         unlink()
     if not finished:
+        on_timeout()
         child.abort(f"timed out after {timeout_s:g} s")
         raise _TimedOut
     if box[1] is not None:
@@ -281,21 +301,22 @@ def execute_prepared_tool_call(
         return prep.tool.execute(prep.tool_call.id, prep.args, run_signal, gate.report)
 
     try:
-        result = run(signal) if limit is None else _call_with_timeout(run, limit, name, signal)
+        result = (run(signal) if limit is None
+                  else _call_with_timeout(run, limit, name, signal, gate.close))
     except _TimedOut:
         gate.close()
         return ExecutedOutcome(
-            create_error_tool_result(f'Tool "{name}" timed out after {limit:g} s.'), True
+            create_error_tool_result(f'Tool "{name}" timed out after {limit:g} s.', TIMEOUT), True
         )
     except BaseException as exc:
         reraise_interrupt(exc)
         gate.close()
         msg = f'Tool "{name}" failed: {describe_error(exc)}'
-        return ExecutedOutcome(create_error_tool_result(msg), True)
+        return ExecutedOutcome(create_error_tool_result(msg, TOOL_RAISED), True)
     gate.close()
     problem = _result_problem(name, result)
     if problem is not None:
-        return ExecutedOutcome(create_error_tool_result(problem), True)
+        return ExecutedOutcome(create_error_tool_result(problem, INVALID_RESULT), True)
     return ExecutedOutcome(result, False)
 
 
@@ -353,7 +374,7 @@ def finalize_executed_tool_call(
         except BaseException as exc:
             reraise_interrupt(exc)
             msg = f'after_tool_call hook failed for tool "{prep.tool_call.name}": {describe_error(exc)}'
-            result, is_error = create_error_tool_result(msg), True
+            result, is_error = create_error_tool_result(msg, HOOK_FAILED), True
     return FinalizedOutcome(prep.tool_call, result, is_error)
 
 
@@ -376,9 +397,10 @@ def _added_tool_names(details: Any) -> list[str]:
     return []
 
 
-def create_tool_result_message(f: FinalizedOutcome) -> ToolResultMessage:
+def create_tool_result_message(f: FinalizedOutcome, timestamp: int | None = None) -> ToolResultMessage:
     """Wrap a finalized call as the ``ToolResultMessage`` that enters the history; details that
-    are not JSON-ready are converted (``json_safety.json_ready``), so the history can be saved."""
+    are not JSON-ready are converted (``json_safety.json_ready``), so the history can be saved.
+    ``timestamp`` (milliseconds) defaults to now."""
     return ToolResultMessage(
         tool_call_id=f.tool_call.id,
         tool_name=f.tool_call.name,
@@ -387,6 +409,7 @@ def create_tool_result_message(f: FinalizedOutcome) -> ToolResultMessage:
         usage=f.result.usage,
         added_tool_names=_added_tool_names(f.result.details),
         is_error=f.is_error,
+        timestamp=now_ms() if timestamp is None else timestamp,
     )
 
 
@@ -429,8 +452,8 @@ def _start_and_prepare(
     return finalized
 
 
-def _batch(finalized: list[FinalizedOutcome]) -> AgentToolCallBatch:
-    return AgentToolCallBatch([create_tool_result_message(f) for f in finalized],
+def _batch(finalized: list[FinalizedOutcome], clock: Callable[[], int]) -> AgentToolCallBatch:
+    return AgentToolCallBatch([create_tool_result_message(f, clock()) for f in finalized],
                               should_terminate(finalized))
 
 
@@ -459,7 +482,7 @@ def execute_tool_calls_sequential(
         if isinstance(prep, PreparedToolCall):
             prep = _execute_and_finalize(context, assistant_message, prep, config, signal, sink)
         finalized.append(prep)
-    return _batch(finalized)
+    return _batch(finalized, config.clock)
 
 
 def _asks_to_skip(skip: Callable[[], bool]) -> bool:
@@ -499,7 +522,7 @@ def execute_tool_calls_parallel(
             if isinstance(e, PreparedToolCall) else e
             for e in entries
         ]
-        return _batch(finalized)
+        return _batch(finalized, config.clock)
     with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
         # Each call runs in a copy of the caller's context (tracing, the agent it runs for).
         futures = iter([pool.submit(contextvars.copy_context().run, _execute_and_finalize,
@@ -507,7 +530,7 @@ def execute_tool_calls_parallel(
                         for job in jobs])
         finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e
                      for e in entries]
-    return _batch(finalized)
+    return _batch(finalized, config.clock)
 
 
 def _outcome(future: Future[FinalizedOutcome], prep: PreparedToolCall) -> FinalizedOutcome:
@@ -516,7 +539,7 @@ def _outcome(future: Future[FinalizedOutcome], prep: PreparedToolCall) -> Finali
     except BaseException as exc:  # defensive: _execute_and_finalize does not raise
         reraise_interrupt(exc)
         msg = f'Tool "{prep.tool_call.name}" failed: {describe_error(exc)}'
-        return FinalizedOutcome(prep.tool_call, create_error_tool_result(msg), True)
+        return FinalizedOutcome(prep.tool_call, create_error_tool_result(msg, TOOL_RAISED), True)
 
 
 def execute_tool_calls(

@@ -22,6 +22,7 @@ __all__ = [
     "ThinkingContent",
     "content_from_dict",
     "content_list",
+    "content_text",
     "content_to_dict",
 ]
 
@@ -163,3 +164,15 @@ def content_list(value: str | Iterable[ContentBlock | str] | None) -> list[Conte
     if isinstance(value, MessageContent):
         return [value]
     return [_block(item) for item in value]
+
+
+def content_text(content: Iterable[Any]) -> str:
+    """The text of a content list: its text blocks (typed, or dicts with a string ``text``)
+    joined with newlines; other blocks are left out. Never raises."""
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, Mapping) and isinstance(block.get("text"), str):
+            parts.append(block["text"])
+    return "\n".join(parts)

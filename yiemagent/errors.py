@@ -44,7 +44,15 @@ class SessionError(ValueError):
 
 
 class ToolArgumentError(ValueError):
-    """The arguments of a tool call are unusable; the message is written for the model."""
+    """The arguments of a tool call are unusable; the message is written for the model.
+
+    ``kind`` is the stable error kind the pipeline gives the call's error result (see
+    ``error_kinds``): ``"invalid_arguments"`` unless the raiser names another one.
+    """
+
+    def __init__(self, *args: object, kind: str = "invalid_arguments") -> None:
+        super().__init__(*args)
+        self.kind = kind
 
 
 class ToolLoadError(Exception):

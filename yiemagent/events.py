@@ -8,18 +8,22 @@ streams), ``MessageEndEvent`` for the reply, for each tool call ``ToolExecStartE
 for each tool result, and ``TurnEndEvent``; finally ``AgentEndEvent``. Every start has its end,
 on error and abort paths too.
 
-Every event has ``to_dict()``: a JSON-ready dict whose ``"type"`` is its ``event_type`` (the
-README's "Events as JSON" lists each shape); ``yiemagent.event_log`` writes them as JSON lines.
+Every event has ``to_dict()``: ``{"type": event_type, ...}`` with its fields as JSON-ready data
+(messages and results through their own ``to_dict``). Tool events also give what conformance
+traces compare: ``text``, and for the end event ``is_error`` and ``error_kind``
+(``yiemagent.parity`` documents that trace format).
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any, ClassVar, Literal
 
 import attrs
 
-from yiemagent.content import content_to_dict
+from yiemagent.content import content_text
+from yiemagent.error_kinds import error_kind
 from yiemagent.json_safety import json_ready
 from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage
 from yiemagent.tool_types import AgentToolResult
@@ -36,30 +40,7 @@ __all__ = [
     "ToolExecUpdateEvent",
     "TurnEndEvent",
     "TurnStartEvent",
-    "tool_result_to_dict",
 ]
-
-
-def _plain(value: Any) -> Any:
-    """A JSON-ready copy of ``value`` (a tool's arguments, details or progress report), never
-    shared with the history: converted as ``json_safety.json_ready`` converts tool details."""
-    return copy.deepcopy(json_ready(value))
-
-
-def tool_result_to_dict(result: AgentToolResult) -> dict[str, Any]:
-    """``{"content": [...], "details": {...}, "usage": {...} | None, "terminate": bool}``: the
-    JSON-ready form of a tool's result (content blocks as in messages' ``to_dict``)."""
-    return {
-        "content": [content_to_dict(b) for b in result.content],
-        "details": _plain(result.details),
-        "usage": None if result.usage is None else result.usage.to_dict(),
-        "terminate": bool(result.terminate),
-    }
-
-
-def _progress(partial: Any) -> Any:
-    """A progress report as JSON: a tool result's dict form, anything else converted."""
-    return tool_result_to_dict(partial) if isinstance(partial, AgentToolResult) else _plain(partial)
 
 
 @attrs.define(frozen=True)
@@ -69,8 +50,26 @@ class AgentEvent:
     event_type: ClassVar[str] = "event"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the event as a JSON-ready dict: ``{"type": event_type, ...its fields}``."""
+        """Return the event as JSON-ready data: ``{"type": event_type}`` plus its fields."""
         return {"type": self.event_type}
+
+
+def _plain(value: Any) -> Any:
+    """A JSON-ready copy of an event payload (tool arguments, a partial result)."""
+    if hasattr(value, "to_dict"):
+        return value.to_dict()
+    return copy.deepcopy(json_ready(value))
+
+
+def _partial_text(partial: Any) -> str:
+    """The text of a partial result: its content's text blocks, or the text itself."""
+    if isinstance(partial, str):
+        return partial
+    content = partial.get("content") if isinstance(partial, Mapping) else getattr(
+        partial, "content", None)
+    if isinstance(content, str):
+        return content
+    return content_text(content) if isinstance(content, list) else ""
 
 
 @attrs.define(frozen=True)
@@ -83,9 +82,9 @@ class ToolExecStartEvent(AgentEvent):
     event_type: ClassVar[str] = "tool_execution_start"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"type", "tool_call_id", "tool_name", "args"}`` (args JSON-ready)."""
+        """Return ``{"type", "tool_call_id", "tool_name", "arguments"}``."""
         return {"type": self.event_type, "tool_call_id": self.tool_call_id,
-                "tool_name": self.tool_name, "args": _plain(self.arguments)}
+                "tool_name": self.tool_name, "arguments": _plain(self.arguments)}
 
 
 @attrs.define(frozen=True)
@@ -99,11 +98,12 @@ class ToolExecUpdateEvent(AgentEvent):
     event_type: ClassVar[str] = "tool_execution_update"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"type", "tool_call_id", "tool_name", "args", "partial_result"}``; a partial
-        result that is an ``AgentToolResult`` takes ``tool_result_to_dict``'s form."""
+        """Return ``{"type", "tool_call_id", "tool_name", "arguments", "text",
+        "partial_result"}``; ``text`` is the partial result's text."""
         return {"type": self.event_type, "tool_call_id": self.tool_call_id,
-                "tool_name": self.tool_name, "args": _plain(self.arguments),
-                "partial_result": _progress(self.partial_result)}
+                "tool_name": self.tool_name, "arguments": _plain(self.arguments),
+                "text": _partial_text(self.partial_result),
+                "partial_result": _plain(self.partial_result)}
 
 
 @attrs.define(frozen=True)
@@ -117,11 +117,13 @@ class ToolExecEndEvent(AgentEvent):
     event_type: ClassVar[str] = "tool_execution_end"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"type", "tool_call_id", "tool_name", "result", "is_error"}``, the result in
-        ``tool_result_to_dict``'s form."""
+        """Return ``{"type", "tool_call_id", "tool_name", "is_error", "error_kind", "text",
+        "result"}``: ``error_kind`` is the pipeline's kind of error (``None`` for results a
+        tool or hook made), ``text`` the result's text, ``result`` its ``to_dict()``."""
         return {"type": self.event_type, "tool_call_id": self.tool_call_id,
-                "tool_name": self.tool_name, "result": tool_result_to_dict(self.result),
-                "is_error": bool(self.is_error)}
+                "tool_name": self.tool_name, "is_error": self.is_error,
+                "error_kind": error_kind(self.result.details),
+                "text": content_text(self.result.content), "result": self.result.to_dict()}
 
 
 @attrs.define(frozen=True)
@@ -141,8 +143,10 @@ class AgentEndEvent(AgentEvent):
     event_type: ClassVar[str] = "agent_end"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"type", "messages": [message.to_dict(), ...]}``."""
-        return {"type": self.event_type, "messages": [m.to_dict() for m in self.messages]}
+        """Return ``{"type", "messages", "response"}`` with each message's ``to_dict()`` (the
+        response is ``None`` when the event was made without one)."""
+        return {"type": self.event_type, "messages": [m.to_dict() for m in self.messages],
+                "response": None if self.response is None else self.response.to_dict()}
 
 
 @attrs.define(frozen=True)
@@ -166,9 +170,9 @@ class TurnEndEvent(AgentEvent):
     event_type: ClassVar[str] = "turn_end"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"type", "message", "tool_results": [...]}``, messages as ``to_dict()``."""
+        """Return ``{"type", "message", "tool_results"}`` with the messages' ``to_dict()``."""
         return {"type": self.event_type, "message": self.message.to_dict(),
-                "tool_results": [r.to_dict() for r in self.tool_results]}
+                "tool_results": [m.to_dict() for m in self.tool_results]}
 
 
 @attrs.define(frozen=True)
@@ -179,7 +183,8 @@ class MessageStartEvent(AgentEvent):
     event_type: ClassVar[str] = "message_start"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"type", "message"}``, the message as ``to_dict()`` (or ``None``)."""
+        """Return ``{"type", "message"}``; the message is ``None`` for a model reply whose call
+        has not returned yet."""
         return {"type": self.event_type,
                 "message": None if self.message is None else self.message.to_dict()}
 
@@ -214,5 +219,5 @@ class MessageEndEvent(AgentEvent):
     event_type: ClassVar[str] = "message_end"
 
     def to_dict(self) -> dict[str, Any]:
-        """Return ``{"type", "message"}``, the message as ``to_dict()``."""
+        """Return ``{"type", "message"}`` with the message's ``to_dict()``."""
         return {"type": self.event_type, "message": self.message.to_dict()}

@@ -29,8 +29,8 @@ from yiemagent.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from yiemagent.messages import AgentMessage, AssistantMessage, HistoryView, ToolResultMessage
-from yiemagent.tool_calls import extract_tool_calls, normalize_tool_calls
+from yiemagent.messages import AgentMessage, AssistantMessage, HistoryView, ToolResultMessage, now_ms
+from yiemagent.tool_calls import extract_tool_calls, new_tool_call_id, normalize_tool_calls
 from yiemagent.tool_types import (
     AbortSignal,
     AfterHook,
@@ -107,7 +107,11 @@ class RunConfig:
     when set, is called before every LLM call with the names that tool results added since
     the last one (the agent uses it to follow its tool store). ``skip_tools_on_steer`` makes
     the calls not yet started in a sequential batch give way to a message that arrived during
-    the batch. Invalid settings raise ``TypeError``/``ValueError`` at construction.
+    the batch. ``clock()`` (milliseconds) stamps the messages the loop makes (tool results, its
+    own responses) and ``new_tool_call_id()`` names the tool calls a reply sent without an id;
+    they default to ``messages.now_ms`` and ``tool_calls.new_tool_call_id``, and conformance
+    runs replace them to get reproducible traces. Invalid settings raise
+    ``TypeError``/``ValueError`` at construction.
     """
 
     llm_call: Callable[..., AssistantMessage] = attrs.field(validator=_check_callable)
@@ -125,6 +129,9 @@ class RunConfig:
     max_retry_delay_ms: float | None = None
     skip_tools_on_steer: bool = attrs.field(default=False, converter=bool)
     sync_tools: ToolSync | None = attrs.field(default=None, validator=_check_callable)
+    clock: Callable[[], int] = attrs.field(default=now_ms, validator=_check_callable)
+    new_tool_call_id: Callable[[], str] = attrs.field(default=new_tool_call_id,
+                                                      validator=_check_callable)
     llm_keywords: frozenset[str] = attrs.field(init=False)
     uses_default_formatting: bool = attrs.field(init=False)
 
@@ -148,7 +155,7 @@ class RunConfig:
         """The pipeline's ``AgentLoopConfig`` for ``tools`` (shared, not copied)."""
         return AgentLoopConfig(tools, self.before_tool_call, self.after_tool_call,
                                self.tool_execution, self.tool_timeout_s, self.max_parallel_tools,
-                               skip_remaining=skip_remaining)
+                               skip_remaining=skip_remaining, clock=self.clock)
 
 
 def unanswered_tool_calls(messages: Sequence[AgentMessage]) -> tuple[AssistantMessage | None,
@@ -221,6 +228,7 @@ class _Run:
             api=model.api if model is not None else "",
             stop_reason=stop_reason,
             error_message=error_message,
+            timestamp=self.config.clock(),
         )
 
     def call_llm(self) -> AssistantMessage:
@@ -291,9 +299,11 @@ def _step(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
         raise RunError(f"{name} failed: {describe_error(exc)}") from exc
 
 
-def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMessage) -> AssistantMessage:
+def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMessage,
+                              timestamp: int | None = None) -> AssistantMessage:
     """The final response of a terminated batch (spec section 10): the tools' text after
-    ``Tool execution completed.``, ``error_message`` set when any call failed."""
+    ``Tool execution completed.``, ``error_message`` set when any call failed; ``timestamp``
+    (milliseconds) defaults to now."""
     content: list[ContentBlock] = [TextContent("Tool execution completed.")]
     for msg in batch.messages:
         for block in msg.content:
@@ -306,6 +316,7 @@ def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMess
         content=content, api=response.api, provider=response.provider, model=response.model,
         usage=response.usage, stop_reason="tool_use_terminated",
         error_message="One or more tool calls failed" if failed else None,
+        timestamp=now_ms() if timestamp is None else timestamp,
     )
 
 
@@ -316,7 +327,9 @@ def _after_batch(run: _Run, response: AssistantMessage,
         return run.made_up("aborted", ABORTED)
     if batch is None:
         return response
-    return build_terminated_response(batch, response) if batch.terminate else None
+    if not batch.terminate:
+        return None
+    return build_terminated_response(batch, response, run.config.clock())
 
 
 def _play_turn(run: _Run) -> AssistantMessage | None:
@@ -334,7 +347,7 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
                 run.emit(MessageEndEvent(ended))
             run.emit(TurnEndEvent(ended, []))
         return ended
-    response = normalize_tool_calls(response)
+    response = normalize_tool_calls(response, run.config.new_tool_call_id)
     run.add(response, started=True)
     has_calls, calls = extract_tool_calls(response.content)
     # After an abort the calls still get (aborted) results, so the history stays well formed.

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import attrs
@@ -18,8 +18,13 @@ from yiemagent.content import AgentToolCall, ContentBlock
 from yiemagent.json_safety import argument_problem, reject_constant
 from yiemagent.messages import AssistantMessage
 
-__all__ = ["extract_tool_calls", "new_tool_call_id", "normalize_tool_calls", "parse_arguments",
-           "tool_call_from_entry"]
+__all__ = ["UNUSABLE_NOTE", "extract_tool_calls", "new_tool_call_id", "normalize_tool_calls",
+           "parse_arguments", "tool_call_from_entry"]
+
+
+# What replaces arguments that cannot enter the history (``normalize_tool_calls``); the
+# pipeline recognises it to give the call the ``invalid_arguments`` kind, not ``invalid_json``.
+UNUSABLE_NOTE = "(unusable arguments: "
 
 
 def new_tool_call_id() -> str:
@@ -53,20 +58,22 @@ def parse_arguments(raw: Any) -> Any:
     return raw
 
 
-def tool_call_from_entry(entry: Mapping[str, Any]) -> AgentToolCall:
+def tool_call_from_entry(entry: Mapping[str, Any],
+                         new_id: Callable[[], str] = new_tool_call_id) -> AgentToolCall:
     """An ``AgentToolCall`` from one tool-call dict: the OpenAI wire form ``{"id", "function":
     {"name", "arguments"}}`` or the flat ``{"id", "name", "arguments"}``; arguments are parsed
-    with ``parse_arguments`` and a missing id is generated. Never raises."""
+    with ``parse_arguments`` and a missing id is made by ``new_id``. Never raises."""
     function = entry.get("function")
     if isinstance(function, Mapping):
         name, raw = function.get("name"), function.get("arguments")
     else:
         name, raw = entry.get("name"), entry.get("arguments")
-    call_id = entry.get("id") or new_tool_call_id()
+    call_id = entry.get("id") or new_id()
     return AgentToolCall(id=str(call_id), name=str(name or ""), arguments=parse_arguments(raw))
 
 
-def _calls_in_block(block: ContentBlock) -> Iterable[AgentToolCall]:
+def _calls_in_block(block: ContentBlock,
+                    new_id: Callable[[], str] = new_tool_call_id) -> Iterable[AgentToolCall]:
     if isinstance(block, AgentToolCall):
         yield block
         return
@@ -76,9 +83,9 @@ def _calls_in_block(block: ContentBlock) -> Iterable[AgentToolCall]:
     if kind == "tool_calls":
         for entry in block.get("tool_calls") or []:
             if isinstance(entry, Mapping):
-                yield tool_call_from_entry(entry)
+                yield tool_call_from_entry(entry, new_id)
     elif kind == "tool_call" or (kind == "function" and isinstance(block.get("function"), Mapping)):
-        yield tool_call_from_entry(block)
+        yield tool_call_from_entry(block, new_id)
 
 
 def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[AgentToolCall]]:
@@ -90,24 +97,24 @@ def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[Agen
     return bool(calls), calls
 
 
-def _usable(call: AgentToolCall) -> AgentToolCall:
+def _usable(call: AgentToolCall, new_id: Callable[[], str]) -> AgentToolCall:
     """``call`` with an id, and with a short note in place of arguments that are not finite
     JSON of a bounded depth (the pipeline then gives it an error result)."""
     if not call.id:
-        call = attrs.evolve(call, id=new_tool_call_id())
+        call = attrs.evolve(call, id=new_id())
     if not isinstance(call.arguments, str):
         problem = argument_problem(call.arguments)
         if problem is not None:
-            call = attrs.evolve(call, arguments=f"(unusable arguments: {problem})")
+            call = attrs.evolve(call, arguments=f"{UNUSABLE_NOTE}{problem})")
     return call
 
 
-def _typed_blocks(block: ContentBlock) -> list[ContentBlock]:
+def _typed_blocks(block: ContentBlock, new_id: Callable[[], str]) -> list[ContentBlock]:
     """``block`` as typed content: a dict tool-call block becomes its usable ``AgentToolCall``s
     (a block that holds no call stays as it is), a typed call is made usable."""
     if isinstance(block, AgentToolCall):
-        return [_usable(block)]
-    calls: list[ContentBlock] = [_usable(c) for c in _calls_in_block(block)]
+        return [_usable(block, new_id)]
+    calls: list[ContentBlock] = [_usable(c, new_id) for c in _calls_in_block(block, new_id)]
     return calls if calls else [block]
 
 
@@ -118,16 +125,18 @@ def _is_usable(block: ContentBlock) -> bool:
     return not isinstance(block, Mapping)
 
 
-def normalize_tool_calls(reply: AssistantMessage) -> AssistantMessage:
+def normalize_tool_calls(reply: AssistantMessage,
+                         new_id: Callable[[], str] = new_tool_call_id) -> AssistantMessage:
     """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with an id and
     with arguments that can be stored and sent again.
 
     The loop applies it when a reply enters the history, so a call the model sent without an
     id gets one id, once, and its result and every later request use that same id; arguments
     that are not finite JSON, or are nested deeper than ``MAX_JSON_DEPTH``, are replaced by a
-    short note, which the pipeline answers with an error result. Replies that need none of this
+    short note, which the pipeline answers with an error result. Missing ids are made by
+    ``new_id`` (the run config's ``new_tool_call_id``; tests inject a counter). Replies that need none of this
     (what the provider clients return) are returned as they are.
     """
     if all(map(_is_usable, reply.content)):
         return reply
-    return attrs.evolve(reply, content=[t for b in reply.content for t in _typed_blocks(b)])
+    return attrs.evolve(reply, content=[t for b in reply.content for t in _typed_blocks(b, new_id)])

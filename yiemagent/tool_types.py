@@ -6,6 +6,7 @@ batches are frozen; contexts, state and config are plain mutable records.
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -16,8 +17,16 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
-from yiemagent.content import AgentToolCall, ContentBlock, content_list
-from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, LlmUsage, ToolResultMessage
+from yiemagent.content import AgentToolCall, ContentBlock, content_list, content_to_dict
+from yiemagent.json_safety import json_ready
+from yiemagent.messages import (
+    AgentMessage,
+    AssistantMessage,
+    LlmModel,
+    LlmUsage,
+    ToolResultMessage,
+    now_ms,
+)
 from yiemagent.schema_check import compile_fast_check
 
 if TYPE_CHECKING:
@@ -60,6 +69,16 @@ class AgentToolResult:
     details: dict[str, Any] = attrs.field(factory=dict)
     usage: LlmUsage | None = None
     terminate: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"content", "details", "usage", "terminate"}`` as JSON-ready data (details
+        that are not JSON are converted, as when a result enters the history)."""
+        return {
+            "content": [content_to_dict(b) for b in self.content],
+            "details": copy.deepcopy(json_ready(self.details)),
+            "usage": None if self.usage is None else self.usage.to_dict(),
+            "terminate": bool(self.terminate),
+        }
 
 
 def compile_schema_validator(name: str | None, schema: Any) -> Validator:
@@ -289,7 +308,8 @@ class AgentLoopConfig:
     ``max_parallel_tools`` caps the thread pool (``None``: one thread per call in the batch).
     ``skip_remaining``, when set, is asked after each call of a sequential batch: once it
     returns true, the calls not yet started get error results saying they were skipped (the
-    agent's ``skip_tools_on_steer`` uses it to give a new message the floor).
+    agent's ``skip_tools_on_steer`` uses it to give a new message the floor). ``clock()`` gives
+    the millisecond timestamps of the result messages (``now_ms`` unless a test fixes it).
     """
 
     tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
@@ -299,6 +319,7 @@ class AgentLoopConfig:
     tool_timeout_s: float | None = attrs.field(default=None)
     max_parallel_tools: int | None = attrs.field(default=None)
     skip_remaining: Callable[[], bool] | None = attrs.field(default=None, kw_only=True)
+    clock: Callable[[], int] = attrs.field(default=now_ms, kw_only=True)
 
     @tool_execution.validator
     def _check_mode(self, _attr: Any, value: str) -> None:

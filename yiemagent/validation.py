@@ -16,6 +16,7 @@ import attrs
 import jsonschema.exceptions
 
 from yiemagent.content import AgentToolCall
+from yiemagent.error_kinds import PREPARE_FAILED, SCHEMA_VIOLATION
 from yiemagent.errors import ToolArgumentError
 from yiemagent.json_safety import MAX_ECHO_CHARS, clip
 from yiemagent.schema_check import json_copy
@@ -98,7 +99,7 @@ def prepare_tool_call_arguments(tool: AgentTool, tool_call: AgentToolCall) -> Ag
     if not isinstance(prepared, dict):
         raise ToolArgumentError(
             f'prepare_arguments of tool "{tool.name}" returned {type(prepared).__name__}; '
-            "it must return the arguments as a dict"
+            "it must return the arguments as a dict", kind=PREPARE_FAILED
         )
     if prepared == tool_call.arguments:
         return tool_call
@@ -124,5 +125,6 @@ def validate_tool_arguments(tool: AgentTool, tool_call: AgentToolCall) -> dict[s
         return args if type(args) is dict else dict(args)
     raise ToolArgumentError(
         f'Validation failed for tool "{tool.name}":\n{detail}\n\n'
-        f"Received arguments:\n{format_arguments(tool_call.arguments)}"
+        f"Received arguments:\n{format_arguments(tool_call.arguments)}",
+        kind=SCHEMA_VIOLATION,
     )
