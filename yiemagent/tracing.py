@@ -20,6 +20,7 @@ import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
 
+from yiemagent.error_kinds import error_kind
 from yiemagent.events import (
     AgentEndEvent,
     AgentStartEvent,
@@ -187,8 +188,9 @@ class TracingListener:
         if span is None:
             return
         text = "".join(getattr(block, "text", "") for block in event.result.content)
-        if event.is_error:
-            self._fail(span, "tool_error", text or "the tool call failed")
+        if event.is_error:  # the pipeline's stable kind when it made the error, else tool_error
+            kind = error_kind(event.result.details) or "tool_error"
+            self._fail(span, kind, text or "the tool call failed")
         if self.record_content:
             span.set_attribute("gen_ai.tool.call.result", text)
         span.end()
