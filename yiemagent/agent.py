@@ -107,6 +107,8 @@ class YiemAgent:
     max_turns = _RunSetting("LLM calls per run before it ends with ``stop_reason=\"max_turns\"``.")
     max_retry_delay_ms = _RunSetting("Cap on a provider client's retry waits, when set.")
     skip_tools_on_steer = _RunSetting("Skip the rest of a sequential batch for a new message.")
+    clock = _RunSetting("Milliseconds for the timestamps the loop gives (fixed in conformance runs).")
+    new_tool_call_id = _RunSetting("Makes the id of a tool call that came without one.")
 
     def __init__(
         self,

@@ -121,10 +121,11 @@ def _agent(scenario: Scenario, harness: Harness, sink: _Recorder,
         follow_up_mode=scenario.setting("follow_up_mode"),
         skip_tools_on_steer=scenario.setting("skip_tools_on_steer"),
     )
-    # The constructor has no parameters for these (they exist for conformance runs only);
-    # _replace_config is how the agent's own setters build a new run config.
+    # Settings of the run config, set before the first run: a fixed clock and id maker make
+    # the trace reproducible.
     ids = (f"gen_{n}" for n in itertools.count(1))
-    agent._replace_config(clock=clock, new_tool_call_id=lambda: next(ids))
+    agent.clock = clock
+    agent.new_tool_call_id = lambda: next(ids)
     return agent
 
 
