@@ -229,12 +229,12 @@ class McpConnection:
     is logged and skipped (as on every later refresh). ``timeout_s`` bounds each call (``None``: no
     bound), ``connect_timeout_s`` each connect and listing. For a command, ``env`` adds variables
     to the SDK's safe default environment (``PATH``, ``HOME``, ...: not the whole of
-    ``os.environ``), ``cwd`` sets its working directory and ``errlog`` receives its stderr (default
-    ``sys.stderr``); for a URL, ``headers`` are sent with every request. ``name`` names the server
-    in errors and logs. ``on_tools_changed(names)`` is called, on the connection's thread, after a
-    refresh changed the store's tools; ``names`` are the tool names registered now. ``mode`` is the
-    SDK's protocol negotiation: ``"auto"`` (ask for the newest protocol, fall back to the
-    ``initialize`` handshake of older servers) or ``"legacy"`` (the handshake only).
+    ``os.environ``), ``cwd`` sets its working directory and ``errlog`` (a file with a descriptor)
+    receives its stderr (default ``sys.stderr``); for a URL, ``headers`` go with every request.
+    ``name`` names the server in errors and logs. ``on_tools_changed(names)`` is called, on the
+    connection's thread, after a refresh changed the store's tools, with the names registered
+    now. ``mode`` is the SDK's protocol negotiation: ``"auto"`` (the newest protocol, falling back
+    to the ``initialize`` handshake of older servers) or ``"legacy"`` (the handshake only).
 
     ``tool_names`` lists the registered names, ``refresh()`` lists the tools again now, ``close()``
     (or leaving a ``with`` block, or closing the store) removes the tools from the store and ends
@@ -281,7 +281,8 @@ class McpConnection:
         self._env = dict(env) if env is not None else None
         self._cwd = os.fspath(cwd) if cwd is not None else None
         self._headers = dict(headers) if headers is not None else None
-        self._errlog = errlog
+        self._devnull: TextIO | None = None
+        self._errlog = errlog if errlog is not None else self._default_errlog()
         self._parallel = parallel
         self._on_tools_changed = on_tools_changed
         self._mode = mode
@@ -371,6 +372,8 @@ class McpConnection:
             waiting = list(self._waiting)
         for future in waiting:  # a caller still waiting on a call the loop never finished
             future.cancel()
+        if self._devnull is not None:
+            self._devnull.close()
 
     def __enter__(self) -> McpConnection:
         return self
@@ -382,6 +385,20 @@ class McpConnection:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"McpConnection({self.name!r}, {state}, tools={self.tool_names})"
+
+    def _default_errlog(self) -> TextIO:
+        """``sys.stderr`` when the child process can write to it, else the process's own stderr
+        (pytest's ``capsys`` and notebooks replace ``sys.stderr`` with objects that have no file
+        descriptor), else the null device."""
+        for stream in (sys.stderr, sys.__stderr__):
+            try:
+                if stream is not None:
+                    stream.fileno()
+                    return stream
+            except (AttributeError, OSError, ValueError):
+                continue
+        self._devnull = open(os.devnull, "w")  # noqa: SIM115 - closed by close()
+        return self._devnull
 
     # -- calling a tool (caller's thread) --------------------------------------------------------
 
@@ -622,8 +639,7 @@ class McpConnection:
                 assert self._argv is not None
                 params = StdioServerParameters(command=self._argv[0], args=self._argv[1:],
                                                env=self._env, cwd=self._cwd)
-                errlog = self._errlog if self._errlog is not None else sys.stderr
-                async with stdio_client(params, errlog=errlog) as (read, write):
+                async with stdio_client(params, errlog=self._errlog) as (read, write):
                     yield _EndWatch(read, session), write
 
         return transport()
