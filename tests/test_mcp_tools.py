@@ -328,6 +328,18 @@ def test_a_killed_server_gives_error_results_and_the_next_call_reconnects(
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_a_server_restarted_between_calls_is_reconnected(
+        no_leaks: None, own_server: HttpServer, mode: Any) -> None:
+    with ToolStore() as store:
+        load_mcp_tools(store, own_server.url, mode=mode)
+        echo = store.tools["echo"]
+        assert echo.execute("c1", {"text": "one"}, None, None).content == [TextContent("one")]
+        own_server.kill()
+        own_server.start()
+        assert echo.execute("c2", {"text": "two"}, None, None).content == [TextContent("two")]
+
+
+@pytest.mark.parametrize("mode", MODES)
 def test_a_changed_tool_list_refreshes_the_store(http_server: HttpServer, mode: Any,
                                                  no_leaks: None) -> None:
     name = f"double_{mode}"

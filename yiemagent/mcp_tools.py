@@ -188,6 +188,10 @@ class _Call:
             self.scope.cancel()
 
 
+class _SessionRefused(Exception):
+    """Internal: the server refused a request for its session (JSON-RPC ``INVALID_REQUEST``)."""
+
+
 def _root_cause(exc: BaseException) -> BaseException:
     """The first exception inside (nested) exception groups, the one worth showing."""
     # Duck-typed: ``BaseExceptionGroup`` is a builtin only from Python 3.11.
@@ -522,31 +526,44 @@ class McpConnection:
                 if call.cancelled:
                     scope.cancel()
                 session = await self._live()
-                client = session.client
-                assert client is not None
                 try:
-                    with anyio.fail_after(self.timeout_s):
-                        return await client.call_tool(tool_name, args, progress_callback=progress)
-                except TimeoutError:
-                    raise McpToolError(f'MCP tool "{tool_name}" timed out after '
-                                       f'{self.timeout_s:g} s') from None
-                except MCPError as exc:
-                    if exc.code in _SESSION_LOST or session.ended:
-                        self._discard(session)
-                        raise McpToolError(
-                            f'MCP server "{self.name}" was lost during the call to "{tool_name}" '
-                            f"({exc}); the next call reconnects") from None
-                    raise McpToolError(f'MCP server "{self.name}" refused the call to '
-                                       f'"{tool_name}": {exc} (error {exc.code})') from None
-                except Exception as exc:
-                    raise McpToolError(f'the call to MCP tool "{tool_name}" failed: '
-                                       f"{describe_error(_root_cause(exc))}") from exc
+                    return await self._call_on(session, tool_name, args, progress, may_retry=True)
+                except _SessionRefused:
+                    # An HTTP server that restarted no longer knows the session and refused the
+                    # request before running anything: the same call on a new session is safe.
+                    self._discard(session)
+                    return await self._call_on(await self._live(), tool_name, args, progress,
+                                               may_retry=False)
             if self._closed:
                 raise McpToolError(f'the connection to MCP server "{self.name}" was closed during '
                                    f'the call to "{tool_name}"')
             raise McpToolError(f'the call to MCP tool "{tool_name}" was aborted')
         finally:
             self._calls.discard(call)
+
+    async def _call_on(self, session: _Session, tool_name: str, args: dict[str, Any], progress: Any,
+                       *, may_retry: bool) -> mcp_types.CallToolResult:
+        """One ``tools/call`` over ``session``, its failures turned into ``McpToolError``s (or
+        ``_SessionRefused``, when ``may_retry`` and the server refused the session itself)."""
+        client = session.client
+        assert client is not None
+        try:
+            with anyio.fail_after(self.timeout_s):
+                return await client.call_tool(tool_name, args, progress_callback=progress)
+        except TimeoutError:
+            raise McpToolError(f'MCP tool "{tool_name}" timed out after {self.timeout_s:g} s') from None
+        except MCPError as exc:
+            if may_retry and self._url is not None and exc.code == mcp_types.INVALID_REQUEST:
+                raise _SessionRefused from None
+            if exc.code in _SESSION_LOST or session.ended:
+                self._discard(session)
+                raise McpToolError(f'MCP server "{self.name}" was lost during the call to '
+                                   f'"{tool_name}" ({exc}); the next call reconnects') from None
+            raise McpToolError(f'MCP server "{self.name}" refused the call to "{tool_name}": '
+                               f"{exc} (error {exc.code})") from None
+        except Exception as exc:
+            raise McpToolError(f'the call to MCP tool "{tool_name}" failed: '
+                               f"{describe_error(_root_cause(exc))}") from exc
 
     async def _live(self) -> _Session:
         """Return the live session; connect (and list the tools again) when there is none."""
