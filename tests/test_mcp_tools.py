@@ -438,7 +438,7 @@ def test_arguments_are_checked_before_anything_starts() -> None:
         load_mcp_tools(store, [])
     with pytest.raises(ValueError, match="headers apply to an http"):
         load_mcp_tools(store, "some-server --flag", headers={"Authorization": "Bearer x"})
-    with pytest.raises(ValueError, match="env and cwd apply to a command"):
+    with pytest.raises(ValueError, match="env, cwd and errlog apply to a command"):
         load_mcp_tools(store, "http://127.0.0.1:9/mcp", env={"A": "1"})
     with pytest.raises(ValueError, match="timeout_s"):
         load_mcp_tools(store, "http://127.0.0.1:9/mcp", timeout_s=0)

@@ -275,8 +275,8 @@ class McpConnection:
         self._argv = None if self._url is not None else _command(server)
         if self._url is None and headers is not None:
             raise ValueError("headers apply to an http(s):// server, not to a command")
-        if self._url is not None and (env is not None or cwd is not None):
-            raise ValueError("env and cwd apply to a command, not to an http(s):// server")
+        if self._url is not None and (env is not None or cwd is not None or errlog is not None):
+            raise ValueError("env, cwd and errlog apply to a command, not to an http(s):// server")
         self.store = store
         self.name = name or _label_for(server)
         self.prefix = prefix or ""
@@ -286,7 +286,7 @@ class McpConnection:
         self._cwd = os.fspath(cwd) if cwd is not None else None
         self._headers = dict(headers) if headers is not None else None
         self._devnull: TextIO | None = None
-        self._errlog = errlog if errlog is not None else self._default_errlog()
+        self._errlog = errlog
         self._parallel = parallel
         self._on_tools_changed = on_tools_changed
         self._mode = mode
@@ -307,7 +307,7 @@ class McpConnection:
         self._loaded = False
 
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True,
+        self._thread = threading.Thread(target=self._run_loop, daemon=True,
                                          name=f"yiemagent-mcp {self.name}"[:60])
         self._thread.start()
         _OPEN.add(self)
@@ -370,8 +370,6 @@ class McpConnection:
                            describe_error(exc))
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(_CLOSE_WAIT_S)
-        if not self._thread.is_alive():
-            self._loop.close()
         with self._waiting_lock:
             waiting = list(self._waiting)
         for future in waiting:  # a caller still waiting on a call the loop never finished
@@ -389,6 +387,13 @@ class McpConnection:
     def __repr__(self) -> str:
         state = "closed" if self._closed else "open"
         return f"McpConnection({self.name!r}, {state}, tools={self.tool_names})"
+
+    def _run_loop(self) -> None:
+        """The thread: run the loop until ``close()`` stops it, then close it."""
+        try:
+            self._loop.run_forever()
+        finally:
+            self._loop.close()
 
     def _default_errlog(self) -> TextIO:
         """``sys.stderr`` when the child process can write to it, else the process's own stderr
@@ -656,6 +661,8 @@ class McpConnection:
                 assert self._argv is not None
                 params = StdioServerParameters(command=self._argv[0], args=self._argv[1:],
                                                env=self._env, cwd=self._cwd)
+                if self._errlog is None:
+                    self._errlog = self._default_errlog()
                 async with stdio_client(params, errlog=self._errlog) as (read, write):
                     yield _EndWatch(read, session), write
 
