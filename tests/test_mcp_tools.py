@@ -45,7 +45,7 @@ from yiemagent import (
     load_tools,
     register_tool,
 )
-from yiemagent.mcp_tools import McpConnection, _content_blocks, load_mcp_tools
+from yiemagent.mcp_tools import McpConnection, _content_blocks, _label_for, load_mcp_tools
 
 HERE = Path(__file__).resolve().parent
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
@@ -446,6 +446,14 @@ def test_arguments_are_checked_before_anything_starts() -> None:
         load_mcp_tools(store, "http://127.0.0.1:9/mcp", mode="newest")  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="ToolStore"):
         McpConnection({}, "http://127.0.0.1:9/mcp")  # type: ignore[arg-type]
+
+
+def test_servers_are_named_without_their_credentials() -> None:
+    assert _label_for("https://user:secret@tools.example.com:8443/mcp?token=abc") == (
+        "https://tools.example.com:8443/mcp")
+    assert _label_for("/usr/bin/mcp-server-time --local-timezone UTC") == (
+        "mcp-server-time --local-timezone UTC")
+    assert _label_for(["server", "x" * 80]).endswith("...")
 
 
 def test_content_of_every_kind_becomes_text_or_images() -> None:
