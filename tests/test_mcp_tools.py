@@ -290,7 +290,7 @@ def test_an_abort_cancels_the_call_on_the_server(http_server: HttpServer, mode: 
 
 def test_a_call_past_its_timeout_is_cancelled(http_server: HttpServer, no_leaks: None) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, timeout_s=0.5)
+        load_mcp_tools(store, http_server.url, timeout_s=0.5, headers={"X-Caller": "yiemagent-tests"})
         cancelled = slow_state(store)["slow_cancelled"]
         with pytest.raises(McpToolError, match=r'MCP tool "slow" timed out after 0\.5 s'):
             store.tools["slow"].execute("c1", {}, None, None)

@@ -622,7 +622,7 @@ class McpConnection:
         """Enter the SDK client, keep it open until the session is stopped, then leave it."""
         try:
             with session.scope:
-                client = Client(self._transport(session), message_handler=self._handler(session),
+                client = Client(self._transport(session), message_handler=self._handle,
                                 mode=self._mode)
                 async with client:
                     session.client = client
@@ -681,15 +681,12 @@ class McpConnection:
                 streamable_http_client(url, http_client=http) as streams:
             yield streams
 
-    def _handler(self, session: _Session) -> Any:
-        async def handle(message: IncomingMessage) -> None:
-            if isinstance(message, mcp_types.ToolListChangedNotification):
-                self._want_refresh()
-            elif isinstance(message, Exception):
-                logger.debug('MCP server "%s": transport reported %s', self.name,
-                             describe_error(message))
-
-        return handle
+    async def _handle(self, message: IncomingMessage) -> None:
+        """The SDK's message handler: a tool-list change refreshes the store."""
+        if isinstance(message, mcp_types.ToolListChangedNotification):
+            self._want_refresh()
+        elif isinstance(message, Exception):
+            logger.debug('MCP server "%s": transport reported %s', self.name, describe_error(message))
 
     async def _listen(self, client: Client) -> None:
         """Subscribe to tool-list changes where the protocol asks for it (2026-07-28 and later);
