@@ -2,8 +2,11 @@
 
 A Python port of the YiemAgent design: tools with JSON-Schema inputs, per-agent tool stores, a
 worker thread fed by channels, and a prepare -> execute -> finalize pipeline for every tool call.
-Every public name of DESIGN.md is importable from here.
+Every public name of DESIGN.md is importable from here. ``load_mcp_tools`` and ``McpConnection``
+(the ``mcp`` extra) are imported on first use, so ``import yiemagent`` never imports the MCP SDK.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from yiemagent.agent import YiemAgent, follow_up, resume, run_agent, take_response
 from yiemagent.agent_core import (
@@ -28,6 +31,7 @@ from yiemagent.content import (
 from yiemagent.error_kinds import ERROR_KINDS, error_kind
 from yiemagent.errors import (
     AgentClosedError,
+    McpToolError,
     ResponseTimeout,
     RunError,
     SessionError,
@@ -77,6 +81,7 @@ from yiemagent.tool_registry import (
     list_tool,
     load_tools,
     register_tool,
+    unregister_tool,
 )
 from yiemagent.tool_types import (
     AbortSignal,
@@ -107,7 +112,22 @@ from yiemagent.validation import (
     validate_tool_arguments,
 )
 
+if TYPE_CHECKING:  # for type checkers only; left out of ``__all__`` so ``import *`` needs no SDK
+    from yiemagent.mcp_tools import McpConnection as McpConnection
+    from yiemagent.mcp_tools import load_mcp_tools as load_mcp_tools
+
 __version__ = "0.1.0"
+
+_LAZY = {"McpConnection", "load_mcp_tools"}  # they import the optional MCP SDK
+
+
+def __getattr__(name: str) -> Any:
+    """Import ``load_mcp_tools`` and ``McpConnection`` when first asked for."""
+    if name in _LAZY:
+        from yiemagent import mcp_tools
+
+        return getattr(mcp_tools, name)
+    raise AttributeError(f"module 'yiemagent' has no attribute {name!r}")
 
 __all__ = [
     "ERROR_KINDS",
@@ -142,6 +162,7 @@ __all__ = [
     "LlmStreamError",
     "LlmTimeoutError",
     "LlmUsage",
+    "McpToolError",
     "MessageContent",
     "MessageEndEvent",
     "MessageStartEvent",
@@ -198,6 +219,7 @@ __all__ = [
     "should_terminate",
     "take_response",
     "to_tool_result",
+    "unregister_tool",
     "validate_required_args",
     "validate_tool_arguments",
 ]

@@ -16,6 +16,7 @@ __all__ = [
     "LlmError",
     "LlmStreamError",
     "LlmTimeoutError",
+    "McpToolError",
     "ResponseTimeout",
     "RunError",
     "SessionError",
@@ -68,6 +69,12 @@ class ToolLoadError(Exception):
         lines = "\n".join(f"  - {path}: {message}" for path, message in self.problems)
         count = len(self.problems)
         super().__init__(f"{count} tool file{'s' if count != 1 else ''} could not be loaded:\n{lines}")
+
+
+class McpToolError(RuntimeError):
+    """An MCP server could not be reached, refused a call, answered it with an error result
+    (``isError``), or did not answer in time; also raised by ``load_mcp_tools`` when the server's
+    tools cannot be registered. The message names the server and says what failed."""
 
 
 class LlmError(Exception):

@@ -23,7 +23,9 @@ import traceback
 import types
 import uuid
 import weakref
+from collections.abc import Callable
 from pathlib import Path
+from types import TracebackType
 from typing import Any
 
 import attrs
@@ -45,6 +47,7 @@ __all__ = [
     "load_tool_file",
     "load_tools",
     "register_tool",
+    "unregister_tool",
 ]
 
 logger = logging.getLogger("yiemagent")
@@ -82,7 +85,8 @@ class ToolStore:
     there). ``lock`` is held while the store changes; hold it to make a check-then-register
     sequence atomic. Stores share nothing with each other. Its tool modules live in
     ``sys.modules`` under ``module_namespace()`` until the store is garbage-collected (a tool
-    file that keeps the store in a module global keeps them there for good).
+    file that keeps the store in a module global keeps them there for good). ``close()``, or
+    leaving a ``with`` block, releases what ``add_closer`` registered (MCP server connections).
     """
 
     name: str = "default"
@@ -91,6 +95,7 @@ class ToolStore:
     lock: threading.RLock = attrs.field(factory=threading.RLock, init=False, repr=False)
     _files: dict[str, _FileRecord] = attrs.field(factory=dict, init=False, repr=False)
     _namespace: str = attrs.field(default="", init=False, repr=False)
+    _closers: list[Callable[[], None]] = attrs.field(factory=list, init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         slug = re.sub(r"\W", "_", self.name) or "store"
@@ -106,9 +111,51 @@ class ToolStore:
         """Same as ``get_tools(self)``."""
         return self.tools
 
+    def unregister(self, name: str, tool: AgentTool | None = None) -> bool:
+        """Same as ``unregister_tool(self, name, tool)``."""
+        return unregister_tool(self, name, tool)
+
     def clear(self) -> None:
         """Same as ``clear_tools(self)``."""
         clear_tools(self)
+
+    def add_closer(self, closer: Callable[[], None]) -> Callable[[], None]:
+        """Have ``close()`` call ``closer()``, and return a function that takes it back.
+
+        Whatever keeps resources for the store's tools (an MCP server connection) registers its
+        own ``close`` here, so closing the store (or leaving its ``with`` block) releases them.
+        """
+        with self.lock:
+            self._closers.append(closer)
+
+        def remove() -> None:
+            with self.lock:
+                if closer in self._closers:
+                    self._closers.remove(closer)
+
+        return remove
+
+    def close(self) -> None:
+        """Call every closer added with ``add_closer``, the last added first, and forget them.
+
+        One that raises is logged and the others still run, so ``close`` never raises. Idempotent;
+        the store stays usable, holding whatever tools the closers left in it.
+        """
+        with self.lock:
+            closers, self._closers = self._closers, []
+        for closer in reversed(closers):
+            try:
+                closer()
+            except BaseException as exc:  # one broken closer must not keep the others open
+                reraise_interrupt(exc)
+                logger.exception("a closer of tool store %r raised", self.name)
+
+    def __enter__(self) -> ToolStore:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self.close()
 
     def load(self, folder: str | os.PathLike[str], strict: bool = True) -> dict[str, AgentTool]:
         """Same as ``load_tools(self, folder, strict)``."""
@@ -156,6 +203,25 @@ def register_tool(store: ToolStore, tool: AgentTool) -> AgentTool:
             sys.modules.pop(owner.module_name, None)
         store.tools[tool.name] = tool
     return tool
+
+
+def unregister_tool(store: ToolStore, name: str, tool: AgentTool | None = None) -> bool:
+    """Remove the tool named ``name`` from ``store`` and return whether one was removed.
+
+    With ``tool`` given, only that very tool is removed: a tool registered since under the same
+    name stays (so a connection removing its own tools never removes someone else's). A tool given
+    by a loaded file is forgotten with its file, which the next ``load_tools`` loads again.
+    """
+    with store.lock:
+        current = store.tools.get(name)
+        if current is None or (tool is not None and current is not tool):
+            return False
+        owner = _file_giving(store, current)
+        if owner is not None:
+            del store._files[owner.path]
+            sys.modules.pop(owner.module_name, None)
+        del store.tools[name]
+    return True
 
 
 def _file_giving(store: ToolStore, tool: AgentTool | None) -> _FileRecord | None:
