@@ -489,3 +489,4 @@ def test_import_yiemagent_does_not_import_the_sdk() -> None:
             "assert yiemagent.load_mcp_tools.__module__ == 'yiemagent.mcp_tools'\n"
             "assert 'mcp' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=3 * WAIT)
+

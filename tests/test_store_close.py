@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 from agent_helpers import echo_tool
 
-from yiemagent import ToolStore, load_tools, register_tool, unregister_tool
+from yiemagent import (
+    AssistantMessage,
+    TextContent,
+    ToolStore,
+    YiemAgent,
+    load_tools,
+    register_tool,
+    unregister_tool,
+)
 
 
 def test_close_runs_every_closer_once_last_added_first(caplog: pytest.LogCaptureFixture) -> None:
@@ -65,3 +73,17 @@ def test_unregistering_a_file_tool_forgets_the_file(tmp_path: Path) -> None:
     load_tools(store, tmp_path)  # the file loads again, as a new file
     assert "shout" in store.tools
     assert store.source_of("shout") == os.path.realpath(tmp_path / "shout.py")
+
+
+def test_an_agent_made_to_close_its_store_closes_it_at_shutdown() -> None:
+    store = ToolStore("closing")
+    closed: list[str] = []
+    store.add_closer(lambda: closed.append("closed"))
+    agent = YiemAgent(llm_call=lambda _req: AssistantMessage([TextContent("ok")]), tool_store=store,
+                      close_tool_store=True)
+    agent.shutdown()
+    assert closed == ["closed"]
+    keeper = ToolStore("kept")
+    keeper.add_closer(lambda: closed.append("wrongly closed"))
+    YiemAgent(llm_call=lambda _req: AssistantMessage([TextContent("ok")]), tool_store=keeper).shutdown()
+    assert closed == ["closed"]

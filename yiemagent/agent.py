@@ -135,6 +135,7 @@ class YiemAgent:
         skip_tools_on_steer: bool = False,
         tracer: Any = None,
         name: str = "yiemagent",
+        close_tool_store: bool = False,
     ) -> None:
         if llm_call is None or not callable(llm_call):
             raise TypeError("YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
@@ -168,6 +169,7 @@ class YiemAgent:
         self.follow_up_channel: MessageChannel = core.follow_up_channel
         self.output_channel: OutputChannel = core.output_channel
         self.name = name
+        self.close_tool_store = bool(close_tool_store)
         self._trace(tracer)
         self._prime_wire_cache()
         core.start(f"yiemagent-{self.session_id[:8]}")
@@ -399,7 +401,8 @@ class YiemAgent:
         With ``wait`` the worker thread has ended on return, or ``timeout`` seconds passed (then
         a warning says what is still running); from a listener or tool of this agent, where
         that wait could never end, ``wait=True`` raises ``RuntimeError`` (use ``wait=False``).
-        Calling it again is harmless.
+        Calling it again is harmless. An agent made with ``close_tool_store=True`` then closes
+        its tool store too (its MCP connections and their servers).
         """
         core = self._worker_core
         if wait:
@@ -412,6 +415,8 @@ class YiemAgent:
             if core.thread.is_alive():
                 logger.warning("shutdown(timeout=%s) returned while the worker is still busy "
                                "with %s", timeout, core.describe_activity())
+        if self.close_tool_store and self.tool_store is not None:
+            self.tool_store.close()
         return queued
 
     def __enter__(self) -> YiemAgent:

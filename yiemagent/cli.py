@@ -31,6 +31,7 @@ from yiemagent.cli_session import (
     example_tools_folder,
     failure,
     load_folder,
+    load_mcp,
     open_tools,
     problem_line,
     shown_path,
@@ -67,7 +68,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     choice = choose_model(args.model, args.base_url)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
-        tools = stack.enter_context(open_tools(args.tools))
+        tools = stack.enter_context(open_tools(args.tools, args.mcp))
         warn_problems(tools.problems, sys.stderr)
         sinks: list[Sink] = []
         writer: JsonlEventWriter | None = None
@@ -125,8 +126,15 @@ def cmd_tools(args: argparse.Namespace) -> int:
     """``yiemagent tools [FOLDER]``: list the tools with their schemas, or ``--check`` every
     file and name each problem with its file and line (exit 1 when there is one)."""
     folder = args.folder or args.tools or example_tools_folder()
-    store = ToolStore("cli-tools")
-    problems = load_folder(store, folder)
+    with ToolStore("cli-tools") as store:
+        problems = load_folder(store, folder)
+        load_mcp(store, args.mcp)
+        return _report_tools(args, store, folder, problems)
+
+
+def _report_tools(args: argparse.Namespace, store: ToolStore, folder: Any,
+                  problems: list[tuple[str, str]]) -> int:
+    """``tools``' output: the problems with ``--check``, else the tools and their schemas."""
     if args.check:
         for path, message in problems:
             print(problem_line(path, message))
@@ -147,7 +155,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
     choice = choose_model(args.model, args.base_url)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
-        tools = stack.enter_context(open_tools(args.tools))
+        tools = stack.enter_context(open_tools(args.tools, args.mcp))
         warn_problems(tools.problems, sys.stderr)
         renderer = Renderer(sys.stdout)
         agent = build_agent(args, choice, tools.store, [renderer])
@@ -178,6 +186,9 @@ def build_parser() -> argparse.ArgumentParser:
     tools_opt = argparse.ArgumentParser(add_help=False)
     tools_opt.add_argument("--tools", metavar="FOLDER",
                            help="folder of tool files (default: the example tools)")
+    tools_opt.add_argument("--mcp", metavar="SERVER", action="append", default=[],
+                           help="also use the tools of an MCP server: a command line run over "
+                                "stdio ('uvx mcp-server-time') or an http(s) URL; repeatable")
     agent_opts = argparse.ArgumentParser(add_help=False)
     group = agent_opts.add_argument_group("model and agent")
     group.add_argument("--model", metavar="SPEC",

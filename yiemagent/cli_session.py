@@ -25,7 +25,7 @@ from yiemagent.messages import AssistantMessage
 from yiemagent.tool_registry import ToolStore, get_tools, load_tools
 
 __all__ = ["DEFAULT_SYSTEM_PROMPT", "Tools", "answer_text", "build_agent",
-           "example_tools_folder", "failure", "load_folder", "open_tools", "problem_line",
+           "example_tools_folder", "failure", "load_folder", "load_mcp", "open_tools", "problem_line",
            "shown_path", "shutdown_on_exit", "wait_for_response", "warn_problems"]
 
 DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help; answer briefly."
@@ -108,22 +108,44 @@ class Tools:
 
 
 @contextlib.contextmanager
-def open_tools(folder: str | None) -> Iterator[Tools]:
-    """Load the tools for an agent: ``folder``, or a temporary copy of the example tools.
+def open_tools(folder: str | None, mcp_servers: Sequence[str] = ()) -> Iterator[Tools]:
+    """Load the tools for an agent: ``folder``, or a temporary copy of the example tools, plus
+    the tools of each MCP server in ``mcp_servers`` (a command line or a URL).
 
     The copy keeps ``writeTool`` from writing into the installed package (or the checkout);
     tools the model writes there are gone when the command ends, which ``--tools DIR`` avoids.
-    Problems of files that did not load are returned for the command to report.
+    Problems of files that did not load are returned for the command to report. The MCP
+    connections close (their servers stop) when the block ends; a server that cannot be reached
+    raises ``CliError`` naming it.
     """
-    store = ToolStore("cli")
-    if folder is not None:
-        yield Tools(store, folder, load_folder(store, folder))
+    with ToolStore("cli") as store:
+        if folder is not None:
+            problems = load_folder(store, folder)
+            load_mcp(store, mcp_servers)
+            yield Tools(store, folder, problems)
+            return
+        source = example_tools_folder()
+        with tempfile.TemporaryDirectory(prefix="yiemagent-tools-") as copy:
+            for path in sorted(source.glob("*.py")):
+                shutil.copy2(path, copy)
+            problems = load_folder(store, copy)
+            load_mcp(store, mcp_servers)
+            yield Tools(store, "the example tools (a temporary copy)", problems)
+
+
+def load_mcp(store: ToolStore, servers: Sequence[str]) -> None:
+    """Register the tools of each MCP server (the SDK is imported only when one is given)."""
+    if not servers:
         return
-    source = example_tools_folder()
-    with tempfile.TemporaryDirectory(prefix="yiemagent-tools-") as copy:
-        for path in sorted(source.glob("*.py")):
-            shutil.copy2(path, copy)
-        yield Tools(store, "the example tools (a temporary copy)", load_folder(store, copy))
+    try:
+        from yiemagent.mcp_tools import load_mcp_tools
+    except ImportError as exc:
+        raise CliError(f"--mcp needs the MCP SDK: pip install 'yiemagent[mcp]' ({exc})") from None
+    for server in servers:
+        try:
+            load_mcp_tools(store, server)
+        except Exception as exc:  # the command reports it; the store closes what did connect
+            raise CliError(f"MCP server {server!r}: {exc}") from None
 
 
 def warn_problems(problems: Sequence[tuple[str, str]], err: TextIO) -> None:
