@@ -44,8 +44,8 @@ class AgentPool:
     (a ``DirectoryStore`` on a shared file system, a ``RedisStore``). Each actor keeps at most
     ``max_sessions_per_actor`` sessions in memory and evicts those idle for ``idle_timeout_s``;
     ``max_concurrency`` bounds the runs one actor takes at once (more wait in Ray's queue).
-    ``actor_options`` go to Ray (``num_cpus`` defaults to 0; ``resources``,
-    ``scheduling_strategy``, ``runtime_env``...); ``event_sink`` receives every session's
+    ``actor_options`` go to Ray (defaults: ``num_cpus=0``, ``scheduling_strategy="SPREAD"``;
+    ``resources``, ``runtime_env``...); ``event_sink`` receives every session's
     events as records whose ``source`` is the session id. The constructor returns once every
     actor is ready; ``ClusterError`` when the actors cannot resolve the settings.
     """
@@ -64,8 +64,10 @@ class AgentPool:
         self._args = (settings, store)
         self._kwargs: dict[str, Any] = {"max_sessions": max_sessions_per_actor,
                                         "idle_timeout_s": idle_timeout_s, "event_sink": event_sink}
-        self._options: dict[str, Any] = {"num_cpus": 0, **(actor_options or {}),
-                                         "max_concurrency": max_concurrency}
+        # num_cpus=0: an actor mostly waits for its model. Ray's default placement keeps
+        # actors that reserve nothing on the caller's node, so spread them over the nodes.
+        self._options: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": "SPREAD",
+                                         **(actor_options or {}), "max_concurrency": max_concurrency}
         self._lock = threading.Lock()
         self._closed = False
         self.restarts = 0

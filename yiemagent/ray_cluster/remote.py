@@ -75,10 +75,10 @@ class RemoteAgent:
         thread of this process; ``event_sink`` (an ``EventSink`` or an importable function
         name) receives them as records on the agent's node. ``max_concurrency`` bounds the calls
         that may wait at once (``take_response``, ``prompt``); ``actor_options`` go to Ray
-        (``num_cpus`` defaults to 0: an agent mostly waits for its model; ``resources``,
-        ``scheduling_strategy``, ``runtime_env``...). Raises ``ClusterError`` when the actor
-        cannot build the agent (a settings name that does not import there, a tools folder it
-        cannot load)."""
+        (defaults: ``num_cpus=0``, as an agent mostly waits for its model, and
+        ``scheduling_strategy="SPREAD"``; ``resources``, ``runtime_env``...). Raises
+        ``ClusterError`` when the actor cannot build the agent (a settings name that does not
+        import there, a tools folder it cannot load)."""
         return cls._launch(settings, session_id, None, listener, event_sink, max_concurrency,
                            actor_options, ready_timeout_s)
 
@@ -103,7 +103,9 @@ class RemoteAgent:
                 source: str | os.PathLike[str] | SessionStore | None, listener: Emit | None,
                 event_sink: EventSink | str | None, max_concurrency: int,
                 actor_options: dict[str, Any] | None, ready_timeout_s: float) -> RemoteAgent:
-        options: dict[str, Any] = {"num_cpus": 0, **(actor_options or {})}
+        # num_cpus=0: an agent mostly waits for its model. Ray's default placement keeps actors
+        # that reserve nothing on the caller's node, so spread them over the nodes.
+        options: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": "SPREAD", **(actor_options or {})}
         actor = _HostActor.options(max_concurrency=max_concurrency, **options).remote(
             settings, session_id, source, event_sink)
         try:
