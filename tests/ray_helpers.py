@@ -14,11 +14,13 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 import threading
 import time
 import uuid
 from typing import Any
 
+import attrs
 import ray
 
 from yiemagent import AgentTool, AgentToolCall, AgentToolResult, AssistantMessage, TextContent
@@ -183,8 +185,24 @@ def crash_tool() -> AgentTool:
 
 
 def all_tools() -> list[AgentTool]:
-    """Every tool above, for ``tool_imports``."""
-    return [echo_tool(), gate_tool(), meet_tool(), boom_tool()]
+    """Every tool above, for ``tool_imports``, and ``echo_task``: ``echo`` run as a Ray task
+    (from the actor that hosts the agent)."""
+    from yiemagent.ray_cluster import ray_tool
+
+    task = attrs.evolve(ray_tool(echo_tool(), num_cpus=0), name="echo_task")
+    return [echo_tool(), gate_tool(), meet_tool(), boom_tool(), task]
+
+
+SINK_FOLDER = os.path.join(tempfile.gettempdir(), "yiemagent-test-sink")
+
+
+def file_sink(records: list[dict[str, Any]]) -> None:
+    """An ``event_sink`` by name: appends each record as a JSON line to
+    ``SINK_FOLDER/<source>.jsonl`` (on the agent's node, which is this machine in the tests)."""
+    os.makedirs(SINK_FOLDER, exist_ok=True)
+    for record in records:
+        with open(os.path.join(SINK_FOLDER, f"{record['source']}.jsonl"), "a", encoding="utf-8") as out:
+            out.write(json.dumps(record) + "\n")
 
 
 def block_forbidden(ctx: Any, signal: Any) -> dict[str, Any] | None:

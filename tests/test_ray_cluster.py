@@ -10,8 +10,10 @@ a duration.
 from __future__ import annotations
 
 import concurrent.futures
+import json
 import os
 import threading
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -139,6 +141,9 @@ def test_remote_agent_round_trip_with_tools_and_streamed_events(tmp_path: Path) 
         agent.save(store)
         agent.save(str(tmp_path / "remote-1.json"))
         assert agent.session_data().messages == agent.messages
+
+        # A tool of the remote agent that runs as a Ray task of its own, started by the actor.
+        assert text(agent.prompt('call echo_task {"text": "far"}', timeout=W)) == "done: echo: far"
     finally:
         assert agent.shutdown(timeout=W) == []
     with pytest.raises(AgentClosedError):
@@ -208,11 +213,39 @@ def test_events_go_to_a_shared_sink_in_order() -> None:
         sink.shutdown()
 
 
+def test_events_go_to_a_sink_function_named_in_the_settings() -> None:
+    source = f"file-sink-{uuid.uuid4().hex[:8]}"
+    agent = RemoteAgent.start(settings(), session_id=source, event_sink="ray_helpers:file_sink")
+    try:
+        agent.prompt('call echo {"text": "x"}', timeout=W)
+        agent.flush_events(W)
+    finally:
+        agent.shutdown(timeout=W)
+    path = Path(helpers.SINK_FOLDER) / f"{source}.jsonl"
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    path.unlink()
+    assert [r["event"]["type"] for r in records] == [k.event_type for k in RUN_EVENTS]
+    assert all(r["source"] == source for r in records)
+
+
 def test_an_actor_that_cannot_build_its_agent_says_why(tmp_path: Path) -> None:
     with pytest.raises(ClusterError, match="no_such_module"):
         RemoteAgent.start(settings(llm_factory="no_such_module:make"))
+    with pytest.raises(ClusterError, match="no_such_module"):
+        AgentPool(1, settings(before_tool_call="no_such_module:hook"), DirectoryStore(tmp_path))
     with pytest.raises(SessionError, match="no session 'absent'"):
         RemoteAgent.load(DirectoryStore(tmp_path), settings(), session_id="absent")
+
+
+def test_settings_are_checked_where_they_are_made() -> None:
+    with pytest.raises(ValueError, match="model_spec"):
+        AgentSettings()
+    with pytest.raises(ValueError, match="importable name"):
+        AgentSettings(model_spec="m", before_tool_call="not a name")
+    with pytest.raises(ValueError, match="agent_options"):
+        AgentSettings(model_spec="m", agent_options={"llm_call": print})
+    with pytest.raises(TypeError, match="picklable"):
+        AgentSettings(model_spec="m", llm_options={"lock": threading.Lock()})
 
 
 def test_a_killed_remote_agent_raises_instead_of_hanging() -> None:
