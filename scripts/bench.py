@@ -95,11 +95,13 @@ class Sizes:
     pool_actors: int = 4
     pool_clients: int = 50
     pool_runs: int = 3
+    pool_serial: int = 50
 
 
 QUICK = Sizes(runs=2, warmup=1, turns=5, batches=(2, 3), block_s=0.01, history=40,
               history_turns=2, history_pairs=2, agents=3, prompts=2, latency_s=0.002,
-              tool_files=4, pool_conversations=12, pool_actors=2, pool_clients=4, pool_runs=1)
+              tool_files=4, pool_conversations=12, pool_actors=2, pool_clients=4, pool_runs=1,
+              pool_serial=3)
 
 
 @dataclasses.dataclass
@@ -655,12 +657,14 @@ def redis_server() -> Iterator[str | None]:
 
 
 def ray_pool_child(conversations: int, actors: int, clients: int, runs: int, warmup: int,
-                   latency_s: float) -> dict[str, Any]:
+                   latency_s: float, serial: int) -> dict[str, Any]:
     """``ray_pool`` in a fresh process: a local Ray cluster (2 CPUs) and an ``AgentPool`` of
     ``actors`` per session store (a ``DirectoryStore``, and a ``RedisStore`` when
-    ``redis-server`` is installed). Per round, ``conversations`` new conversations through each
-    pool, then the same conversations on local agents (one ``YiemAgent`` per conversation, no
-    store), each with ``clients`` callers at once. Returns each measured round's figures."""
+    ``redis-server`` is installed). Per round, ``conversations`` new conversations on local
+    agents (one ``YiemAgent`` per conversation, no store), then through each pool, with
+    ``clients`` callers at once; and ``serial`` conversations with one caller, where the
+    difference is the cost of a prompt's trip through the pool rather than of the queue in
+    front of a busy machine. Returns each measured round's figures."""
     import ray
 
     from yiemagent.ray_cluster import AgentPool, AgentSettings, DirectoryStore, RedisStore
@@ -700,6 +704,8 @@ def ray_pool_child(conversations: int, actors: int, clients: int, runs: int, war
                 figures.update(local_prompts_per_s=len(alone) / alone_wall,
                                local_p50_ms=statistics.median(alone) * 1e3,
                                local_p99_ms=percentile(alone, 99) * 1e3)
+                serial_ids = [f"{sid}-serial" for sid in ids[:serial]]
+                alone_serial, _ = drive_conversations(local, serial_ids, 1)
                 for prefix, pool in pool_of.items():
 
                     def remote(sid: str, pool: Any = pool) -> list[float]:
@@ -707,7 +713,10 @@ def ray_pool_child(conversations: int, actors: int, clients: int, runs: int, war
 
                     gc.collect()
                     pooled, wall = drive_conversations(remote, ids, clients)
+                    pooled_serial, _ = drive_conversations(remote, serial_ids, 1)
                     figures.update({
+                        f"{prefix}serial_overhead_ms":
+                            (statistics.median(pooled_serial) - statistics.median(alone_serial)) * 1e3,
                         f"{prefix}prompts_per_s": len(pooled) / wall,
                         f"{prefix}p50_ms": statistics.median(pooled) * 1e3,
                         f"{prefix}p99_ms": percentile(pooled, 99) * 1e3,
@@ -721,14 +730,16 @@ def ray_pool_child(conversations: int, actors: int, clients: int, runs: int, war
 
 
 RAY_POOL_FIGURES = (
+    ("serial_overhead_ms", "pool, DirectoryStore: p50 overhead per prompt, one caller", "ms"),
+    ("redis_serial_overhead_ms", "pool, RedisStore: p50 overhead per prompt, one caller", "ms"),
     ("prompts_per_s", "pool, DirectoryStore: prompts per second", "1/s"),
     ("p50_ms", "pool, DirectoryStore: p50 latency per prompt", "ms"),
     ("p99_ms", "pool, DirectoryStore: p99 latency per prompt", "ms"),
-    ("overhead_ms", "pool, DirectoryStore: p50 overhead per prompt", "ms"),
+    ("overhead_ms", "pool, DirectoryStore: p50 overhead per prompt, all callers", "ms"),
     ("redis_prompts_per_s", "pool, RedisStore: prompts per second", "1/s"),
     ("redis_p50_ms", "pool, RedisStore: p50 latency per prompt", "ms"),
     ("redis_p99_ms", "pool, RedisStore: p99 latency per prompt", "ms"),
-    ("redis_overhead_ms", "pool, RedisStore: p50 overhead per prompt", "ms"),
+    ("redis_overhead_ms", "pool, RedisStore: p50 overhead per prompt, all callers", "ms"),
     ("local_prompts_per_s", "local agents: prompts per second", "1/s"),
     ("local_p50_ms", "local agents: p50 latency per prompt", "ms"),
     ("local_p99_ms", "local agents: p99 latency per prompt", "ms"),
@@ -741,12 +752,13 @@ def ray_pool(sizes: Sizes) -> Scenario:
     local Ray cluster, ``pool_clients`` at once, each session saved after every prompt to a
     ``DirectoryStore`` (and, when ``redis-server`` is installed, to a ``RedisStore`` by a
     second pool); against the same conversations on local agents. The overhead is the pool's
-    p50 latency minus the local agents'. One fresh process per invocation (Ray's start-up is
+    p50 latency minus the local agents', with every caller at once and with one caller
+    (``pool_serial`` conversations). One fresh process per invocation (Ray's start-up is
     not measured), ``pool_runs`` measured rounds after a warm-up round. Reports ``unavailable``
     without the ``ray`` extra."""
     config = {"conversations": sizes.pool_conversations, "actors": sizes.pool_actors,
               "clients": sizes.pool_clients, "runs": sizes.pool_runs, "warmup": sizes.warmup,
-              "latency_s": sizes.latency_s}
+              "latency_s": sizes.latency_s, "serial": sizes.pool_serial}
     params = {**config, "prompts_per_conversation": len(CONVERSATION)}
     if importlib.util.find_spec("ray") is None:
         return Scenario("ray_pool", "unavailable", params,
