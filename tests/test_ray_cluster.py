@@ -53,6 +53,10 @@ from yiemagent.ray_cluster import (  # noqa: E402
 )
 from yiemagent.tool_registry import ToolStore, load_tools  # noqa: E402
 
+# Ray's start-up, worker processes and a pool's actors are slow on a busy machine: a test may
+# take longer than the suite's default limit without anything being wrong.
+pytestmark = pytest.mark.timeout(300)
+
 TESTS = str(Path(__file__).resolve().parent)
 W = 120.0  # seconds any test waits for a response, a latch or a flush before failing
 RUN_EVENTS = [AgentStartEvent, MessageStartEvent, MessageEndEvent,  # the user message
