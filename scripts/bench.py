@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks of the agent loop's own cost (issue 6): turn overhead, parallel batches, history
-growth, many agents in one process, and tool loading.
+growth, many agents in one process, tool loading, and conversations through a pool of Ray actors
+(issue 14; needs the ``ray`` extra, else it is reported unavailable).
 
 Every scenario drives a real ``YiemAgent`` (worker thread, channels, default ``prepare_context``
 and ``format_msg_for_llm``, events to a sink that keeps them) through its public API, with an
@@ -18,23 +19,29 @@ itself failed.
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
+import contextlib
 import cProfile
 import dataclasses
 import gc
 import importlib
+import importlib.util
 import io
 import json
 import os
 import platform
 import pstats
 import queue
+import shutil
+import socket
 import statistics
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+import uuid
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +61,8 @@ from yiemagent import (  # noqa: E402
     YiemAgent,
 )
 
-SCENARIOS = ("turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading")
+SCENARIOS = ("turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading",
+             "ray_pool")
 ARGS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"n": {"type": "integer"}, "note": {"type": "string"}},
@@ -83,11 +91,17 @@ class Sizes:
     prompts: int = 10
     latency_s: float = 0.02
     tool_files: int = 200
+    pool_conversations: int = 1000
+    pool_actors: int = 4
+    pool_clients: int = 50
+    pool_runs: int = 3
+    pool_serial: int = 50
 
 
 QUICK = Sizes(runs=2, warmup=1, turns=5, batches=(2, 3), block_s=0.01, history=40,
               history_turns=2, history_pairs=2, agents=3, prompts=2, latency_s=0.002,
-              tool_files=4)
+              tool_files=4, pool_conversations=12, pool_actors=2, pool_clients=4, pool_runs=1,
+              pool_serial=3)
 
 
 @dataclasses.dataclass
@@ -541,12 +555,233 @@ def tool_loading(sizes: Sizes) -> Scenario:
     return Scenario("tool_loading", params=params, figures=[figure])
 
 
+# -- ray_pool: conversations through an AgentPool ----------------------------------------------
+
+# Each short conversation: a question the model answers with one tool call and then an answer
+# (two model calls), and a follow-up it answers at once (one model call).
+CONVERSATION = ("tool, please", "thanks")
+
+
+def ray_pool_reply(request: dict[str, Any]) -> AssistantMessage:
+    """The scripted model of ``ray_pool``: a ``noop`` call for a message starting with "tool",
+    ``done`` after the tool's result, ``ok`` otherwise. It reads only the request, so one
+    model serves every session of an actor."""
+    last = request["messages"][-1]
+    if last["role"] == "tool":
+        return AssistantMessage([TextContent("done")])
+    text = "".join(p["text"] for p in last["content"] if p["type"] == "text")
+    if text.startswith("tool"):
+        return AssistantMessage([AgentToolCall(f"c{uuid.uuid4().hex[:12]}", "noop", {"n": 1})],
+                                stop_reason="toolUse")
+    return AssistantMessage([TextContent("ok")])
+
+
+def ray_pool_llm(spec: str | None, latency_s: float = 0.0) -> Callable[[dict[str, Any]], AssistantMessage]:
+    """The ``llm_factory`` the pool's actors resolve as ``bench:ray_pool_llm`` (this folder is on
+    their PYTHONPATH): ``ray_pool_reply`` after ``latency_s``, the simulated model's latency."""
+
+    def llm_call(request: dict[str, Any]) -> AssistantMessage:
+        if latency_s > 0:
+            time.sleep(latency_s)
+        return ray_pool_reply(request)
+
+    return llm_call
+
+
+def ray_pool_tools() -> list[AgentTool]:
+    """The tools of ``ray_pool``'s agents (``bench:ray_pool_tools``)."""
+    return [make_tool("noop")]
+
+
+def drive_conversations(converse: Callable[[str], list[float]], ids: Sequence[str],
+                        clients: int) -> tuple[list[float], float]:
+    """Every conversation of ``ids`` held by ``clients`` caller threads at once; the seconds each
+    prompt took, and the wall seconds of the whole."""
+    start = time.perf_counter()
+    with concurrent.futures.ThreadPoolExecutor(clients) as callers:
+        per_conversation = list(callers.map(converse, ids))
+    wall = time.perf_counter() - start
+    return [seconds for seconds_list in per_conversation for seconds in seconds_list], wall
+
+
+def timed_conversation(prompt: Callable[[str], AssistantMessage]) -> list[float]:
+    """Seconds per prompt of one ``CONVERSATION``, each answer checked."""
+    latencies = []
+    for text in CONVERSATION:
+        start = time.perf_counter()
+        response = prompt(text)
+        latencies.append(time.perf_counter() - start)
+        check_answer(response, "ray_pool")
+    return latencies
+
+
+def percentile(values: Sequence[float], q: int) -> float:
+    """The ``q``-th percentile (1-99) of ``values``."""
+    if len(values) < 2:
+        return values[0]
+    return statistics.quantiles(values, n=100, method="inclusive")[q - 1]
+
+
+@contextlib.contextmanager
+def redis_server() -> Iterator[str | None]:
+    """A throwaway ``redis-server`` on a free loopback port, with no persistence, stopped at the
+    end; yields its URL, or ``None`` when ``redis-server`` is not installed."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        yield None
+        return
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    with tempfile.TemporaryDirectory(prefix="yiemagent-bench-redis-") as folder:
+        server = subprocess.Popen([binary, "--port", str(port), "--bind", "127.0.0.1", "--save", "",
+                                   "--appendonly", "no", "--dir", folder],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    with socket.create_connection(("127.0.0.1", port), timeout=1) as conn:
+                        conn.sendall(b"PING\r\n")
+                        if conn.recv(16).startswith(b"+PONG"):
+                            break
+                except OSError:
+                    pass
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise BenchError("redis-server did not start")
+                time.sleep(0.05)  # the server is starting; nothing to wait on but its port
+            yield f"redis://127.0.0.1:{port}/0"
+        finally:
+            server.terminate()
+            server.wait(30)
+
+
+def ray_pool_child(conversations: int, actors: int, clients: int, runs: int, warmup: int,
+                   latency_s: float, serial: int) -> dict[str, Any]:
+    """``ray_pool`` in a fresh process: a local Ray cluster (2 CPUs) and an ``AgentPool`` of
+    ``actors`` per session store (a ``DirectoryStore``, and a ``RedisStore`` when
+    ``redis-server`` is installed). Per round, ``conversations`` new conversations on local
+    agents (one ``YiemAgent`` per conversation, no store), then through each pool, with
+    ``clients`` callers at once; and ``serial`` conversations with one caller, where the
+    difference is the cost of a prompt's trip through the pool rather than of the queue in
+    front of a busy machine. Returns each measured round's figures."""
+    import ray
+
+    from yiemagent.ray_cluster import AgentPool, AgentSettings, DirectoryStore, RedisStore
+
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    path = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent), str(REPO),
+                                       os.environ.get("PYTHONPATH")) if p)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=128 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    settings = AgentSettings(model_spec="bench", llm_factory="bench:ray_pool_llm",
+                             llm_options={"latency_s": latency_s}, tool_imports=("bench:ray_pool_tools",))
+    rounds: list[dict[str, float]] = []
+    try:
+        with tempfile.TemporaryDirectory(prefix="yiemagent-bench-sessions-") as folder, \
+                redis_server() as redis_url, contextlib.ExitStack() as pools:
+            stores: dict[str, Any] = {"": DirectoryStore(folder)}
+            if redis_url is not None:
+                stores["redis_"] = RedisStore(redis_url)
+            pool_of = {prefix: pools.enter_context(AgentPool(
+                actors, settings, store, idle_timeout_s=None, max_sessions_per_actor=conversations))
+                for prefix, store in stores.items()}
+
+            def local(sid: str) -> list[float]:
+                agent = YiemAgent(llm_call=ray_pool_llm(None, latency_s), tools=ray_pool_tools(),
+                                  session_id=sid)
+                try:
+                    return timed_conversation(lambda text: agent.prompt(text, RESPONSE_TIMEOUT_S))
+                finally:
+                    agent.shutdown()
+
+            for number in range(warmup + runs):
+                count = conversations if number >= warmup else min(conversations, 100)
+                ids = [f"round{number}-c{n}" for n in range(count)]
+                figures: dict[str, float] = {}
+                gc.collect()
+                alone, alone_wall = drive_conversations(local, ids, clients)
+                figures.update(local_prompts_per_s=len(alone) / alone_wall,
+                               local_p50_ms=statistics.median(alone) * 1e3,
+                               local_p99_ms=percentile(alone, 99) * 1e3)
+                serial_ids = [f"{sid}-serial" for sid in ids[:serial]]
+                alone_serial, _ = drive_conversations(local, serial_ids, 1)
+                for prefix, pool in pool_of.items():
+
+                    def remote(sid: str, pool: Any = pool) -> list[float]:
+                        return timed_conversation(lambda text: pool.prompt(sid, text, RESPONSE_TIMEOUT_S))
+
+                    gc.collect()
+                    pooled, wall = drive_conversations(remote, ids, clients)
+                    pooled_serial, _ = drive_conversations(remote, serial_ids, 1)
+                    figures.update({
+                        f"{prefix}serial_overhead_ms":
+                            (statistics.median(pooled_serial) - statistics.median(alone_serial)) * 1e3,
+                        f"{prefix}prompts_per_s": len(pooled) / wall,
+                        f"{prefix}p50_ms": statistics.median(pooled) * 1e3,
+                        f"{prefix}p99_ms": percentile(pooled, 99) * 1e3,
+                        f"{prefix}overhead_ms": (statistics.median(pooled) - statistics.median(alone)) * 1e3,
+                    })
+                if number >= warmup:
+                    rounds.append(figures)
+    finally:
+        ray.shutdown()
+    return {"rounds": rounds}
+
+
+RAY_POOL_FIGURES = (
+    ("serial_overhead_ms", "pool, DirectoryStore: p50 overhead per prompt, one caller", "ms"),
+    ("redis_serial_overhead_ms", "pool, RedisStore: p50 overhead per prompt, one caller", "ms"),
+    ("prompts_per_s", "pool, DirectoryStore: prompts per second", "1/s"),
+    ("p50_ms", "pool, DirectoryStore: p50 latency per prompt", "ms"),
+    ("p99_ms", "pool, DirectoryStore: p99 latency per prompt", "ms"),
+    ("overhead_ms", "pool, DirectoryStore: p50 overhead per prompt, all callers", "ms"),
+    ("redis_prompts_per_s", "pool, RedisStore: prompts per second", "1/s"),
+    ("redis_p50_ms", "pool, RedisStore: p50 latency per prompt", "ms"),
+    ("redis_p99_ms", "pool, RedisStore: p99 latency per prompt", "ms"),
+    ("redis_overhead_ms", "pool, RedisStore: p50 overhead per prompt, all callers", "ms"),
+    ("local_prompts_per_s", "local agents: prompts per second", "1/s"),
+    ("local_p50_ms", "local agents: p50 latency per prompt", "ms"),
+    ("local_p99_ms", "local agents: p99 latency per prompt", "ms"),
+)
+
+
+def ray_pool(sizes: Sizes) -> Scenario:
+    """``pool_conversations`` short conversations (``CONVERSATION``: three model calls of
+    ``latency_s`` each, one tool call) through an ``AgentPool`` of ``pool_actors`` actors on a
+    local Ray cluster, ``pool_clients`` at once, each session saved after every prompt to a
+    ``DirectoryStore`` (and, when ``redis-server`` is installed, to a ``RedisStore`` by a
+    second pool); against the same conversations on local agents. The overhead is the pool's
+    p50 latency minus the local agents', with every caller at once and with one caller
+    (``pool_serial`` conversations). One fresh process per invocation (Ray's start-up is
+    not measured), ``pool_runs`` measured rounds after a warm-up round. Reports ``unavailable``
+    without the ``ray`` extra."""
+    config = {"conversations": sizes.pool_conversations, "actors": sizes.pool_actors,
+              "clients": sizes.pool_clients, "runs": sizes.pool_runs, "warmup": sizes.warmup,
+              "latency_s": sizes.latency_s, "serial": sizes.pool_serial}
+    params = {**config, "prompts_per_conversation": len(CONVERSATION)}
+    if importlib.util.find_spec("ray") is None:
+        return Scenario("ray_pool", "unavailable", params,
+                        [Figure(name, label, unit, []) for name, label, unit in RAY_POOL_FIGURES],
+                        "the ray extra is not installed: pip install -e '.[ray]'")
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--ray-child", json.dumps(config)]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=1800, check=False)
+    if done.returncode != 0:
+        raise BenchError(f"ray_pool child failed: {done.stderr.strip()[-2000:]}")
+    rounds = json.loads(done.stdout.strip().splitlines()[-1])["rounds"]
+    figures = [Figure(name, label, unit, [r[name] for r in rounds])
+               for name, label, unit in RAY_POOL_FIGURES if name in rounds[0]]
+    return Scenario("ray_pool", params=params, figures=figures,
+                    note="" if "redis_p50_ms" in rounds[0] else "no redis-server: DirectoryStore only")
+
+
 RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
     "turn_overhead": turn_overhead,
     "parallel_batch": parallel_batch,
     "history_growth": history_growth,
     "many_agents": many_agents,
     "tool_loading": tool_loading,
+    "ray_pool": ray_pool,
 }
 
 
@@ -674,6 +909,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--profile", action="store_true", help="print cProfile statistics instead")
     parser.add_argument("--top", type=int, default=25, help="functions listed per --profile table")
     parser.add_argument("--child", help=argparse.SUPPRESS)  # one many_agents run, in a fresh process
+    parser.add_argument("--ray-child", help=argparse.SUPPRESS)  # the ray_pool rounds, in a fresh process
     return parser.parse_args(argv)
 
 
@@ -702,6 +938,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parse_args(argv)
     if args.child:
         print(json.dumps(many_agents_child(**json.loads(args.child))))
+        return 0
+    if args.ray_child:
+        print(json.dumps(ray_pool_child(**json.loads(args.ray_child))))
         return 0
     if args.profile:
         sizes = QUICK if args.quick else Sizes()

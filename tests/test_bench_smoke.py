@@ -51,8 +51,18 @@ def report(bench: ModuleType) -> dict[str, Any]:
 
 
 def registry_available() -> bool:
-    """Whether the tool-loading API exists (the only scenario allowed to be unavailable)."""
+    """Whether the tool-loading API exists (without it, tool_loading is unavailable)."""
     return importlib.util.find_spec("yiemagent.tool_registry") is not None
+
+
+def available(name: str) -> bool:
+    """Whether scenario ``name`` can run here: tool_loading needs the registry, ray_pool the
+    ``ray`` extra; the others always run."""
+    if name == "tool_loading":
+        return registry_available()
+    if name == "ray_pool":
+        return importlib.util.find_spec("ray") is not None
+    return True
 
 
 def is_number(value: Any) -> bool:
@@ -76,7 +86,7 @@ def test_every_scenario_is_reported(bench: ModuleType, report: dict[str, Any]) -
     assert list(report["scenarios"]) == list(bench.SCENARIOS)
     assert report["quick"] is True and report["errors"] == []
     for name, scenario in report["scenarios"].items():
-        if name == "tool_loading" and not registry_available():
+        if not available(name):
             assert scenario["status"] == "unavailable" and scenario["note"]
             continue
         assert scenario["status"] == "ok", f"{name}: {scenario['note']}"

@@ -11,15 +11,19 @@ import queue
 from typing import Any
 
 __all__ = [
+    "AgentActorDiedError",
     "AgentClosedError",
+    "ClusterError",
     "LlmAbortedError",
     "LlmError",
     "LlmStreamError",
     "LlmTimeoutError",
     "McpToolError",
+    "RayToolError",
     "ResponseTimeout",
     "RunError",
     "SessionError",
+    "SessionStoreError",
     "ToolArgumentError",
     "ToolLoadError",
     "describe_error",
@@ -29,6 +33,27 @@ __all__ = [
 
 class AgentClosedError(RuntimeError):
     """The agent was shut down: it takes no new messages and has no responses left."""
+
+
+class AgentActorDiedError(AgentClosedError):
+    """The Ray actor hosting an agent died (killed, crashed, or its node was lost): the agent and
+    whatever it had not saved are gone. An ``AgentClosedError``, since no call can reach it."""
+
+
+class ClusterError(RuntimeError):
+    """Something on the Ray cluster failed that is not the agent's own doing: an actor that could
+    not start (its settings could not be resolved, its tools not loaded), a shared sink that is
+    gone. The message says what and why."""
+
+
+class RayToolError(RuntimeError):
+    """A tool call run as a Ray task did not come back with a result: the task was cancelled, its
+    worker or node died, or its result was lost. The call gets an error result saying so."""
+
+
+class SessionStoreError(RuntimeError):
+    """A session store could not read, write or delete a session (a server that is down, a file
+    system error); the message names the store and the session."""
 
 
 class ResponseTimeout(queue.Empty, TimeoutError):
