@@ -49,6 +49,7 @@ from yiemagent.events import (
 from yiemagent.function_tool import function_tool, to_tool_result
 from yiemagent.llm import (
     AnthropicMessagesClient,
+    LlamaCppClient,
     LlmAbortedError,
     LlmClient,
     LlmError,
@@ -132,6 +133,7 @@ __all__ = [
     "FinalizedOutcome",
     "ImageContent",
     "ImmediateOutcome",
+    "LlamaCppClient",
     "LlmAbortedError",
     "LlmClient",
     "LlmError",
