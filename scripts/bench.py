@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """Benchmarks of the agent loop's own cost (issue 6): turn overhead, parallel batches, history
-growth, many agents in one process, and tool loading.
+growth, many agents in one process, and tool loading; and of the embedded local model (issue 11):
+tokens per second through ``LlamaCppClient`` against llama-cpp-python called directly.
 
 Every scenario drives a real ``YiemAgent`` (worker thread, channels, default ``prepare_context``
 and ``format_msg_for_llm``, events to a sink that keeps them) through its public API, with an
@@ -54,7 +55,8 @@ from yiemagent import (  # noqa: E402
     YiemAgent,
 )
 
-SCENARIOS = ("turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading")
+SCENARIOS = ("turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading",
+             "local_model")
 ARGS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"n": {"type": "integer"}, "note": {"type": "string"}},
@@ -83,11 +85,12 @@ class Sizes:
     prompts: int = 10
     latency_s: float = 0.02
     tool_files: int = 200
+    local_tokens: int = 128
 
 
 QUICK = Sizes(runs=2, warmup=1, turns=5, batches=(2, 3), block_s=0.01, history=40,
               history_turns=2, history_pairs=2, agents=3, prompts=2, latency_s=0.002,
-              tool_files=4)
+              tool_files=4, local_tokens=8)
 
 
 @dataclasses.dataclass
@@ -515,12 +518,85 @@ def tool_loading(sizes: Sizes) -> Scenario:
     return Scenario("tool_loading", params=params, figures=[figure])
 
 
+LOCAL_PROMPT = "Write a long story about a cat who learns to sail."
+LOCAL_TARGET = 1 / 0.95  # direct ÷ client tokens/s: the client keeps at least 95 % of the speed
+
+
+def local_model(sizes: Sizes) -> Scenario:
+    """Tokens per second of the embedded model through ``LlamaCppClient`` (a plain text reply,
+    deltas streamed to ``on_update``) and through llama-cpp-python called directly on the same
+    prompt with the same settings (``create_completion``, not streamed), runs interleaved.
+    ``slowdown`` is direct ÷ client per pair of runs; its target 1.053 means the client keeps
+    ≥ 0.95 of the direct speed. Reports ``unavailable`` without the ``local`` extra.
+
+    Hook for the CLI start-up figure (another scenario's owner): add it as a further
+    ``Figure`` of this scenario; this part measures generation speed only."""
+    params = {"max_tokens": sizes.local_tokens, "prompt": LOCAL_PROMPT}
+    figures = [Figure("client_tokens_per_s", "LlamaCppClient tokens/s", "tok/s", []),
+               Figure("direct_tokens_per_s", "llama-cpp-python tokens/s", "tok/s", []),
+               Figure("slowdown", "direct ÷ client tokens/s", "x", [], LOCAL_TARGET)]
+    try:
+        llamacpp = importlib.import_module("yiemagent.llm.llamacpp")
+        client = llamacpp.LlamaCppClient(max_tokens=sizes.local_tokens)
+        llama_cpp = importlib.import_module("llama_cpp")
+    except ImportError as exc:
+        return Scenario("local_model", "unavailable", params, figures, str(exc))
+    prompts = importlib.import_module("yiemagent.llm.llamacpp_prompts")
+    utils = importlib.import_module("yiemagent.utils")
+    context = importlib.import_module("yiemagent.tool_types").AgentContext(
+        "", [UserMessage(LOCAL_PROMPT)], [])
+    request = utils.format_msg_for_llm(context)
+    direct = llama_cpp.Llama(model_path=str(client.model_path), n_ctx=client.n_ctx,
+                             n_threads=client.n_threads, seed=client.seed, verbose=False)
+    try:
+        client(request)  # loads the model: not part of any measured run
+        prompt = client._render(prompts.transcript(request["messages"], client.system_prompt))
+        tokens = direct.tokenize(prompt.encode("utf-8"), special=True)
+        updates: list[Any] = []
+
+        def through_client() -> tuple[float, int]:
+            updates.clear()
+            start = time.perf_counter()
+            reply = client(request, on_update=updates.append)
+            elapsed = time.perf_counter() - start
+            if reply.usage is None or not updates:
+                raise BenchError("LlamaCppClient streamed no tokens")
+            return elapsed, reply.usage.output
+
+        def called_directly() -> tuple[float, int]:
+            start = time.perf_counter()
+            direct.reset()  # as the client does: a fresh context for each generation
+            out = direct.create_completion(tokens, max_tokens=sizes.local_tokens,
+                                           temperature=client.temperature,
+                                           repeat_penalty=client.repeat_penalty, seed=client.seed,
+                                           stop=client._stops)
+            return time.perf_counter() - start, int(out["usage"]["completion_tokens"])
+
+        for _ in range(sizes.warmup):
+            called_directly()
+            through_client()
+        for _ in range(sizes.runs):
+            direct_s, direct_n = called_directly()
+            client_s, client_n = through_client()
+            if client_n != direct_n:
+                raise BenchError(f"the client generated {client_n} tokens, the direct call {direct_n}")
+            figures[0].samples.append(client_n / client_s)
+            figures[1].samples.append(direct_n / direct_s)
+            figures[2].samples.append(client_s / direct_s)
+        params["tokens"] = direct_n
+    finally:
+        client.close()
+        direct.close()
+    return Scenario("local_model", params=params, figures=figures)
+
+
 RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
     "turn_overhead": turn_overhead,
     "parallel_batch": parallel_batch,
     "history_growth": history_growth,
     "many_agents": many_agents,
     "tool_loading": tool_loading,
+    "local_model": local_model,
 }
 
 
