@@ -36,8 +36,8 @@ _ENDPOINT_PATH = "/chat/completions"
 
 def _empty_stream_error(label: str) -> LlmError:
     """Return the final ``LlmError`` of a streamed request answered with nothing at all: what
-    llama-cpp-python's server does when asked to stream with ``tool_choice``. Retrying would get
-    the same nothing, so it is not retried."""
+    llama-cpp-python's server does when asked to stream with ``tool_choice="auto"`` and its
+    model calls a tool. Retrying would get the same nothing, so it is not retried."""
     return LlmError(f"{label} server sent an empty stream (HTTP 200 and no events); this server "
                     "may not stream tool calls: use stream=False")
 
@@ -131,6 +131,7 @@ class OpenAIChatClient(LlmClient):
         body["messages"] = wire_messages(request["messages"])
         if not body.get("tools"):
             body.pop("tools", None)
+            body.pop("tool_choice", None)  # servers reject a choice among no tools
         elif self.tool_choice is not None:
             body.setdefault("tool_choice", self.tool_choice)  # a request's own choice wins
         body["stream"] = self.stream
