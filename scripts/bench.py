@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Benchmarks of the agent loop's own cost (issue 6): turn overhead, parallel batches, history
-growth, many agents in one process, tool loading, and conversations through a pool of Ray actors
-(issue 14; needs the ``ray`` extra, else it is reported unavailable).
+growth, many agents in one process, tool loading, conversations through a pool of Ray actors
+(issue 14; needs the ``ray`` extra, else it is reported unavailable), and the embedded local
+model (issue 11): tokens per second through ``LlamaCppClient`` against llama-cpp-python called
+directly.
 
 Every scenario drives a real ``YiemAgent`` (worker thread, channels, default ``prepare_context``
 and ``format_msg_for_llm``, events to a sink that keeps them) through its public API, with an
@@ -62,7 +64,7 @@ from yiemagent import (  # noqa: E402
 )
 
 SCENARIOS = ("turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading",
-             "ray_pool")
+             "ray_pool", "local_model")
 ARGS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"n": {"type": "integer"}, "note": {"type": "string"}},
@@ -96,12 +98,13 @@ class Sizes:
     pool_clients: int = 50
     pool_runs: int = 3
     pool_serial: int = 50
+    local_tokens: int = 128
 
 
 QUICK = Sizes(runs=2, warmup=1, turns=5, batches=(2, 3), block_s=0.01, history=40,
               history_turns=2, history_pairs=2, agents=3, prompts=2, latency_s=0.002,
               tool_files=4, pool_conversations=12, pool_actors=2, pool_clients=4, pool_runs=1,
-              pool_serial=3)
+              pool_serial=3, local_tokens=8)
 
 
 @dataclasses.dataclass
@@ -775,6 +778,78 @@ def ray_pool(sizes: Sizes) -> Scenario:
                     note="" if "redis_p50_ms" in rounds[0] else "no redis-server: DirectoryStore only")
 
 
+LOCAL_PROMPT = "Write a long story about a cat who learns to sail."
+LOCAL_TARGET = 1 / 0.95  # direct ÷ client tokens/s: the client keeps at least 95 % of the speed
+
+
+def local_model(sizes: Sizes) -> Scenario:
+    """Tokens per second of the embedded model through ``LlamaCppClient`` (a plain text reply,
+    deltas streamed to ``on_update``) and through llama-cpp-python called directly on the same
+    prompt with the same settings (``create_completion``, not streamed), runs interleaved.
+    ``slowdown`` is direct ÷ client per pair of runs; its target 1.053 means the client keeps
+    ≥ 0.95 of the direct speed. Reports ``unavailable`` without the ``local`` extra.
+
+    Hook for the CLI start-up figure (another scenario's owner): add it as a further
+    ``Figure`` of this scenario; this part measures generation speed only."""
+    params = {"max_tokens": sizes.local_tokens, "prompt": LOCAL_PROMPT}
+    figures = [Figure("client_tokens_per_s", "LlamaCppClient tokens/s", "tok/s", []),
+               Figure("direct_tokens_per_s", "llama-cpp-python tokens/s", "tok/s", []),
+               Figure("slowdown", "direct ÷ client tokens/s", "x", [], LOCAL_TARGET)]
+    try:
+        llamacpp = importlib.import_module("yiemagent.llm.llamacpp")
+        client = llamacpp.LlamaCppClient(max_tokens=sizes.local_tokens)
+        llama_cpp = importlib.import_module("llama_cpp")
+    except ImportError as exc:
+        return Scenario("local_model", "unavailable", params, figures, str(exc))
+    prompts = importlib.import_module("yiemagent.llm.llamacpp_prompts")
+    utils = importlib.import_module("yiemagent.utils")
+    context = importlib.import_module("yiemagent.tool_types").AgentContext(
+        "", [UserMessage(LOCAL_PROMPT)], [])
+    request = utils.format_msg_for_llm(context)
+    direct = llama_cpp.Llama(model_path=str(client.model_path), n_ctx=client.n_ctx,
+                             n_threads=client.n_threads, seed=client.seed, verbose=False)
+    try:
+        client(request)  # loads the model: not part of any measured run
+        prompt = client._render(prompts.transcript(request["messages"], client.system_prompt))
+        tokens = direct.tokenize(prompt.encode("utf-8"), special=True)
+        updates: list[Any] = []
+
+        def through_client() -> tuple[float, int]:
+            updates.clear()
+            start = time.perf_counter()
+            reply = client(request, on_update=updates.append)
+            elapsed = time.perf_counter() - start
+            if reply.usage is None or not updates:
+                raise BenchError("LlamaCppClient streamed no tokens")
+            return elapsed, reply.usage.output
+
+        def called_directly() -> tuple[float, int]:
+            start = time.perf_counter()
+            direct.reset()  # as the client does: a fresh context for each generation
+            out = direct.create_completion(tokens, max_tokens=sizes.local_tokens,
+                                           temperature=client.temperature,
+                                           repeat_penalty=client.repeat_penalty, seed=client.seed,
+                                           stop=client._stops)
+            return time.perf_counter() - start, int(out["usage"]["completion_tokens"])
+
+        for _ in range(sizes.warmup):
+            called_directly()
+            through_client()
+        for _ in range(sizes.runs):
+            direct_s, direct_n = called_directly()
+            client_s, client_n = through_client()
+            if client_n != direct_n:
+                raise BenchError(f"the client generated {client_n} tokens, the direct call {direct_n}")
+            figures[0].samples.append(client_n / client_s)
+            figures[1].samples.append(direct_n / direct_s)
+            figures[2].samples.append(client_s / direct_s)
+        params["tokens"] = direct_n
+    finally:
+        client.close()
+        direct.close()
+    return Scenario("local_model", params=params, figures=figures)
+
+
 RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
     "turn_overhead": turn_overhead,
     "parallel_batch": parallel_batch,
@@ -782,6 +857,7 @@ RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
     "many_agents": many_agents,
     "tool_loading": tool_loading,
     "ray_pool": ray_pool,
+    "local_model": local_model,
 }
 
 

@@ -95,8 +95,7 @@ def tool_result_sent(provider: str, body: dict[str, Any]) -> dict[str, Any]:
 
 
 EXPECTED_RESULT = {
-    "openai": {"role": "tool", "tool_call_id": "call_1",
-               "content": [{"type": "text", "text": "Sunny in Paris"}]},
+    "openai": {"role": "tool", "tool_call_id": "call_1", "content": "Sunny in Paris"},
     "anthropic": {"type": "tool_result", "tool_use_id": "call_1",
                   "content": [{"type": "text", "text": "Sunny in Paris"}], "is_error": False},
 }

@@ -33,6 +33,7 @@ from yiemagent.llm import (
     LlmTimeoutError,
     OpenAIChatClient,
 )
+from yiemagent.llm.openai_wire import wire_messages
 from yiemagent.messages import LlmUsage
 from yiemagent.tool_types import AbortSignal
 
@@ -41,6 +42,9 @@ def expected_body(stream: bool) -> dict[str, Any]:
     """The body the client sends for ``simple_request()``, as JSON on the wire."""
     body: dict[str, Any] = {"model": "gpt-4o-mini",
                             **json.loads(json.dumps(dict(simple_request()))), "stream": stream}
+    body["messages"] = [{"role": "system", "content": "You are terse."},
+                        {"role": "user", "content": "Hello"}]  # text parts go as plain strings
+    body["tool_choice"] = "auto"
     if stream:
         body["stream_options"] = {"include_usage": True}
     return body
@@ -85,13 +89,14 @@ def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer)
     assert sent.body == {
         "model": "gpt-4o-mini",
         "messages": [
-            {"role": "system", "content": [{"type": "text", "text": "You are terse."}]},
-            {"role": "user", "content": [{"type": "text", "text": "Hello"}]},
+            {"role": "system", "content": "You are terse."},
+            {"role": "user", "content": "Hello"},
         ],
         "tools": [{"type": "function", "function": {
             "name": "getWeather", "description": "Current weather for a city",
             "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
                            "required": ["city"]}}}],
+        "tool_choice": "auto",
         "stream": False,
         "temperature": 0.2,
     }
@@ -109,16 +114,17 @@ def test_the_request_is_never_changed(server: ScriptedServer) -> None:
     assert dict(request) == before
     assert request["messages"] is messages and request["messages"][0] is first
     assert set(request) == {"messages", "tools"}
-    assert server.requests[0].body["messages"] == before["messages"]
+    assert server.requests[0].body["messages"] == wire_messages(before["messages"])
     assert server.requests[0].body == server.requests[1].body
 
 
-def test_history_with_tool_calls_and_results_is_sent_as_formatted(server: ScriptedServer) -> None:
+def test_history_with_tool_calls_and_results_is_sent_in_wire_form(server: ScriptedServer) -> None:
     server.json(openai_completion("Tomorrow: rain."))
     request = history_request()
     openai_client(server)(request)
     sent = server.requests[0].body["messages"]
-    assert sent == json.loads(json.dumps(request["messages"]))
+    assert sent[1] == json.loads(json.dumps(request["messages"][1]))  # an image: parts kept
+    assert sent[3] == {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 22°C"}
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool", "user"]
     assert sent[2]["tool_calls"][1]["function"] == {"name": "getWeather",
                                                     "arguments": '{"city": "Rome"}'}

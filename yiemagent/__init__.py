@@ -54,6 +54,7 @@ from yiemagent.events import (
 from yiemagent.function_tool import function_tool, to_tool_result
 from yiemagent.llm import (
     AnthropicMessagesClient,
+    LlamaCppClient,
     LlmAbortedError,
     LlmClient,
     LlmError,
@@ -154,6 +155,7 @@ __all__ = [
     "FinalizedOutcome",
     "ImageContent",
     "ImmediateOutcome",
+    "LlamaCppClient",
     "LlmAbortedError",
     "LlmClient",
     "LlmError",

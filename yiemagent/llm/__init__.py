@@ -1,8 +1,11 @@
-"""Provider clients usable as an agent's ``llm_call``: OpenAI-compatible and Anthropic, over HTTP.
+"""Provider clients usable as an agent's ``llm_call``: OpenAI-compatible and Anthropic over HTTP,
+and a model embedded in the process.
 
 ``OpenAIChatClient`` talks to OpenAI and the servers that copy its chat-completions API (Ollama,
 vLLM, llama.cpp's server, LM Studio, OpenRouter); ``AnthropicMessagesClient`` to Anthropic's
-Messages API; ``create_llm_call("openai:gpt-4o-mini")`` builds either from one string. Both retry
+Messages API; ``LlamaCppClient`` runs a GGUF model in-process (SmolLM2-135M by default, from the
+``local`` extra); ``create_llm_call("openai:gpt-4o-mini")`` or ``create_llm_call("local")``
+builds any of them from one string. Both retry
 transient failures, stream when asked, stop promptly on abort, and never reveal the api key.
 ``RequestInterrupter`` and ``interruptible_session`` give any tool the same prompt abort for its own
 ``requests`` calls (see ``tools/getWeather.py``).
@@ -14,6 +17,7 @@ from yiemagent.llm.anthropic_parse import ANTHROPIC_API
 from yiemagent.llm.base import LlmClient
 from yiemagent.llm.errors import LlmAbortedError, LlmError, LlmStreamError, LlmTimeoutError
 from yiemagent.llm.factory import PROVIDERS, ProviderPreset, create_llm_call, parse_llm_spec
+from yiemagent.llm.llamacpp import LlamaCppClient, default_model_path
 from yiemagent.llm.openai import OpenAIChatClient
 from yiemagent.llm.openai_parse import OPENAI_API
 from yiemagent.llm.retry import RetryPolicy
@@ -25,6 +29,7 @@ __all__ = [
     "OPENAI_API",
     "PROVIDERS",
     "AnthropicMessagesClient",
+    "LlamaCppClient",
     "LlmAbortedError",
     "LlmClient",
     "LlmError",
@@ -37,6 +42,7 @@ __all__ = [
     "SSEEvent",
     "SSEParser",
     "create_llm_call",
+    "default_model_path",
     "interruptible_session",
     "iter_sse",
     "parse_llm_spec",

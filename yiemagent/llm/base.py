@@ -160,7 +160,8 @@ class LlmClient(abc.ABC):
         retry = (self.retry if max_retry_delay_ms is None
                  else attrs.evolve(self.retry, max_retry_delay_ms=max_retry_delay_ms))
         return self._transport.post(self.endpoint, self.headers(), body, self.read_reply,
-                                    on_update=on_update, signal=signal, retry=retry)
+                                    on_update=on_update, signal=signal, retry=retry,
+                                    server=self.base_url)
 
     def close(self) -> None:
         """End the calls in flight (they raise ``LlmError`` saying the client was closed) and

@@ -10,6 +10,7 @@ import attrs
 
 from yiemagent.llm.anthropic import AnthropicMessagesClient
 from yiemagent.llm.base import LlmClient
+from yiemagent.llm.llamacpp import LlamaCppClient
 from yiemagent.llm.openai import OpenAIChatClient
 
 __all__ = ["PROVIDERS", "ProviderPreset", "create_llm_call", "parse_llm_spec"]
@@ -108,8 +109,15 @@ def parse_llm_spec(spec: str) -> tuple[str | None, str | None, str | None]:
     return provider.lower(), rest, None
 
 
-def create_llm_call(spec: str, **options: Any) -> LlmClient:
+LOCAL = "local"
+
+
+def create_llm_call(spec: str, **options: Any) -> LlmClient | LlamaCppClient:
     """Return a ready ``llm_call`` client for ``spec``; ``options`` go to the client constructor.
+
+    ``"local"`` is the embedded default model (``LlamaCppClient``: SmolLM2-135M from the
+    ``local`` extra, in this process, no server) and ``"local:/path/model.gguf"`` any GGUF file
+    run the same way; a missing extra raises ``ImportError`` with the install command.
 
     ``"openai:gpt-4o-mini"``, ``"anthropic:claude-sonnet-4-5"``, ``"ollama:qwen2.5"`` (OpenAI API at
     ``http://localhost:11434/v1``), ``"openrouter:..."``, ``"vllm:..."``, ``"llamacpp:..."``,
@@ -119,6 +127,9 @@ def create_llm_call(spec: str, **options: Any) -> LlmClient:
     ``ValueError`` for an unknown provider, a spec without a model, or a server address after
     ``@`` without ``http://``/``https://`` (see ``parse_llm_spec``).
     """
+    if isinstance(spec, str) and spec.strip().partition(":")[0].lower() == LOCAL:
+        path = spec.strip().partition(":")[2].strip()
+        return LlamaCppClient(path or None, **options)
     provider, model, url = parse_llm_spec(spec)
     if provider is None:
         preset, provider = _COMPATIBLE, "openai-compatible"

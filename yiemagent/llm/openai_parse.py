@@ -117,7 +117,9 @@ def parse_chat_completion(body: Any, *, label: str, provider: str, model: str) -
     if text := parts_text(message.get("content"), ""):  # some servers send a list of parts
         content.append(TextContent(text))
     entries = list(message.get("tool_calls") or [])
-    if isinstance(message.get("function_call"), Mapping):  # the legacy single-call form
+    # The legacy single-call form counts only alone: llama-cpp-python sends it beside tool_calls
+    # as a copy of the first call, and reading both would invent a second call.
+    if not entries and isinstance(message.get("function_call"), Mapping):
         entries.append(message["function_call"])
     calls = [tool_call_from_entry(e) for e in entries if isinstance(e, Mapping)]
     content.extend(calls)

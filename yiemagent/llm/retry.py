@@ -174,9 +174,10 @@ def call_with_retries(
     """Call ``attempt`` until it returns, retrying a retryable ``LlmError`` as ``policy`` says.
 
     Raises the last error when retries are spent (its message then says how many attempts were
-    made), any non-retryable error at once, ``LlmAbortedError`` when ``signal`` fires during a
-    wait, and ``LlmTimeoutError`` (naming the last failure) instead of a wait that would end past
-    ``deadline``. Log lines carry only error messages, which never hold the api key.
+    made, when there was more than one), any non-retryable error at once, ``LlmAbortedError``
+    when ``signal`` fires during a wait, and ``LlmTimeoutError`` (naming the last failure)
+    instead of a wait that would end past ``deadline``. Log lines carry only error messages,
+    which never hold the api key.
     """
     log = logger or logging.getLogger("yiemagent.llm")
     attempts = 0
@@ -210,7 +211,10 @@ def call_with_retries(
     try:
         return retrying(guarded)
     except LlmError as error:
-        if error.retryable:
-            plural = "" if attempts == 1 else "s"
-            raise error.final(f"gave up after {attempts} attempt{plural}") from None
+        if error.retryable and attempts > 1:
+            raise error.final(f"gave up after {attempts} attempts") from None
+        if error.retryable:  # one attempt, as max_retries=0 asked: no count to report
+            raise type(error)(error.message, status=error.status,
+                              provider_message=error.provider_message, retryable=False,
+                              retry_after_s=error.retry_after_s) from None
         raise

@@ -14,8 +14,12 @@ from __future__ import annotations
 import json
 import logging
 import queue
+import socket
+import ssl
 import threading
+import urllib.parse
 from collections.abc import Callable, Iterator, Mapping
+from http.client import RemoteDisconnected
 from typing import Any
 
 import requests
@@ -42,8 +46,8 @@ from yiemagent.llm.sse import SSEEvent, SSEParser
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AbortSignal
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "Emit", "HttpTransport", "Reader", "iter_response_sse",
-           "read_json_body"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "Emit", "HttpTransport", "Reader", "connection_problem",
+           "iter_response_sse", "read_json_body", "shown_url"]
 
 logger = logging.getLogger("yiemagent.llm")
 
@@ -190,6 +194,83 @@ def _redirect_error(response: requests.Response, label: str) -> LlmError:
     )
 
 
+def shown_url(url: str) -> str:
+    """Return ``url`` fit for an error text: without user name, password, query or fragment,
+    where a secret could hide (``http://user:key@host/v1?key=...``); the text as it is when it
+    is not a URL."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        host = parts.hostname
+        port = parts.port
+    except ValueError:
+        return url
+    if not parts.scheme or host is None:
+        return url
+    netloc = f"[{host}]" if ":" in host else host
+    if port is not None:
+        netloc += f":{port}"
+    return urllib.parse.urlunsplit((parts.scheme, netloc, parts.path, "", ""))
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """Yield ``exc`` and every exception it wraps (``requests`` and ``urllib3`` nest them in
+    ``args``, ``reason``, ``__cause__`` and ``__context__``), outermost first, each once."""
+    seen: set[int] = set()
+    todo = [exc]
+    while todo:
+        current = todo.pop(0)
+        if id(current) in seen:
+            continue
+        seen.add(id(current))
+        yield current
+        inner = [*current.args, getattr(current, "reason", None), current.__cause__,
+                 current.__context__]
+        todo.extend(e for e in inner if isinstance(e, BaseException))
+
+
+def _reason(exc: BaseException) -> str:
+    """The plain words for the innermost cause of a connection failure (no class names, no
+    urllib3 pool or retry talk)."""
+    causes = list(_causes(exc))
+    for cause in causes:
+        if isinstance(cause, socket.gaierror):
+            return "host name not found"
+    for cause in reversed(causes):  # innermost first: the socket error says what really happened
+        if isinstance(cause, ConnectionRefusedError):
+            return "connection refused"
+        if isinstance(cause, ConnectionResetError):
+            return "connection reset by the server"
+        if isinstance(cause, RemoteDisconnected):
+            return "the server closed the connection without replying"
+        if isinstance(cause, ssl.SSLError):
+            return f"TLS failed ({cause.reason or cause.strerror or 'handshake error'})"
+        if isinstance(cause, OSError) and cause.strerror:
+            return cause.strerror[:1].lower() + cause.strerror[1:]
+    return "the connection failed"
+
+
+def connection_problem(exc: BaseException, server: str, timeout: float) -> LlmError | None:
+    """Return the retryable ``LlmError`` for a request that failed at the connection level, in
+    words a newcomer understands (``cannot connect to http://127.0.0.1:8799/v1: connection
+    refused``), naming ``server`` (shown without credentials); ``None`` for other failures.
+
+    A connect timeout is an ``LlmTimeoutError``. Read timeouts are not handled here."""
+    where = shown_url(server)
+    causes = list(_causes(exc))
+    connecting = any(isinstance(c, urllib3.exceptions.NewConnectionError) for c in causes)
+    if isinstance(exc, requests.ConnectTimeout) or any(
+            isinstance(c, urllib3.exceptions.ConnectTimeoutError) and not connecting for c in causes):
+        return LlmTimeoutError(f"cannot connect to {where}: no connection within {timeout:g} s",
+                               retryable=True)
+    if isinstance(exc, requests.Timeout):
+        return None
+    if connecting or isinstance(exc, requests.exceptions.SSLError):
+        return LlmError(f"cannot connect to {where}: {_reason(exc)}", retryable=True)
+    if isinstance(exc, (requests.ConnectionError, urllib3.exceptions.ProtocolError)):
+        return LlmError(f"connection to {where} failed: {_reason(exc)}", retryable=True)
+    return None
+
+
 def _encode(body: Mapping[str, Any], label: str) -> bytes:
     """Return ``body`` as strict JSON: NaN and infinity, which ``json.dumps`` would write as bare
     tokens no provider parses, raise ``ValueError`` instead."""
@@ -229,9 +310,10 @@ class _Attempt:
     """One HTTP request on a helper thread; results come back to the caller through a queue."""
 
     def __init__(self, transport: HttpTransport, url: str, headers: Mapping[str, str],
-                 payload: bytes, read: Reader) -> None:
+                 payload: bytes, read: Reader, server: str) -> None:
         self._transport = transport
         self._url = url
+        self._server = server
         self._headers = dict(headers)
         self._payload = payload
         self._read = read
@@ -311,7 +393,7 @@ class _Attempt:
                 _bound(response, self._transport.max_response_bytes, self._transport.label)
                 outcome = ("done", self._read(response, self._emit))
         except BaseException as exc:  # converted here, so only a fresh, scrubbed error travels
-            outcome = ("error", self._transport.as_llm_error(exc))
+            outcome = ("error", self._transport.as_llm_error(exc, self._server))
         # Put only once the interrupter let go of the connection: the caller's abandon() that
         # follows must not shut a connection that went back to the pool for the next request.
         self._inbox.put(outcome)
@@ -349,9 +431,10 @@ class HttpTransport:
 
     def post(self, url: str, headers: Mapping[str, str], body: Mapping[str, Any], read: Reader,
              *, on_update: Emit | None = None, signal: AbortSignal | None = None,
-             retry: RetryPolicy | None = None) -> AssistantMessage:
+             retry: RetryPolicy | None = None, server: str | None = None) -> AssistantMessage:
         """Send ``body`` to ``url`` and return what ``read`` makes of the reply, with retries
-        (as ``retry`` says, else the transport's policy).
+        (as ``retry`` says, else the transport's policy). ``server`` (default ``url``) is the
+        address connection errors name: the client's base URL, which the user wrote.
 
         ``read`` runs on the helper thread and reports deltas through its ``emit`` argument; they
         reach ``on_update`` on this thread. Raises ``LlmError`` (``LlmAbortedError`` on abort,
@@ -365,17 +448,22 @@ class HttpTransport:
 
         def attempt() -> AssistantMessage:
             logger.debug("%s request: POST %s", self.label, url)
-            return _Attempt(self, url, headers, payload, read).run(on_update, signal, deadline)
+            return _Attempt(self, url, headers, payload, read, server or url).run(
+                on_update, signal, deadline)
 
         return call_with_retries(attempt, retry or self.retry, signal=signal, label=self.label,
                                  logger=logger, deadline=deadline)
 
-    def as_llm_error(self, exc: BaseException) -> BaseException:
+    def as_llm_error(self, exc: BaseException, server: str = "the server") -> BaseException:
         """Return a fresh ``LlmError``, scrubbed of the key, for a failed attempt (other exceptions
-        are returned as they are)."""
+        are returned as they are); connection failures name ``server`` (``connection_problem``)."""
         error: LlmError
+        problem = (None if isinstance(exc, LlmError)
+                   else connection_problem(exc, server, self.timeout))
         if isinstance(exc, LlmError):
             error = exc
+        elif problem is not None:
+            error = problem
         elif isinstance(exc, requests.Timeout):
             error = LlmTimeoutError(
                 f"{self.label} request timed out: no reply within {self.timeout:g} s",
