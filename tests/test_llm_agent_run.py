@@ -240,3 +240,25 @@ def test_a_client_can_keep_the_session_id_to_itself(server: ScriptedServer, prov
         agent.prompt("Weather in Paris?", timeout=10)
     assert all(SESSION_FIELD[provider](r.body) is None for r in server.requests)
     assert all("metadata" not in r.body for r in server.requests)
+
+
+@pytest.mark.parametrize(("provider", "script", "make_client"), CASES, ids=[c[0] for c in CASES])
+def test_bodies_are_logged_at_debug_only_when_asked_and_never_with_the_key(
+        server: ScriptedServer, provider: str, script: Any, make_client: Any,
+        caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    script(server, False)
+    monkeypatch.setenv("YIEM_LOG_BODIES", "1")
+    with caplog.at_level(logging.DEBUG, logger="yiemagent.llm"), \
+            YiemAgent(llm_call=make_client(server), tools=[weather_tool()]) as agent:
+        agent.prompt(f"Weather in Paris? (my key is {KEY})", timeout=10)
+    bodies = [r.getMessage() for r in caplog.records if ": {" in r.getMessage()]
+    assert any("request to" in b and "Weather in Paris?" in b for b in bodies)
+    assert any(" reply: " in b and "sunny" in b for b in bodies)
+    assert all(KEY not in r.getMessage() for r in caplog.records)
+    caplog.clear()
+    script(server, False)
+    client = make_client(server, log_bodies=False)  # the client's option wins over the variable
+    with caplog.at_level(logging.DEBUG, logger="yiemagent.llm"), \
+            YiemAgent(llm_call=client, tools=[weather_tool()]) as agent:
+        agent.prompt("Weather in Paris?", timeout=10)
+    assert not any(" reply: " in r.getMessage() for r in caplog.records)

@@ -63,6 +63,7 @@ class AnthropicMessagesClient(LlmClient):
         send_session_id: bool = True,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         deadline_s: float | None = None,
+        log_bodies: bool | None = None,
     ) -> None:
         self.send_session_id = bool(send_session_id)
         if not isinstance(max_tokens, int) or max_tokens <= 0:
@@ -72,7 +73,7 @@ class AnthropicMessagesClient(LlmClient):
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
             max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
             retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
-            max_response_bytes=max_response_bytes, deadline_s=deadline_s,
+            max_response_bytes=max_response_bytes, deadline_s=deadline_s, log_bodies=log_bodies,
         )
         self.max_tokens = max_tokens
         self.anthropic_version = anthropic_version

@@ -11,6 +11,8 @@ It builds the provider's request body from the formatted request, posts it throu
 from __future__ import annotations
 
 import abc
+import json
+import logging
 import os
 from collections.abc import Mapping
 from types import TracebackType
@@ -27,7 +29,8 @@ from yiemagent.tool_types import AbortSignal
 
 __all__ = ["KEY_FROM_ENV", "LlmClient"]
 
-KEY_FROM_ENV: Any = object()  # "read the key from the class's environment variable"
+KEY_FROM_ENV: Any = object()
+body_logger = logging.getLogger("yiemagent.llm")  # "read the key from the class's environment variable"
 
 _LABELS = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama",
            "openrouter": "OpenRouter"}
@@ -68,6 +71,7 @@ class LlmClient(abc.ABC):
         extra_body: Mapping[str, Any] | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         deadline_s: float | None = None,
+        log_bodies: bool | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
@@ -84,6 +88,8 @@ class LlmClient(abc.ABC):
         self.base_url = (base_url or os.environ.get(self.base_url_env or "", "")
                          or self.default_base_url).rstrip("/")
         self.extra_body: dict[str, Any] = dict(extra_body or {})
+        # None: follow $YIEM_LOG_BODIES at each call, so it can be switched on in a live process.
+        self.log_bodies = log_bodies
         self._api_key = Secret(api_key or (os.environ.get(env) if env else None))
         self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_backoff_s,
                                  max_retry_delay_ms)
@@ -159,9 +165,28 @@ class LlmClient(abc.ABC):
             self.add_session_id(body, session_id)
         retry = (self.retry if max_retry_delay_ms is None
                  else attrs.evolve(self.retry, max_retry_delay_ms=max_retry_delay_ms))
-        return self._transport.post(self.endpoint, self.headers(), body, self.read_reply,
-                                    on_update=on_update, signal=signal, retry=retry,
-                                    server=self.base_url)
+        logging_bodies = self._logs_bodies()
+        if logging_bodies:
+            self._log_body("request to " + self.endpoint, body)
+        reply = self._transport.post(self.endpoint, self.headers(), body, self.read_reply,
+                                     on_update=on_update, signal=signal, retry=retry,
+                                     server=self.base_url)
+        if logging_bodies:
+            self._log_body("reply", reply.to_dict())
+        return reply
+
+    def _logs_bodies(self) -> bool:
+        """Whether to log bodies: the client's ``log_bodies``, else ``$YIEM_LOG_BODIES=1``; only
+        when the ``yiemagent.llm`` logger shows DEBUG."""
+        wanted = self.log_bodies
+        if wanted is None:
+            wanted = os.environ.get("YIEM_LOG_BODIES", "") not in ("", "0")
+        return wanted and body_logger.isEnabledFor(logging.DEBUG)
+
+    def _log_body(self, what: str, data: Any) -> None:
+        """Log ``data`` as JSON at DEBUG, with the key scrubbed out of it."""
+        text = json.dumps(data, ensure_ascii=False, default=repr)
+        body_logger.debug("%s %s: %s", self.label, what, self._api_key.scrub(text))
 
     def close(self) -> None:
         """End the calls in flight (they raise ``LlmError`` saying the client was closed) and

@@ -93,6 +93,7 @@ class OpenAIChatClient(LlmClient):
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         deadline_s: float | None = None,
         tool_choice: str | Mapping[str, Any] | None = "auto",
+        log_bodies: bool | None = None,
     ) -> None:
         if tool_choice is not None and not isinstance(tool_choice, (str, Mapping)):
             raise ValueError(f"tool_choice must be a string, a dict or None, got {tool_choice!r}")
@@ -103,7 +104,7 @@ class OpenAIChatClient(LlmClient):
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
             max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
             retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
-            max_response_bytes=max_response_bytes, deadline_s=deadline_s,
+            max_response_bytes=max_response_bytes, deadline_s=deadline_s, log_bodies=log_bodies,
         )
 
     @property
