@@ -789,8 +789,10 @@ def local_model(sizes: Sizes) -> Scenario:
     ``slowdown`` is direct ÷ client per pair of runs; its target 1.053 means the client keeps
     ≥ 0.95 of the direct speed. Reports ``unavailable`` without the ``local`` extra.
 
-    Hook for the CLI start-up figure (another scenario's owner): add it as a further
-    ``Figure`` of this scenario; this part measures generation speed only."""
+    ``cli_startup_s`` is the command's start-up: seconds from starting ``python -m yiemagent run``
+    (with the embedded model, whose loading it includes) to its first streamed output, the
+    model's first token; ``cli_scripted_s`` the same with a scripted model, i.e. the command's
+    own start-up without a model to load."""
     params = {"max_tokens": sizes.local_tokens, "prompt": LOCAL_PROMPT}
     figures = [Figure("client_tokens_per_s", "LlamaCppClient tokens/s", "tok/s", []),
                Figure("direct_tokens_per_s", "llama-cpp-python tokens/s", "tok/s", []),
@@ -847,7 +849,37 @@ def local_model(sizes: Sizes) -> Scenario:
     finally:
         client.close()
         direct.close()
+    figures.append(Figure("cli_startup_s", "CLI start-up to first output, local model", "s",
+                          sample(lambda: cli_first_output("local"), sizes)))
+    figures.append(Figure("cli_scripted_s", "CLI start-up to first output, scripted model", "s",
+                          sample(lambda: cli_first_output("scripted"), sizes)))
     return Scenario("local_model", params=params, figures=figures)
+
+
+def cli_first_output(model: str) -> float:
+    """Seconds from starting ``python -m yiemagent run`` with ``model`` (``local`` or
+    ``scripted``: a reply replayed from a file) to the first byte it writes to stdout."""
+    with tempfile.TemporaryDirectory() as folder:
+        spec = model
+        if model == "scripted":
+            replies = Path(folder) / "replies.json"
+            replies.write_text(json.dumps(["Hello there."]), encoding="utf-8")
+            spec = f"scripted:{replies}"
+        env = {k: v for k, v in os.environ.items() if not k.endswith("_API_KEY")}
+        start = time.perf_counter()
+        child = subprocess.Popen(
+            [sys.executable, "-m", "yiemagent", "run", "Say hello.", "--model", spec, "--tools",
+             folder, "-q"], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        try:
+            assert child.stdout is not None
+            first = child.stdout.read(1)
+            elapsed = time.perf_counter() - start
+            child.stdout.read()
+        finally:
+            child.wait(RESPONSE_TIMEOUT_S)
+        if not first or child.returncode != 0:
+            raise BenchError(f"yiemagent run --model {model} failed (exit {child.returncode})")
+        return elapsed
 
 
 RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
