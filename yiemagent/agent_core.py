@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextvars
 import json
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -57,6 +58,8 @@ from yiemagent.validation import (
     prepare_tool_call_arguments,
     validate_tool_arguments,
 )
+
+logger = logging.getLogger("yiemagent")
 
 __all__ = [
     "create_error_tool_result",
@@ -533,6 +536,22 @@ def execute_tool_calls_parallel(
     return _batch(finalized, config.clock)
 
 
+_hinted: set[str] = set()
+_hinted_lock = threading.Lock()
+
+
+def _hint_sequential_fallback(names: Sequence[str]) -> None:
+    """Log, once per tool name and process, that a parallel batch ran in order because of it."""
+    with _hinted_lock:
+        new = sorted(set(names) - _hinted)
+        _hinted.update(new)
+    if new:
+        logger.info("tool_execution='parallel', but %s do not allow parallel execution "
+                    "(parallel_tool_execute=False), so batches with them run in order; pass "
+                    "parallel_tool_execute=True (or @function_tool(parallel=True)) if they may "
+                    "run at once", ", ".join(repr(n) for n in new))
+
+
 def _outcome(future: Future[FinalizedOutcome], prep: PreparedToolCall) -> FinalizedOutcome:
     try:
         return future.result()
@@ -553,9 +572,13 @@ def execute_tool_calls(
     """Run a batch sequentially if the config says so or any known tool in it is not parallel,
     else in parallel (spec section 9). Never raises."""
     tools = context.tools
-    has_sequential = any(tc.name in tools and not tools[tc.name].parallel_tool_execute
-                         for tc in tool_calls)
-    if config.tool_execution == "sequential" or has_sequential:
+    if config.tool_execution == "sequential":
+        return execute_tool_calls_sequential(context, assistant_message, tool_calls, config,
+                                             signal, emit)
+    serial = [tc.name for tc in tool_calls
+              if tc.name in tools and not tools[tc.name].parallel_tool_execute]
+    if serial:
+        _hint_sequential_fallback(serial)
         return execute_tool_calls_sequential(context, assistant_message, tool_calls, config,
                                              signal, emit)
     return execute_tool_calls_parallel(context, assistant_message, tool_calls, config, signal,
