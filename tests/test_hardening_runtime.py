@@ -139,3 +139,71 @@ def test_shutdown_with_wait_from_a_listener_raises_and_without_wait_works() -> N
     agent._worker.join(WAIT)
     assert not agent._worker.is_alive()
     assert len(outcomes) == 1 and "shutdown(wait=True)" in outcomes[0]
+
+
+def test_a_tool_usage_given_as_a_dict_is_converted_and_a_bad_one_is_an_error_result() -> None:
+    from yiemagent import LlmUsage
+
+    good = AgentTool("good", "Good", "usage as a dict", {"type": "object"},
+                     lambda *_: AgentToolResult("ok", usage={"input": 3}))  # type: ignore[arg-type]
+    bad = AgentTool("bad", "Bad", "usage of a wrong type", {"type": "object"},
+                    lambda *_: AgentToolResult("ok", usage="lots"))  # type: ignore[arg-type]
+    batch = AssistantMessage([AgentToolCall("g", "good", {}), AgentToolCall("b", "bad", {})])
+    with YiemAgent(llm_call=ScriptedLLM(batch, reply("done")), tools=[good, bad]) as agent:
+        assert text(agent.prompt("go", WAIT)) == "done"
+        results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
+    assert [r.tool_call_id for r in results] == ["g", "b"]  # every call keeps its result
+    assert results[0].usage == LlmUsage(input=3) and not results[0].is_error
+    assert results[1].is_error and "usage of type str" in results[1].content[0].text
+
+
+def test_a_prompt_that_times_out_is_marked_abandoned_in_the_same_step() -> None:
+    with YiemAgent(llm_call=ScriptedLLM()) as agent:
+        with pytest.raises(TimeoutError):
+            agent.output_channel.take_for(12345, 0)
+        assert 12345 in agent._worker_core.hub.abandoned
+
+
+def test_a_history_set_during_a_run_is_what_a_save_writes_then(tmp_path: Any) -> None:
+    import threading
+
+    from yiemagent.session import load_session
+
+    started, release = threading.Event(), threading.Event()
+    from agent_helpers import gated_tool
+
+    llm = ScriptedLLM(call("echo", {"text": "x"}), call("slow", {}, "c2"), reply("done"))
+    with YiemAgent(llm_call=llm, tools=[echo_tool(), gated_tool(started, release)],
+                   messages=[UserMessage(f"old {i}") for i in range(40)]) as agent:
+        agent.run_agent("go")
+        agent.messages = [UserMessage("trimmed")]  # applies before the run's next LLM call
+        assert started.wait(WAIT)  # the second turn's tool runs: the new history is in use
+        agent.save(tmp_path / "s.json")
+        saved = load_session(tmp_path / "s.json").messages
+        release.set()
+        agent.take_response(WAIT)
+    assert [m.role for m in saved] == ["user"]  # the new history as it was when it applied
+    assert saved[0].content[0].text == "trimmed"
+
+
+def test_close_tool_store_without_waiting_closes_only_once_the_run_is_over() -> None:
+    import threading
+
+    from agent_helpers import gated_tool
+
+    from yiemagent import ToolStore, register_tool
+
+    started, release = threading.Event(), threading.Event()
+    store = ToolStore("owned")
+    register_tool(store, gated_tool(started, release))
+    closed = threading.Event()
+    store.add_closer(closed.set)
+    agent = YiemAgent(llm_call=ScriptedLLM(call("slow", {}), reply("done")), tool_store=store,
+                      close_tool_store=True)
+    agent.run_agent("go")
+    assert started.wait(WAIT)
+    agent.shutdown(wait=False)
+    assert not closed.is_set()  # the run still uses its tools
+    release.set()
+    assert text(agent.take_response(WAIT)) == "done"
+    assert closed.wait(WAIT)

@@ -20,7 +20,7 @@ import attrs
 
 from yiemagent.channels import MessageChannel, OutputChannel
 from yiemagent.emit import Emit, SafeEmitter
-from yiemagent.errors import AgentClosedError, ResponseTimeout
+from yiemagent.errors import AgentClosedError
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
 from yiemagent.run import RunConfig
 from yiemagent.session import SessionData, load_session, save_session
@@ -260,7 +260,11 @@ class YiemAgent:
         self._worker_core.set_state("messages", lambda: self._replace_history(history))
 
     def _replace_history(self, history: list[AgentMessage]) -> None:
+        """Swap in ``history`` (with the channel lock held). During a run it applies between
+        turns, and a save then writes the new history as it was at that point."""
         self._state.messages = history
+        if self._state.active_run:
+            self._worker_core.history_mark = len(history)
         self._prime_wire_cache()
 
     @property
@@ -295,12 +299,14 @@ class YiemAgent:
     @tools.setter
     def tools(self, value: Mapping[str, AgentTool] | Iterable[AgentTool]) -> None:
         mapping = tool_mapping(value)
+        sync = self._worker_core.tool_sync
+        # The store's own lock is taken here, never under the channel lock (lock order).
+        snapshot = sync.store_snapshot() if sync is not None else {}
 
         def apply() -> None:
             self._state.tools = mapping
-            sync = self._worker_core.tool_sync
             if sync is not None:
-                sync.rebind(value, mapping)
+                sync.rebind(value, mapping, snapshot)
 
         self._worker_core.set_state("tools", apply)
 
@@ -382,11 +388,7 @@ class YiemAgent:
         history like every reply), so a later ``prompt`` never gets it."""
         self._worker_core.hub.check_not_worker("prompt")
         number = self.input_channel.send(text)
-        try:
-            return self.output_channel.take_for(number, timeout)
-        except ResponseTimeout:
-            self._worker_core.abandon(number)
-            raise
+        return self.output_channel.take_for(number, timeout)
 
     def abort(self) -> None:
         """Abort the active run (tools and hooks see the signal; calls not yet run get aborted
@@ -416,8 +418,19 @@ class YiemAgent:
                 logger.warning("shutdown(timeout=%s) returned while the worker is still busy "
                                "with %s", timeout, core.describe_activity())
         if self.close_tool_store and self.tool_store is not None:
-            self.tool_store.close()
+            self._close_store_after(core)
         return queued
+
+    def _close_store_after(self, core: AgentWorker) -> None:
+        """Close the tool store once the worker has ended (at once when it has), so a run still
+        going never loses its tools' connections."""
+        store = self.tool_store
+        with self._cond:
+            ended = core.hub.finished
+            if not ended and store.close not in core.after_stop:
+                core.after_stop.append(store.close)
+        if ended:
+            store.close()
 
     def __enter__(self) -> YiemAgent:
         return self

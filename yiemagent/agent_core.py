@@ -278,7 +278,19 @@ def _result_problem(name: str, result: Any) -> str | None:
     if not isinstance(details, dict):
         return (f'Tool "{name}" returned details of type {type(details).__name__}; '
                 "details must be a dict.")
+    usage: Any = result.usage
+    if usage is not None and not isinstance(usage, (LlmUsage, Mapping)):
+        return (f'Tool "{name}" returned usage of type {type(usage).__name__}; usage must be an '
+                "LlmUsage, a dict of its fields, or None.")
     return None
+
+
+def _usable_result(result: AgentToolResult) -> AgentToolResult:
+    """``result`` with a ``usage`` given as a dict turned into an ``LlmUsage``."""
+    usage: Any = result.usage  # typed as LlmUsage, but a tool may pass a dict
+    if isinstance(usage, Mapping):
+        return attrs.evolve(result, usage=LlmUsage.from_dict(usage))
+    return result
 
 
 def execute_prepared_tool_call(
@@ -318,9 +330,12 @@ def execute_prepared_tool_call(
         return ExecutedOutcome(create_error_tool_result(msg, TOOL_RAISED), True)
     gate.close()
     problem = _result_problem(name, result)
-    if problem is not None:
-        return ExecutedOutcome(create_error_tool_result(problem, INVALID_RESULT), True)
-    return ExecutedOutcome(result, False)
+    if problem is None:
+        try:
+            return ExecutedOutcome(_usable_result(result), False)
+        except (TypeError, ValueError) as exc:  # a usage dict with fields LlmUsage refuses
+            problem = f'Tool "{name}" returned unusable usage: {describe_error(exc)}'
+    return ExecutedOutcome(create_error_tool_result(problem, INVALID_RESULT), True)
 
 
 def _merge_after(result: AgentToolResult, is_error: bool, after: Any) -> tuple[AgentToolResult, bool]:
@@ -456,8 +471,20 @@ def _start_and_prepare(
 
 
 def _batch(finalized: list[FinalizedOutcome], clock: Callable[[], int]) -> AgentToolCallBatch:
-    return AgentToolCallBatch([create_tool_result_message(f, clock()) for f in finalized],
+    return AgentToolCallBatch([_result_message(f, clock()) for f in finalized],
                               should_terminate(finalized))
+
+
+def _result_message(f: FinalizedOutcome, timestamp: int) -> ToolResultMessage:
+    """The call's result message; one that cannot be built (a hook or tool left a field of the
+    wrong type) becomes an error result, so every call keeps its result and the batch goes on."""
+    try:
+        return create_tool_result_message(f, timestamp)
+    except (TypeError, ValueError) as exc:
+        problem = f'The result of tool "{f.tool_call.name}" cannot be stored: {describe_error(exc)}'
+        failed = FinalizedOutcome(f.tool_call, create_error_tool_result(problem, INVALID_RESULT),
+                                  True)
+        return create_tool_result_message(failed, timestamp)
 
 
 def execute_tool_calls_sequential(

@@ -41,7 +41,8 @@ class ChannelHub:
     ``worker`` is the worker thread's ident: a blocking call from that thread would wait for
     itself, so it raises ``RuntimeError`` instead."""
 
-    __slots__ = ("arrivals", "changed", "closed", "dropped", "finished", "lock", "worker")
+    __slots__ = ("abandoned", "arrivals", "changed", "closed", "dropped", "finished", "lock",
+                 "worker")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -51,6 +52,7 @@ class ChannelHub:
         self.finished = False  # the worker has ended
         self.worker: int | None = None
         self.dropped: set[int] = set()  # arrivals removed unprocessed (clear_queues, reset)
+        self.abandoned: set[int] = set()  # arrivals of prompts that timed out
 
     def enter_worker(self) -> None:
         """Mark the calling thread's context as this agent's worker; tool threads started from
@@ -191,7 +193,9 @@ class OutputChannel(_Channel[AssistantMessage]):
 
     def take_for(self, arrival: int, timeout: float | None) -> AssistantMessage:
         """The response of the run that answered message ``arrival``, wherever it is in the
-        channel; the other responses stay in order."""
+        channel; the other responses stay in order. When the timeout passes, ``arrival`` is
+        marked abandoned in the same step (under the lock), so a response delivered a moment
+        later is never put out for somebody else."""
         return self._take(arrival, True, timeout)
 
     def _take(self, arrival: int | None, block: bool, timeout: float | None) -> AssistantMessage:
@@ -207,6 +211,8 @@ class OutputChannel(_Channel[AssistantMessage]):
                     raise AgentClosedError("the agent was shut down and has no responses left")
                 remaining = _remaining(deadline)
                 if not block or (remaining is not None and remaining <= 0):
+                    if arrival is not None:
+                        hub.abandoned.add(arrival)
                     raise ResponseTimeout("no response is ready" if not block
                                           else f"no response within {timeout} s")
                 hub.check_not_worker("waiting for a response")

@@ -30,12 +30,17 @@ class ToolSync:
         self.store = store
         self._follow = False
         self._names: set[str] = set()
-        self.rebind(given, tools)
+        self.rebind(given, tools, self.store_snapshot())
 
-    def rebind(self, given: Any, tools: ToolMapping) -> None:
+    def store_snapshot(self) -> dict[str, Any]:
+        """A copy of the store's tools, taken under the store's lock. The agent takes it before
+        its own channel lock: the store lock is never taken under that one."""
+        return self._store_tools()
+
+    def rebind(self, given: Any, tools: ToolMapping, store_tools: dict[str, Any]) -> None:
         """Follow the whole store when ``given`` is the store's own mapping (or ``None``), else
-        only the tools of ``tools`` that are the store's own objects."""
-        store_tools = self._store_tools()
+        only the tools of ``tools`` that are the store's own objects (in ``store_tools``, a
+        ``store_snapshot``)."""
         self._follow = self.store is not None and (given is None or given is self.store.tools)
         self._names = {n for n, t in tools.items() if store_tools.get(n) is t}
 

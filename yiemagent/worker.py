@@ -70,12 +70,12 @@ class AgentWorker:
         self.follow_up_mode = follow_up_mode
         self.resumes: collections.deque[int] = collections.deque()  # arrival numbers
         self.pending: dict[str, Callable[[], None]] = {}  # state settings made during a run
-        self.abandoned: set[int] = set()  # arrivals of prompts that timed out
         self.history_mark: int | None = None  # history length when the active run began
         self.run_opened = 0  # arrival number from which messages may join the active run
         self.run_arrivals: set[int] = set()
         self.signal: AbortSignal | None = None
         self.config_of_run = config  # the config the active run started with
+        self.after_stop: list[Callable[[], None]] = []  # run once the worker has ended
         self.thread = threading.Thread(target=self.loop, daemon=True, name="yiemagent-worker")
 
     def start(self, name: str) -> None:
@@ -101,6 +101,11 @@ class AgentWorker:
                 self.deliver(response)
         finally:
             self.close()
+            for callback in self.after_stop:
+                try:
+                    callback()
+                except Exception:  # the thread is ending: log, never raise from here
+                    logger.exception("a callback run after the agent stopped raised")
 
     def next_job(self) -> _Job | None:
         """Block until a message or resume starts a run (the earliest arrival, whichever channel
@@ -183,8 +188,9 @@ class AgentWorker:
             self.signal = None
             self.history_mark = None
             arrivals = frozenset(self.run_arrivals)
-            unwanted = bool(arrivals) and arrivals <= self.abandoned
-            self.abandoned -= arrivals
+            abandoned = self.hub.abandoned
+            unwanted = bool(arrivals) and arrivals <= abandoned
+            abandoned -= arrivals
             if unwanted:
                 self.cond.notify_all()
                 return
@@ -246,12 +252,6 @@ class AgentWorker:
         self.resumes.clear()
         self.cond.notify_all()
         return [msg for _, msg in sorted(queued, key=lambda item: item[0])]
-
-    def abandon(self, arrival: int) -> None:
-        """A prompt for message ``arrival`` stopped waiting: its run's response, when it comes,
-        is not put out for somebody else (unless it also answers other messages)."""
-        with self.cond:
-            self.abandoned.add(arrival)
 
     def history_snapshot(self) -> list[AgentMessage]:
         """A copy of the history at a run boundary: during a run, the history as it was before
