@@ -1,10 +1,8 @@
 """Events as plain JSON-ready dicts and back, so they can cross a process or machine boundary.
 
-``event_to_dict`` gives ``{"type": <event_type>, ...fields}`` with messages in their ``to_dict``
-form and tool results as ``{"content", "details", "usage", "terminate"}``; values a tool chose
-freely (arguments, partial results, details) are made JSON-ready by ``json_ready`` (a datetime
-becomes ISO text, an unknown object its ``repr``). ``event_from_dict`` rebuilds the event, so a
-listener far from the agent receives the same classes as one beside it.
+``event_to_dict`` is the event's own ``to_dict()`` (messages in their ``to_dict`` form, values a
+tool chose freely made JSON-ready), plus what reading it back needs. ``event_from_dict``
+rebuilds the event, so a listener far from the agent receives the same classes as one beside it.
 """
 
 from __future__ import annotations
@@ -14,7 +12,7 @@ from typing import Any, TypeVar
 
 import attrs
 
-from yiemagent.content import content_from_dict, content_to_dict
+from yiemagent.content import content_from_dict
 from yiemagent.events import (
     AgentEndEvent,
     AgentEvent,
@@ -37,15 +35,6 @@ __all__ = ["event_from_dict", "event_to_dict"]
 _RESULT_TAG = "__agent_tool_result__"  # marks a partial result that was an AgentToolResult
 
 
-def _result_to_dict(result: AgentToolResult) -> dict[str, Any]:
-    return {
-        "content": [content_to_dict(b) for b in result.content],
-        "details": json_ready(result.details),
-        "usage": None if result.usage is None else result.usage.to_dict(),
-        "terminate": result.terminate,
-    }
-
-
 def _result_from_dict(data: Mapping[str, Any]) -> AgentToolResult:
     usage = data.get("usage")
     return AgentToolResult(
@@ -54,12 +43,6 @@ def _result_from_dict(data: Mapping[str, Any]) -> AgentToolResult:
         None if usage is None else LlmUsage.from_dict(usage),
         bool(data.get("terminate", False)),
     )
-
-
-def _value_to_dict(value: Any) -> Any:
-    if isinstance(value, AgentToolResult):
-        return {_RESULT_TAG: _result_to_dict(value)}
-    return json_ready(value)
 
 
 def _value_from_dict(value: Any) -> Any:
@@ -73,33 +56,21 @@ def _message(data: Any) -> Any:
 
 
 def event_to_dict(event: AgentEvent) -> dict[str, Any]:
-    """The JSON-ready dict of ``event``; an event class this module does not know is given by its
-    ``event_type`` and its fields made JSON-ready (it reads back as a plain ``AgentEvent``)."""
-    out: dict[str, Any] = {"type": event.event_type}
-    if isinstance(event, (ToolExecStartEvent, ToolExecUpdateEvent)):
-        out.update(tool_call_id=event.tool_call_id, tool_name=event.tool_name,
-                   arguments=json_ready(event.arguments))
-        if isinstance(event, ToolExecUpdateEvent):
-            out["partial_result"] = _value_to_dict(event.partial_result)
-    elif isinstance(event, ToolExecEndEvent):
-        out.update(tool_call_id=event.tool_call_id, tool_name=event.tool_name,
-                   result=_result_to_dict(event.result), is_error=event.is_error)
-    elif isinstance(event, AgentEndEvent):
-        out["messages"] = [m.to_dict() for m in event.messages]
-        out["response"] = None if event.response is None else event.response.to_dict()
-    elif isinstance(event, TurnStartEvent):
-        out["turn"] = event.turn
-    elif isinstance(event, TurnEndEvent):
-        out["message"] = event.message.to_dict()
-        out["tool_results"] = [m.to_dict() for m in event.tool_results]
-    elif isinstance(event, (MessageStartEvent, MessageEndEvent)):
-        out["message"] = None if event.message is None else event.message.to_dict()
-    elif isinstance(event, MessageUpdateEvent):
-        out.update(kind=event.kind, delta=event.delta, content_index=event.content_index,
-                   tool_call_id=event.tool_call_id, tool_name=event.tool_name)
-    elif not isinstance(event, AgentStartEvent):
+    """The JSON-ready dict of ``event``: its own ``to_dict()``, with a partial result that was an
+    ``AgentToolResult`` tagged so that it reads back as one. An event class this module does not
+    know is given by its ``event_type`` and its fields made JSON-ready (it reads back as a plain
+    ``AgentEvent``)."""
+    out = event.to_dict()
+    if isinstance(event, ToolExecUpdateEvent) and isinstance(event.partial_result, AgentToolResult):
+        out["partial_result"] = {_RESULT_TAG: event.partial_result.to_dict()}
+    elif type(event) not in _KNOWN:
         out["fields"] = json_ready({f.name: getattr(event, f.name) for f in attrs.fields(type(event))})
     return out
+
+
+_KNOWN = frozenset({AgentStartEvent, AgentEndEvent, TurnStartEvent, TurnEndEvent, MessageStartEvent,
+                    MessageUpdateEvent, MessageEndEvent, ToolExecStartEvent, ToolExecUpdateEvent,
+                    ToolExecEndEvent})
 
 
 def event_from_dict(data: Mapping[str, Any]) -> AgentEvent:
