@@ -86,6 +86,21 @@ class _RunSetting:
         agent._replace_config(**{self.name: value})
 
 
+class _ModeSetting(_RunSetting):
+    """A ``YiemAgent`` attribute that lives on the worker core (how queued messages join runs):
+    checked at the set, read by the worker at its next decision."""
+
+    def __get__(self, agent: YiemAgent | None, owner: type) -> Any:
+        if agent is None:
+            return self
+        return getattr(agent._worker_core, self.name)
+
+    def __set__(self, agent: YiemAgent, value: Any) -> None:
+        mode = _mode(self.name, value)
+        with agent._cond:
+            setattr(agent._worker_core, self.name, mode)
+
+
 class YiemAgent:
     """An agent with its history, tools, hooks, channels and worker thread (spec ``yiemAgent``).
 
@@ -107,6 +122,12 @@ class YiemAgent:
     max_turns = _RunSetting("LLM calls per run before it ends with ``stop_reason=\"max_turns\"``.")
     max_retry_delay_ms = _RunSetting("Cap on a provider client's retry waits, when set.")
     skip_tools_on_steer = _RunSetting("Skip the rest of a sequential batch for a new message.")
+    steering_mode = _ModeSetting(
+        "How messages sent with ``run_agent`` during a run join it: ``\"all\"`` before the next "
+        "LLM call, or ``\"one-at-a-time\"``, one per LLM call in arrival order.")
+    follow_up_mode = _ModeSetting(
+        "How queued follow-ups start runs: ``\"one-at-a-time\"`` (each its own run) or ``\"all\"`` "
+        "(the follow-ups queued while a run is active share the next run).")
     clock = _RunSetting("Milliseconds for the timestamps the loop gives (fixed in conformance runs).")
     new_tool_call_id = _RunSetting("Makes the id of a tool call that came without one.")
 
@@ -207,30 +228,6 @@ class YiemAgent:
     @session_id.setter
     def session_id(self, value: str) -> None:
         self._replace_config(session_id=_check_session_id(value))
-
-    @property
-    def steering_mode(self) -> str:
-        """How messages sent with ``run_agent`` during a run join it: ``"all"`` before the next
-        LLM call, or ``"one-at-a-time"``, one per LLM call in arrival order."""
-        return self._worker_core.steering_mode
-
-    @steering_mode.setter
-    def steering_mode(self, value: Literal["all", "one-at-a-time"]) -> None:
-        mode = _mode("steering_mode", value)
-        with self._cond:
-            self._worker_core.steering_mode = mode
-
-    @property
-    def follow_up_mode(self) -> str:
-        """How queued follow-ups start runs: ``"one-at-a-time"`` (each its own run) or
-        ``"all"`` (the follow-ups queued while a run is active share the next run)."""
-        return self._worker_core.follow_up_mode
-
-    @follow_up_mode.setter
-    def follow_up_mode(self, value: Literal["all", "one-at-a-time"]) -> None:
-        mode = _mode("follow_up_mode", value)
-        with self._cond:
-            self._worker_core.follow_up_mode = mode
 
     @property
     def agent_event_sink(self) -> Emit:
