@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import socket
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -24,16 +23,6 @@ TOOL_FILE = Path(__file__).resolve().parent.parent / "tools" / "getWeather.py"
 @pytest.fixture(scope="module")
 def get_weather() -> AgentTool:
     return check_tool_file(TOOL_FILE)
-
-
-@pytest.fixture
-def meteo(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenMeteoServer]:
-    with OpenMeteoServer() as srv:
-        monkeypatch.setenv("YIEM_GEOCODING_URL", srv.geocoding_url)
-        monkeypatch.setenv("YIEM_FORECAST_URL", srv.forecast_url)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        monkeypatch.delenv("YIEM_WEATHER_TIMEOUT_S", raising=False)
-        yield srv
 
 
 def call(tool: AgentTool, args: dict[str, Any], events: list[Any] | None = None) -> ToolResultMessage:

@@ -65,15 +65,11 @@ def store(tmp_path: Path) -> ToolStore:
 
 
 @pytest.fixture
-def meteo(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenMeteoServer]:
-    """The loopback Open-Meteo stand-in, knowing Paris too, as getWeather's endpoints."""
+def meteo(meteo: OpenMeteoServer, monkeypatch: pytest.MonkeyPatch) -> OpenMeteoServer:
+    """The shared Open-Meteo server, knowing Paris too."""
     monkeypatch.setitem(openmeteo_server.PLACES, "paris", PARIS)
     monkeypatch.setitem(openmeteo_server.CONDITIONS, (48.85, 2.35), PARIS_NOW)
-    with OpenMeteoServer() as srv:
-        monkeypatch.setenv("YIEM_GEOCODING_URL", srv.geocoding_url)
-        monkeypatch.setenv("YIEM_FORECAST_URL", srv.forecast_url)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        yield srv
+    return meteo
 
 
 def ask(llm: LlamaCppClient, store: ToolStore, question: str,

@@ -8,7 +8,6 @@ need about 20 s for its geocoding answer; it stops by itself, and sooner once th
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -27,13 +26,10 @@ def get_weather() -> AgentTool:
 
 
 @pytest.fixture
-def meteo(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenMeteoServer]:
-    with OpenMeteoServer() as srv:
-        monkeypatch.setenv("YIEM_GEOCODING_URL", srv.geocoding_url)
-        monkeypatch.setenv("YIEM_FORECAST_URL", srv.forecast_url)
-        monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-        monkeypatch.setenv("YIEM_WEATHER_TIMEOUT_S", "0.3")
-        yield srv
+def meteo(meteo: OpenMeteoServer, monkeypatch: pytest.MonkeyPatch) -> OpenMeteoServer:
+    """The shared Open-Meteo server, with getWeather's timeout cut to 0.3 s."""
+    monkeypatch.setenv("YIEM_WEATHER_TIMEOUT_S", "0.3")
+    return meteo
 
 
 def look_up(tool: AgentTool, signal: AbortSignal | None = None) -> AgentToolResult | Exception:
