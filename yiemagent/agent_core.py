@@ -192,18 +192,19 @@ def prepare_tool_call(
         reraise_interrupt(exc)
         msg = f'Preparing the arguments for tool "{name}" failed: {describe_error(exc)}'
         return ImmediateOutcome(create_error_tool_result(msg, PREPARE_FAILED), True)
-    try:
-        reason = _before_hook_block(
-            config, BeforeToolCallContext(assistant_message, tool_call, args, context), signal
-        )
-    except BaseException as exc:
-        reraise_interrupt(exc)
-        msg = f'before_tool_call hook failed for tool "{name}": {describe_error(exc)}'
-        return ImmediateOutcome(create_error_tool_result(msg, HOOK_FAILED), True)
+    if config.before_tool_call is not None:
+        try:
+            reason = _before_hook_block(
+                config, BeforeToolCallContext(assistant_message, tool_call, args, context), signal
+            )
+        except BaseException as exc:
+            reraise_interrupt(exc)
+            msg = f'before_tool_call hook failed for tool "{name}": {describe_error(exc)}'
+            return ImmediateOutcome(create_error_tool_result(msg, HOOK_FAILED), True)
+        if reason is not None and not _is_aborted(signal):
+            return ImmediateOutcome(create_error_tool_result(reason, BLOCKED), True)
     if _is_aborted(signal):
         return ImmediateOutcome(*_aborted_outcome(name))
-    if reason is not None:
-        return ImmediateOutcome(create_error_tool_result(reason, BLOCKED), True)
     return PreparedToolCall(tool, tool_call, args)
 
 
@@ -329,6 +330,8 @@ def execute_prepared_tool_call(
         msg = f'Tool "{name}" failed: {describe_error(exc)}'
         return ExecutedOutcome(create_error_tool_result(msg, TOOL_RAISED), True)
     gate.close()
+    if type(result) is AgentToolResult and type(result.details) is dict and result.usage is None:
+        return ExecutedOutcome(result, False)  # the usual result: nothing to check or convert
     problem = _result_problem(name, result)
     if problem is None:
         try:
@@ -478,6 +481,18 @@ def _batch(finalized: list[FinalizedOutcome], clock: Callable[[], int]) -> Agent
 def _result_message(f: FinalizedOutcome, timestamp: int) -> ToolResultMessage:
     """The call's result message; one that cannot be built (a hook or tool left a field of the
     wrong type) becomes an error result, so every call keeps its result and the batch goes on."""
+    call, result = f.tool_call, f.result
+    usage = result.usage
+    # What the pipeline made itself has the right types already (the result's content went
+    # through its converter, details and usage were checked after ``execute`` and after the
+    # hook): then the message is built without checking every field once more.
+    if (type(call.id) is str and type(call.name) is str and type(result.content) is list
+            and type(result.details) is dict and (usage is None or type(usage) is LlmUsage)
+            and type(f.is_error) is bool and type(timestamp) is int):
+        details = json_ready(result.details)
+        return ToolResultMessage._checked_fields(
+            call.id, call.name, list(result.content), details, usage,
+            _added_tool_names(details), f.is_error, timestamp)
     try:
         return create_tool_result_message(f, timestamp)
     except (TypeError, ValueError) as exc:

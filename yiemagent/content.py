@@ -139,6 +139,9 @@ def content_from_dict(data: Mapping[str, Any]) -> ContentBlock:
     return copy.deepcopy(dict(data))
 
 
+_KEPT = (MessageContent, dict)
+
+
 def _block(item: Any) -> ContentBlock:
     if isinstance(item, str):
         return TextContent(item)
@@ -163,7 +166,8 @@ def content_list(value: str | Iterable[ContentBlock | str] | None) -> list[Conte
         return [TextContent(value)]
     if isinstance(value, MessageContent):
         return [value]
-    return [_block(item) for item in value]
+    # Blocks that are already typed or dicts (nearly all) are kept without a call per block.
+    return [item if isinstance(item, _KEPT) else _block(item) for item in value]
 
 
 def content_text(content: Iterable[Any]) -> str:

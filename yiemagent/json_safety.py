@@ -27,30 +27,58 @@ _SCALARS = (str, int, bool, type(None))
 _EXACT_SCALARS = frozenset(_SCALARS)
 
 
+def _flat_json_object(value: Any) -> bool:
+    """Whether ``value`` is a ``dict`` with string keys whose values are all JSON scalars (finite
+    numbers): the shape of most tool arguments and details, answered in one pass with no
+    allocation, so the common case never pays for the general walk."""
+    if type(value) is not dict:
+        return False
+    for key, item in value.items():
+        if type(key) is not str:
+            return False
+        kind = type(item)
+        if kind in _EXACT_SCALARS:
+            continue
+        if kind is not float or not math.isfinite(item):
+            return False
+    return True
+
+
+def _render_path(path: tuple[Any, ...]) -> str:
+    """``("args", "a", 0)`` as ``args.a[0]``: paths are built only when a problem is found."""
+    text = str(path[0])
+    for part in path[1:]:
+        text += f"[{part}]" if type(part) is int else f".{part}"
+    return text
+
+
 def argument_problem(value: Any) -> str | None:
     """Why ``value`` cannot be a tool call's arguments in the history, or ``None`` when it is
     finite JSON (dicts with string keys, lists, strings, numbers, booleans, ``None``) at most
     ``MAX_JSON_DEPTH`` levels deep. Never raises."""
-    stack: list[tuple[Any, int, str]] = [(value, 1, "args")]
+    if _flat_json_object(value):
+        return None
+    # Each entry holds its parent's entry and its key: the path is rendered only on a problem.
+    stack: list[tuple[Any, int, tuple[Any, ...]]] = [(value, 1, ("args",))]
     while stack:
         item, depth, path = stack.pop()
         if isinstance(item, _SCALARS):
             continue
         if isinstance(item, float):
             if not math.isfinite(item):
-                return f"{path} is {item!r}, which is not a JSON number"
+                return f"{_render_path(path)} is {item!r}, which is not a JSON number"
             continue
         if depth > MAX_JSON_DEPTH:
             return f"the arguments are nested more than {MAX_JSON_DEPTH} levels deep"
         if isinstance(item, dict):
             for key, sub in item.items():
                 if not isinstance(key, str):
-                    return f"{path} has a key {key!r} that is not a string"
-                stack.append((sub, depth + 1, f"{path}.{key}"))
+                    return f"{_render_path(path)} has a key {key!r} that is not a string"
+                stack.append((sub, depth + 1, (*path, key)))
         elif isinstance(item, (list, tuple)):
-            stack.extend((sub, depth + 1, f"{path}[{i}]") for i, sub in enumerate(item))
+            stack.extend((sub, depth + 1, (*path, i)) for i, sub in enumerate(item))
         else:
-            return f"{path} is a {type(item).__name__}, which is not JSON"
+            return f"{_render_path(path)} is a {type(item).__name__}, which is not JSON"
     return None
 
 
@@ -69,6 +97,8 @@ def clip(text: str, limit: int = MAX_ECHO_CHARS) -> str:
 def _is_json_ready(value: Any) -> bool:
     """Whether ``value`` is finite JSON within the depth limit, with no shared or cyclic
     containers left to worry about (a quick pass before any copy is made)."""
+    if _flat_json_object(value):
+        return True
     seen: set[int] = set()
     stack: list[tuple[Any, int]] = [(value, 1)]
     while stack:

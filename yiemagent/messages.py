@@ -27,6 +27,11 @@ __all__ = [
 ]
 
 
+# Building a frozen message from fields already checked: the object, then each slot.
+_new = object.__new__
+_set = object.__setattr__
+
+
 def now_ms() -> int:
     """Milliseconds since the Unix epoch, the timestamp unit of every message."""
     return time.time_ns() // 1_000_000
@@ -196,6 +201,16 @@ class AssistantMessage(AgentMessage):
     def __attrs_post_init__(self) -> None:
         _check_fields(self, ("api", "provider", "model", "stop_reason"), ("error_message",))
 
+    def _with_checked_content(self, content: list[ContentBlock]) -> AssistantMessage:
+        """This reply with ``content`` in its place: what ``attrs.evolve(self, content=...)``
+        gives, without running the converter and checks again on fields checked when this
+        reply was built. ``content`` must be a new list of blocks its caller made."""
+        msg = _new(type(self))
+        for field in self.__attrs_attrs__:
+            _set(msg, field.name, getattr(self, field.name))
+        _set(msg, "content", content)
+        return msg
+
     def to_dict(self) -> dict[str, Any]:
         """Return the reply as a JSON-ready dict (usage as a nested dict or ``None``)."""
         return {
@@ -255,6 +270,27 @@ class ToolResultMessage(AgentMessage):
                 isinstance(n, str) for n in self.added_tool_names):
             raise TypeError("ToolResultMessage.added_tool_names must be a list of str, got "
                             f"{self.added_tool_names!r:.60}")
+
+    @classmethod
+    def _checked_fields(cls, tool_call_id: str, tool_name: str, content: list[ContentBlock],
+                        details: dict[str, Any], usage: LlmUsage | None,
+                        added_tool_names: list[str], is_error: bool,
+                        timestamp: int) -> ToolResultMessage:
+        """A result built from fields its caller has already checked (the tool pipeline, which
+        made them itself), skipping the converter and the checks of ``__init__``: equal to
+        ``ToolResultMessage(...)`` of the same fields, and a few microseconds cheaper on every
+        tool call. ``content`` must be a new list of blocks, not shared with anything."""
+        msg = _new(cls)
+        _set(msg, "tool_call_id", tool_call_id)
+        _set(msg, "tool_name", tool_name)
+        _set(msg, "content", content)
+        _set(msg, "details", details)
+        _set(msg, "usage", usage)
+        _set(msg, "added_tool_names", added_tool_names)
+        _set(msg, "is_error", is_error)
+        _set(msg, "timestamp", timestamp)
+        _set(msg, "role", "toolResult")
+        return msg
 
     def to_dict(self) -> dict[str, Any]:
         """Return the result as a JSON-ready dict (details deep-copied)."""

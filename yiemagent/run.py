@@ -59,10 +59,6 @@ LLM_KEYWORDS = ("on_update", "signal", "max_retry_delay_ms", "session_id")
 ToolSync = Callable[[AgentState, Sequence[str]], None]
 
 
-def _ignore_update(_event: Any) -> None:
-    """The ``on_update`` an ``llm_call`` gets when no listener listens."""
-
-
 def _no_input() -> list[AgentMessage]:
     return []
 
@@ -193,8 +189,8 @@ def resume_problem(messages: Sequence[AgentMessage]) -> str | None:
 class _Run:
     """The working state of one run: the shared state, config, sink, signal and what it added."""
 
-    __slots__ = ("added", "added_tools", "config", "emit", "loop_config", "reply_started",
-                 "signal", "skip_remaining", "state")
+    __slots__ = ("added", "added_tools", "config", "emit", "hook_context", "llm_keywords",
+                 "loop_config", "reply_started", "signal", "skip_remaining", "state")
 
     def __init__(self, state: AgentState, config: RunConfig, emit: SafeEmitter,
                  signal: AbortSignal, has_input: Callable[[], bool] | None) -> None:
@@ -205,8 +201,10 @@ class _Run:
         self.added: list[AgentMessage] = []
         self.added_tools: list[str] = []
         self.loop_config: AgentLoopConfig | None = None
+        self.hook_context: tuple[AgentContext | None, list[AgentMessage] | None] = (None, None)
         self.reply_started = False  # a MessageStartEvent for the model's reply is out
         self.skip_remaining = has_input if config.skip_tools_on_steer else None
+        self.llm_keywords = self.keywords_for_llm()
 
     def add(self, msg: AgentMessage, started: bool = False) -> None:
         """Append a message to the history, with its start (unless ``started``) and end events."""
@@ -238,25 +236,33 @@ class _Run:
         ``llm_call``) and the exception's type and text.
         """
         config = self.config
-        ctx = _step("prepare_context", config.prepare_context, self.state)
-        request = _step("format_msg_for_llm", config.format_msg_for_llm, ctx)
-        if self.emit.active:
-            self.emit(MessageStartEvent(None))
-        self.reply_started = True
-        response = _step("llm_call", config.llm_call, request, **self.llm_kwargs())
+        step = "prepare_context"
+        try:
+            ctx = config.prepare_context(self.state)
+            step = "format_msg_for_llm"
+            request = config.format_msg_for_llm(ctx)
+            if self.emit.active:
+                self.emit(MessageStartEvent(None))
+            self.reply_started = True
+            step = "llm_call"
+            response = config.llm_call(request, **self.llm_keywords)
+        except BaseException as exc:
+            reraise_interrupt(exc)
+            raise RunError(f"{step} failed: {describe_error(exc)}") from exc
         if not isinstance(response, AssistantMessage):
             raise RunError(f"llm_call returned {type(response).__name__}; it must return an "
                            "AssistantMessage")
         return response
 
-    def llm_kwargs(self) -> dict[str, Any]:
-        """The keywords ``llm_call`` declared, with this run's values."""
+    def keywords_for_llm(self) -> dict[str, Any]:
+        """The keywords ``llm_call`` declared, with this run's values (the same on every call of
+        the run: ``on_update`` is the run's sink, which drops updates while no one listens)."""
         config, wanted = self.config, self.config.llm_keywords
         if not wanted:
             return {}
         kwargs: dict[str, Any] = {}
         if "on_update" in wanted:
-            kwargs["on_update"] = self.emit if self.emit.active else _ignore_update
+            kwargs["on_update"] = self.emit
         if "signal" in wanted:
             kwargs["signal"] = self.signal
         if "max_retry_delay_ms" in wanted and config.max_retry_delay_ms is not None:
@@ -276,8 +282,14 @@ class _Run:
     def run_tools(self, response: AssistantMessage, calls: list[AgentToolCall]) -> AgentToolCallBatch:
         """Step 6: execute the calls and add their results (and note the tools they added)."""
         state = self.state
-        # Hooks see the history through a read-only view: they cannot clear the live history.
-        context = AgentContext(state.system_prompt, HistoryView(state.messages), state.tools)
+        context, made_from = self.hook_context
+        if (context is None or made_from is not state.messages or context.tools is not state.tools
+                or context.system_prompt != state.system_prompt):
+            # Hooks see the history through a read-only, live view: they cannot clear it, and
+            # one context serves every batch of the run until the prompt, tools or history list
+            # is replaced.
+            context = AgentContext(state.system_prompt, HistoryView(state.messages), state.tools)
+            self.hook_context = (context, state.messages)
         state.pending_tool_calls = {call.id for call in calls}
         try:
             batch = execute_tool_calls(context, response, calls, self.tool_config(), self.signal,
@@ -289,14 +301,6 @@ class _Run:
             if msg.added_tool_names:
                 self.added_tools.extend(msg.added_tool_names)
         return batch
-
-
-def _step(name: str, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-    try:
-        return fn(*args, **kwargs)
-    except BaseException as exc:
-        reraise_interrupt(exc)
-        raise RunError(f"{name} failed: {describe_error(exc)}") from exc
 
 
 def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMessage,

@@ -14,7 +14,7 @@ from typing import Any
 
 import attrs
 
-from yiemagent.content import AgentToolCall, ContentBlock
+from yiemagent.content import AgentToolCall, ContentBlock, MessageContent
 from yiemagent.json_safety import argument_problem, reject_constant
 from yiemagent.messages import AssistantMessage
 
@@ -72,20 +72,17 @@ def tool_call_from_entry(entry: Mapping[str, Any],
     return AgentToolCall(id=str(call_id), name=str(name or ""), arguments=parse_arguments(raw))
 
 
-def _calls_in_block(block: ContentBlock,
-                    new_id: Callable[[], str] = new_tool_call_id) -> Iterable[AgentToolCall]:
-    if isinstance(block, AgentToolCall):
-        yield block
-        return
-    if not isinstance(block, Mapping):
-        return
+def _calls_in_block(block: Mapping[str, Any],
+                    new_id: Callable[[], str] = new_tool_call_id) -> list[AgentToolCall]:
+    """The calls a dict block holds (the spec's list or single form, or the OpenAI wire form);
+    none for any other dict."""
     kind = block.get("type")
     if kind == "tool_calls":
-        for entry in block.get("tool_calls") or []:
-            if isinstance(entry, Mapping):
-                yield tool_call_from_entry(entry, new_id)
-    elif kind == "tool_call" or (kind == "function" and isinstance(block.get("function"), Mapping)):
-        yield tool_call_from_entry(block, new_id)
+        return [tool_call_from_entry(entry, new_id) for entry in block.get("tool_calls") or []
+                if isinstance(entry, Mapping)]
+    if kind == "tool_call" or (kind == "function" and isinstance(block.get("function"), Mapping)):
+        return [tool_call_from_entry(block, new_id)]
+    return []
 
 
 def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[AgentToolCall]]:
@@ -93,7 +90,12 @@ def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[Agen
 
     Calls without an id get a generated one; never raises on malformed blocks (they are skipped).
     """
-    calls = [call for block in content for call in _calls_in_block(block)]
+    calls: list[AgentToolCall] = []
+    for block in content:
+        if isinstance(block, AgentToolCall):
+            calls.append(block)
+        elif isinstance(block, Mapping):
+            calls.extend(_calls_in_block(block))
     return bool(calls), calls
 
 
@@ -109,20 +111,26 @@ def _usable(call: AgentToolCall, new_id: Callable[[], str]) -> AgentToolCall:
     return call
 
 
-def _typed_blocks(block: ContentBlock, new_id: Callable[[], str]) -> list[ContentBlock]:
-    """``block`` as typed content: a dict tool-call block becomes its usable ``AgentToolCall``s
-    (a block that holds no call stays as it is), a typed call is made usable."""
-    if isinstance(block, AgentToolCall):
-        return [_usable(block, new_id)]
-    calls: list[ContentBlock] = [_usable(c, new_id) for c in _calls_in_block(block, new_id)]
-    return calls if calls else [block]
-
-
 def _is_usable(block: ContentBlock) -> bool:
     if isinstance(block, AgentToolCall):
         return bool(block.id) and (isinstance(block.arguments, str)
                                    or argument_problem(block.arguments) is None)
-    return not isinstance(block, Mapping)
+    # Typed blocks first: they are most blocks, and the Mapping check is an ABC check.
+    return isinstance(block, MessageContent) or not isinstance(block, Mapping)
+
+
+def _typed_content(content: list[ContentBlock], new_id: Callable[[], str]) -> list[ContentBlock]:
+    """``content`` with each dict tool-call block replaced by its usable ``AgentToolCall``s (a
+    dict that holds no call stays as it is) and each typed call made usable."""
+    typed: list[ContentBlock] = []
+    for block in content:
+        if isinstance(block, AgentToolCall):
+            typed.append(_usable(block, new_id))
+        elif isinstance(block, Mapping) and (calls := _calls_in_block(block, new_id)):
+            typed.extend(_usable(call, new_id) for call in calls)
+        else:
+            typed.append(block)
+    return typed
 
 
 def normalize_tool_calls(reply: AssistantMessage,
@@ -134,9 +142,11 @@ def normalize_tool_calls(reply: AssistantMessage,
     id gets one id, once, and its result and every later request use that same id; arguments
     that are not finite JSON, or are nested deeper than ``MAX_JSON_DEPTH``, are replaced by a
     short note, which the pipeline answers with an error result. Missing ids are made by
-    ``new_id`` (the run config's ``new_tool_call_id``; tests inject a counter). Replies that need none of this
-    (what the provider clients return) are returned as they are.
+    ``new_id`` (the run config's ``new_tool_call_id``; tests inject a counter). Replies that need
+    none of this (what the provider clients return) are returned as they are.
     """
     if all(map(_is_usable, reply.content)):
         return reply
-    return attrs.evolve(reply, content=[t for b in reply.content for t in _typed_blocks(b, new_id)])
+    # Every block is a checked block already, or a typed call made here: no need to check the
+    # reply's other fields again.
+    return reply._with_checked_content(_typed_content(reply.content, new_id))

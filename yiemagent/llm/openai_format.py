@@ -9,10 +9,11 @@ since the last one. The Anthropic wire format lives beside it, in ``anthropic_fo
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from yiemagent.content import ContentBlock, ImageContent, TextContent
+from yiemagent.content import AgentToolCall, ContentBlock, ImageContent, TextContent
 from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.tool_calls import extract_tool_calls
 from yiemagent.tool_types import AgentContext, ToolMapping
@@ -59,7 +60,35 @@ def _parts(content: list[ContentBlock]) -> list[dict[str, Any]]:
     return [p for p in map(_part, content) if p is not None]
 
 
-_to_json = json.JSONEncoder(ensure_ascii=False).encode  # one encoder, not one per call
+class _JsonEncoding(threading.local):
+    """``JSONEncoder(ensure_ascii=False).encode`` without building a C encoder on every call,
+    which is most of its cost for small arguments: each thread builds one, with its own table
+    of the containers being encoded (so a cycle still raises ``ValueError``), and uses it again.
+    Where ``json`` has no C part, the plain ``encode`` is used."""
+
+    def __init__(self) -> None:
+        self.encoder = json.JSONEncoder(ensure_ascii=False)
+        self.markers: dict[int, Any] = {}
+        make = getattr(json.encoder, "c_make_encoder", None)
+        self.c_encode = None if make is None else make(
+            self.markers, self.encoder.default, json.encoder.encode_basestring, None, ": ", ", ",
+            False, False, True)
+
+    def encode(self, value: Any) -> str:
+        if self.c_encode is None:
+            return self.encoder.encode(value)
+        try:
+            return "".join(self.c_encode(value, 0))
+        except BaseException:
+            self.markers.clear()  # what a failed encoding left there must not fail the next
+            raise
+
+
+_json = _JsonEncoding()
+
+
+def _to_json(value: Any) -> str:
+    return _json.encode(value)
 
 
 def _arguments_json(arguments: Any) -> str:
@@ -69,8 +98,19 @@ def _arguments_json(arguments: Any) -> str:
 
 
 def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:
-    text = "".join(p["text"] for p in _parts(msg.content) if p["type"] == "text")
-    _, calls = extract_tool_calls(msg.content)
+    texts: list[str] = []
+    calls: list[AgentToolCall] = []
+    for block in msg.content:  # one pass: text and tool calls, in order; images are dropped
+        if isinstance(block, AgentToolCall):
+            calls.append(block)
+        elif isinstance(block, TextContent):
+            texts.append(block.text)
+        elif isinstance(block, Mapping):
+            if isinstance(block.get("text"), str):
+                texts.append(block["text"])
+            _, found = extract_tool_calls([block])
+            calls.extend(found)
+    text = "".join(texts)
     out: WireMessage = {"role": "assistant", "content": text if text or not calls else None}
     if calls:
         out["tool_calls"] = [
@@ -82,9 +122,13 @@ def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:
 
 
 def _tool_result_to_openai(msg: ToolResultMessage) -> list[WireMessage]:
-    parts = _parts(msg.content)
-    texts = [p for p in parts if p["type"] == "text"]
-    images = [p for p in parts if p["type"] == "image_url"]
+    texts: list[dict[str, Any]] = []
+    images: list[dict[str, Any]] = []
+    for block in msg.content:
+        if isinstance(block, TextContent):  # most results: text only, one pass, no parts list
+            texts.append({"type": "text", "text": block.text})
+        elif (part := _part(block)) is not None:
+            (texts if part["type"] == "text" else images).append(part)
     if not texts:
         texts = [{"type": "text", "text": "(see attached image)" if images else "(no output)"}]
     out = [{"role": "tool", "tool_call_id": msg.tool_call_id, "content": texts}]
