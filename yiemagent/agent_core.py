@@ -108,7 +108,9 @@ def _parsed_call(tool_call: AgentToolCall) -> AgentToolCall:
     saying what is wrong otherwise (not JSON, not an object, NaN, nested too deep)."""
     args = tool_call.arguments
     name = tool_call.name
-    if isinstance(args, str):
+    if type(args) is dict:  # nearly every call: skip the str and Mapping (ABC) checks
+        pass
+    elif isinstance(args, str):
         try:
             args = json.loads(args, parse_constant=reject_constant)
         except (ValueError, RecursionError) as exc:
@@ -270,6 +272,16 @@ def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name:
     return box[0]
 
 
+def _execute_with_timeout(prep: PreparedToolCall, gate: _UpdateGate, limit: float,
+                          signal: AbortSignal | None) -> Any:
+    """Run the tool on its own thread with ``limit`` seconds to finish (``_call_with_timeout``);
+    apart from the hot path, so calls without a limit make no closure."""
+    def run(run_signal: AbortSignal | None) -> Any:
+        return prep.tool.execute(prep.tool_call.id, prep.args, run_signal, gate.report)
+
+    return _call_with_timeout(run, limit, prep.tool_call.name, signal, gate.close)
+
+
 def _result_problem(name: str, result: Any) -> str | None:
     """Why ``result`` is not a usable tool result, or ``None`` when it is."""
     if not isinstance(result, AgentToolResult):
@@ -312,13 +324,9 @@ def execute_prepared_tool_call(
         return ExecutedOutcome(*_aborted_outcome(name))
     gate = _UpdateGate(prep, safe_emitter(emit))
     limit = prep.tool.timeout_s if prep.tool.timeout_s is not None else timeout_s
-
-    def run(run_signal: AbortSignal | None) -> Any:
-        return prep.tool.execute(prep.tool_call.id, prep.args, run_signal, gate.report)
-
     try:
-        result = (run(signal) if limit is None
-                  else _call_with_timeout(run, limit, name, signal, gate.close))
+        result = (prep.tool.execute(prep.tool_call.id, prep.args, signal, gate.report)
+                  if limit is None else _execute_with_timeout(prep, gate, limit, signal))
     except _TimedOut:
         gate.close()
         return ExecutedOutcome(
@@ -410,7 +418,8 @@ def emit_tool_execution_end(finalized: FinalizedOutcome, emit: Emit | None) -> N
 
 def _added_tool_names(details: Any) -> list[str]:
     """``details["addedToolNames"]`` as a list of names; anything unusable counts as none."""
-    added = details.get("addedToolNames") if isinstance(details, Mapping) else None
+    added = (details.get("addedToolNames")
+             if type(details) is dict or isinstance(details, Mapping) else None)
     if isinstance(added, str):
         return [added]
     if isinstance(added, (list, tuple)):
@@ -436,7 +445,10 @@ def create_tool_result_message(f: FinalizedOutcome, timestamp: int | None = None
 
 def should_terminate(finalized: Sequence[FinalizedOutcome]) -> bool:
     """True only when the batch is non-empty and every result asked to terminate."""
-    return bool(finalized) and all(f.result.terminate for f in finalized)
+    for f in finalized:  # a loop, not all() over a generator: this runs on every batch
+        if not f.result.terminate:
+            return False
+    return bool(finalized)
 
 
 def _execute_and_finalize(
@@ -483,16 +495,21 @@ def _result_message(f: FinalizedOutcome, timestamp: int) -> ToolResultMessage:
     wrong type) becomes an error result, so every call keeps its result and the batch goes on."""
     call, result = f.tool_call, f.result
     usage = result.usage
-    # What the pipeline made itself has the right types already (the result's content went
-    # through its converter, details and usage were checked after ``execute`` and after the
-    # hook): then the message is built without checking every field once more.
-    if (type(call.id) is str and type(call.name) is str and type(result.content) is list
-            and type(result.details) is dict and (usage is None or type(usage) is LlmUsage)
-            and type(f.is_error) is bool and type(timestamp) is int):
-        details = json_ready(result.details)
-        return ToolResultMessage._checked_fields(
-            call.id, call.name, list(result.content), details, usage,
-            _added_tool_names(details), f.is_error, timestamp)
+    # When every field has the type the message needs (details and usage were checked after
+    # ``execute`` and after the hook; the content is checked block by block as it is copied),
+    # the message is built without checking each field once more.
+    if (type(call.id) is str and type(call.name) is str and type(result.details) is dict
+            and (usage is None or type(usage) is LlmUsage) and type(f.is_error) is bool
+            and type(timestamp) is int):
+        try:
+            content = content_list(result.content)
+        except TypeError:
+            pass  # the checked path below turns it into an error result
+        else:
+            details = json_ready(result.details)
+            return ToolResultMessage._checked_fields(
+                call.id, call.name, content, details, usage,
+                _added_tool_names(details) if details else [], f.is_error, timestamp)
     try:
         return create_tool_result_message(f, timestamp)
     except (TypeError, ValueError) as exc:

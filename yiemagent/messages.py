@@ -205,10 +205,22 @@ class AssistantMessage(AgentMessage):
         """This reply with ``content`` in its place: what ``attrs.evolve(self, content=...)``
         gives, without running the converter and checks again on fields checked when this
         reply was built. ``content`` must be a new list of blocks its caller made."""
-        msg = _new(type(self))
-        for field in self.__attrs_attrs__:
-            _set(msg, field.name, getattr(self, field.name))
+        cls = type(self)
+        msg = _new(cls)
+        if cls is not AssistantMessage:  # a subclass may have fields of its own: copy them all
+            for field in self.__attrs_attrs__:
+                _set(msg, field.name, getattr(self, field.name))
+            _set(msg, "content", content)
+            return msg
         _set(msg, "content", content)
+        _set(msg, "api", self.api)
+        _set(msg, "provider", self.provider)
+        _set(msg, "model", self.model)
+        _set(msg, "usage", self.usage)
+        _set(msg, "stop_reason", self.stop_reason)
+        _set(msg, "error_message", self.error_message)
+        _set(msg, "timestamp", self.timestamp)
+        _set(msg, "role", self.role)
         return msg
 
     def to_dict(self) -> dict[str, Any]:

@@ -239,14 +239,18 @@ _BUILDERS: dict[str, Callable[[Any, Mapping[str, Any]], Check | None]] = {
 }
 
 
+_IMMUTABLE = frozenset({str, int, float, bool, type(None)})
+
+
 def json_copy(value: Any) -> Any:
     """A deep copy of JSON-shaped data (dicts, lists, strings, numbers, booleans, ``None``),
     several times faster than ``copy.deepcopy``; anything else goes through ``copy.deepcopy``."""
     t = type(value)
+    # Immutable scalars are kept in place without a call each: most arguments are flat.
     if t is dict:
-        return {k: json_copy(v) for k, v in value.items()}
+        return {k: v if type(v) in _IMMUTABLE else json_copy(v) for k, v in value.items()}
     if t is list:
-        return [json_copy(v) for v in value]
+        return [v if type(v) in _IMMUTABLE else json_copy(v) for v in value]
     if t is str or t is int or t is float or t is bool or value is None:
         return value
     return copy.deepcopy(value)

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import uuid
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import Any, TypeGuard
 
 import attrs
 
@@ -27,6 +27,12 @@ __all__ = ["UNUSABLE_NOTE", "extract_tool_calls", "new_tool_call_id", "normalize
 UNUSABLE_NOTE = "(unusable arguments: "
 
 
+def _is_mapping(value: Any) -> TypeGuard[Mapping[str, Any]]:
+    """``isinstance(value, Mapping)``, answered without the ABC machinery for a plain dict
+    (what nearly every block and call entry is)."""
+    return type(value) is dict or isinstance(value, Mapping)
+
+
 def new_tool_call_id() -> str:
     """A fresh id for a tool call that came without one (``call_`` and 24 hex digits)."""
     return f"call_{uuid.uuid4().hex[:24]}"
@@ -39,6 +45,8 @@ def parse_arguments(raw: Any) -> Any:
     the pipeline can tell the model exactly what was wrong (double-encoded JSON objects are
     decoded); never raises.
     """
+    if type(raw) is dict:  # already parsed: the common case
+        return raw
     if raw is None or raw == "":
         return {}
     if isinstance(raw, str):
@@ -64,12 +72,12 @@ def tool_call_from_entry(entry: Mapping[str, Any],
     {"name", "arguments"}}`` or the flat ``{"id", "name", "arguments"}``; arguments are parsed
     with ``parse_arguments`` and a missing id is made by ``new_id``. Never raises."""
     function = entry.get("function")
-    if isinstance(function, Mapping):
+    if function is not None and _is_mapping(function):
         name, raw = function.get("name"), function.get("arguments")
     else:
         name, raw = entry.get("name"), entry.get("arguments")
     call_id = entry.get("id") or new_id()
-    return AgentToolCall(id=str(call_id), name=str(name or ""), arguments=parse_arguments(raw))
+    return AgentToolCall(str(call_id), str(name or ""), parse_arguments(raw))
 
 
 def _calls_in_block(block: Mapping[str, Any],
@@ -79,7 +87,7 @@ def _calls_in_block(block: Mapping[str, Any],
     kind = block.get("type")
     if kind == "tool_calls":
         return [tool_call_from_entry(entry, new_id) for entry in block.get("tool_calls") or []
-                if isinstance(entry, Mapping)]
+                if _is_mapping(entry)]
     if kind == "tool_call" or (kind == "function" and isinstance(block.get("function"), Mapping)):
         return [tool_call_from_entry(block, new_id)]
     return []
@@ -94,7 +102,7 @@ def extract_tool_calls(content: Iterable[ContentBlock]) -> tuple[bool, list[Agen
     for block in content:
         if isinstance(block, AgentToolCall):
             calls.append(block)
-        elif isinstance(block, Mapping):
+        elif _is_mapping(block):
             calls.extend(_calls_in_block(block))
     return bool(calls), calls
 
@@ -104,6 +112,10 @@ def _usable(call: AgentToolCall, new_id: Callable[[], str]) -> AgentToolCall:
     JSON of a bounded depth (the pipeline then gives it an error result)."""
     if not call.id:
         call = attrs.evolve(call, id=new_id())
+    elif type(call.id) is not str:  # a client that gave a number: the id is text everywhere
+        call = attrs.evolve(call, id=str(call.id))
+    if type(call.name) is not str:
+        call = attrs.evolve(call, name="" if call.name is None else str(call.name))
     if not isinstance(call.arguments, str):
         problem = argument_problem(call.arguments)
         if problem is not None:
@@ -113,10 +125,10 @@ def _usable(call: AgentToolCall, new_id: Callable[[], str]) -> AgentToolCall:
 
 def _is_usable(block: ContentBlock) -> bool:
     if isinstance(block, AgentToolCall):
-        return bool(block.id) and (isinstance(block.arguments, str)
-                                   or argument_problem(block.arguments) is None)
+        return (bool(block.id) and type(block.id) is str and type(block.name) is str
+                and (isinstance(block.arguments, str) or argument_problem(block.arguments) is None))
     # Typed blocks first: they are most blocks, and the Mapping check is an ABC check.
-    return isinstance(block, MessageContent) or not isinstance(block, Mapping)
+    return isinstance(block, MessageContent) or not _is_mapping(block)
 
 
 def _typed_content(content: list[ContentBlock], new_id: Callable[[], str]) -> list[ContentBlock]:
@@ -126,8 +138,9 @@ def _typed_content(content: list[ContentBlock], new_id: Callable[[], str]) -> li
     for block in content:
         if isinstance(block, AgentToolCall):
             typed.append(_usable(block, new_id))
-        elif isinstance(block, Mapping) and (calls := _calls_in_block(block, new_id)):
-            typed.extend(_usable(call, new_id) for call in calls)
+        elif _is_mapping(block) and (calls := _calls_in_block(block, new_id)):
+            for call in calls:
+                typed.append(_usable(call, new_id))
         else:
             typed.append(block)
     return typed
@@ -135,8 +148,8 @@ def _typed_content(content: list[ContentBlock], new_id: Callable[[], str]) -> li
 
 def normalize_tool_calls(reply: AssistantMessage,
                          new_id: Callable[[], str] = new_tool_call_id) -> AssistantMessage:
-    """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with an id and
-    with arguments that can be stored and sent again.
+    """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with a text id
+    and name and with arguments that can be stored and sent again.
 
     The loop applies it when a reply enters the history, so a call the model sent without an
     id gets one id, once, and its result and every later request use that same id; arguments

@@ -176,13 +176,21 @@ class WireCache:
     cache belongs to one agent's worker.
     """
 
-    __slots__ = ("_sources", "_tool_list", "_tools", "_wire")
+    __slots__ = ("_sources", "_system", "_tool_list", "_tools", "_wire")
 
     def __init__(self) -> None:
         self._sources: list[AgentMessage] = []
         self._wire: list[WireMessage] = []
         self._tools: tuple[Any, ...] = ()
         self._tool_list: list[dict[str, Any]] = []
+        self._system: tuple[str, WireMessage] | None = None
+
+    def system_message(self, prompt: str) -> WireMessage:
+        """The OpenAI system message for ``prompt``, made again only when the prompt changed."""
+        if self._system is None or self._system[0] != prompt:
+            self._system = (prompt, {"role": "system",
+                                     "content": [{"type": "text", "text": prompt}]})
+        return self._system[1]
 
     def tools(self, tools: ToolMapping) -> list[dict[str, Any]]:
         """The OpenAI ``tools`` array for ``tools``, rebuilt only when the tools changed."""
@@ -223,11 +231,8 @@ def format_msg_for_llm(ctx: AgentContext) -> LlmRequest:
     """
     cache = ctx.wire_cache if isinstance(ctx.wire_cache, WireCache) else WireCache()
     history = cache.convert(ctx.messages)
-    if ctx.system_prompt:
-        system = {"role": "system", "content": [{"type": "text", "text": ctx.system_prompt}]}
-        messages = [system, *history]
-    else:
-        messages = history.copy()
+    messages = ([cache.system_message(ctx.system_prompt), *history] if ctx.system_prompt
+                else history.copy())
     request = LlmRequest(messages=messages)
     if ctx.tools:
         request["tools"] = cache.tools(ctx.tools)
