@@ -94,7 +94,7 @@ def _aborted_outcome(name: str) -> tuple[AgentToolResult, bool]:
 def _skipped(tool_call: AgentToolCall, emit: SafeEmitter) -> FinalizedOutcome:
     """The outcome of a call skipped for a new message, with its start and end events."""
     if emit.active:
-        emit(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
+        emit.send(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
     result = create_error_tool_result(
         f'Tool "{tool_call.name}" was skipped: a new message from the user arrived before it '
         "ran. Read the new message, then call the tool again if it is still needed.", SKIPPED)
@@ -224,7 +224,7 @@ class _UpdateGate:
         with self._lock:
             if self._open and self._emit.active:
                 call = self._prep.tool_call
-                self._emit(ToolExecUpdateEvent(call.id, call.name, call.arguments, partial))
+                self._emit.send(ToolExecUpdateEvent(call.id, call.name, call.arguments, partial))
 
     def close(self) -> None:
         with self._lock:
@@ -413,7 +413,7 @@ def emit_tool_execution_end(finalized: FinalizedOutcome, emit: Emit | None) -> N
     sink = safe_emitter(emit)
     if sink.active:
         call = finalized.tool_call
-        sink(ToolExecEndEvent(call.id, call.name, finalized.result, finalized.is_error))
+        sink.send(ToolExecEndEvent(call.id, call.name, finalized.result, finalized.is_error))
 
 
 def _added_tool_names(details: Any) -> list[str]:
@@ -476,7 +476,7 @@ def _start_and_prepare(
 ) -> PreparedToolCall | FinalizedOutcome:
     """Emit the start event and prepare; an immediate outcome is finalized and its end emitted."""
     if emit.active:
-        emit(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
+        emit.send(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
     prep = prepare_tool_call(context, assistant_message, tool_call, config, signal)
     if isinstance(prep, PreparedToolCall):
         return prep

@@ -30,10 +30,14 @@ class SafeEmitter:
     event.
     """
 
-    __slots__ = ("_listeners", "_lock", "active")
+    __slots__ = ("_acquire", "_listeners", "_lock", "_release", "active")
 
     def __init__(self, sink: Emit | None = None) -> None:
         self._lock = threading.RLock()
+        # Bound once: the lock is taken for every event, and a bound acquire/release pair costs
+        # less than a ``with`` block.
+        self._acquire = self._lock.acquire
+        self._release = self._lock.release
         self._listeners: tuple[Emit, ...] = () if sink is None else (sink,)
         self.active = sink is not None
 
@@ -53,17 +57,25 @@ class SafeEmitter:
             self._listeners = tuple(fn for fn in self._listeners if fn is not token)
             self.active = bool(self._listeners)
 
-    def __call__(self, event: Any) -> None:
-        if not self._listeners:
+    def send(self, event: Any) -> None:
+        """Hand ``event`` to every listener, in order, under the lock (``emitter(event)`` is
+        the same; the loop calls ``send``, a plain method call, on every event)."""
+        listeners = self._listeners
+        if not listeners:
             return
-        with self._lock:
-            for listener in self._listeners:
+        self._acquire()
+        try:
+            for listener in listeners:
                 try:
                     listener(event)
                 except BaseException as exc:
                     reraise_interrupt(exc)
                     logger.exception("event listener %r raised on %s; it was skipped",
                                      listener, type(event).__name__)
+        finally:
+            self._release()
+
+    __call__ = send
 
 
 class _Subscription:

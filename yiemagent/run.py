@@ -210,11 +210,11 @@ class _Run:
         """Append a message to the history, with its start (unless ``started``) and end events."""
         emit = self.emit
         if emit.active and not started:
-            emit(MessageStartEvent(msg))
+            emit.send(MessageStartEvent(msg))
         self.state.messages.append(msg)
         self.added.append(msg)
         if emit.active:
-            emit(MessageEndEvent(msg))
+            emit.send(MessageEndEvent(msg))
 
     def made_up(self, stop_reason: str, error_message: str | None) -> AssistantMessage:
         """A response the runtime makes itself (error, aborted, max_turns); not added to history."""
@@ -242,7 +242,7 @@ class _Run:
             step = "format_msg_for_llm"
             request = config.format_msg_for_llm(ctx)
             if self.emit.active:
-                self.emit(MessageStartEvent(None))
+                self.emit.send(MessageStartEvent(None))
             self.reply_started = True
             step = "llm_call"
             response = config.llm_call(request, **self.llm_keywords)
@@ -262,7 +262,7 @@ class _Run:
             return {}
         kwargs: dict[str, Any] = {}
         if "on_update" in wanted:
-            kwargs["on_update"] = self.emit
+            kwargs["on_update"] = self.emit.send
         if "signal" in wanted:
             kwargs["signal"] = self.signal
         if "max_retry_delay_ms" in wanted and config.max_retry_delay_ms is not None:
@@ -348,8 +348,8 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
                  else run.made_up("error", str(exc)))
         if run.emit.active:
             if run.reply_started:
-                run.emit(MessageEndEvent(ended))
-            run.emit(TurnEndEvent(ended, []))
+                run.emit.send(MessageEndEvent(ended))
+            run.emit.send(TurnEndEvent(ended, []))
         return ended
     response = normalize_tool_calls(response, run.config.new_tool_call_id)
     run.add(response, started=True)
@@ -357,7 +357,7 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
     # After an abort the calls still get (aborted) results, so the history stays well formed.
     batch = run.run_tools(response, calls) if has_calls else None
     if run.emit.active:
-        run.emit(TurnEndEvent(response, batch.messages if batch is not None else []))
+        run.emit.send(TurnEndEvent(response, batch.messages if batch is not None else []))
     return _after_batch(run, response, batch)
 
 
@@ -389,7 +389,7 @@ def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> Assistant
             config.sync_tools(state, added)
         turn += 1
         if run.emit.active:
-            run.emit(TurnStartEvent(turn))
+            run.emit.send(TurnStartEvent(turn))
         ended = _play_turn(run)
         if ended is not None:
             return ended
@@ -421,7 +421,7 @@ def run_loop(
     """
     run = _Run(state, config, safe_emitter(emit), signal or AbortSignal(), has_input)
     if run.emit.active:
-        run.emit(AgentStartEvent())
+        run.emit.send(AgentStartEvent())
     try:
         for msg in first:
             if not isinstance(msg, AgentMessage):
@@ -435,5 +435,5 @@ def run_loop(
         response = run.made_up("error", f"the run failed: {describe_error(exc)}")
     state.error_message = response.error_message if response.stop_reason == "error" else None
     if run.emit.active:
-        run.emit(AgentEndEvent(list(run.added), response=response))
+        run.emit.send(AgentEndEvent(list(run.added), response=response))
     return response
