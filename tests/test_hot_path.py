@@ -212,3 +212,21 @@ def test_hooks_see_the_live_history_and_a_replaced_one() -> None:
     assert [n for n, _ in seen] == [2, 4, 6]  # the view grows with the history
     assert seen[0][1] == seen[1][1] != seen[2][1]  # a new context for the new list
     assert state.messages is replacement and len(replacement) == 8
+
+
+def test_a_hook_that_changes_its_context_does_not_change_what_the_next_batch_sees() -> None:
+    seen: list[int] = []
+
+    def before(ctx: Any, _signal: Any) -> None:
+        seen.append(len(ctx.context.messages))
+        ctx.context.messages = []  # a careless hook: the next batch must still see the history
+        ctx.context.system_prompt = "changed"
+
+    state = AgentState("system", None, [echo_tool()])
+    llm = ScriptedLLM(call("echo", {"text": "1"}, "a"), call("echo", {"text": "2"}, "b"),
+                      reply("done"))
+    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=llm, before_tool_call=before),
+                        None)
+    assert response.stop_reason == "stop"
+    assert seen == [2, 4]
+    assert state.system_prompt == "system"

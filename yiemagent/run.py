@@ -201,7 +201,8 @@ class _Run:
         self.added: list[AgentMessage] = []
         self.added_tools: list[str] = []
         self.loop_config: AgentLoopConfig | None = None
-        self.hook_context: tuple[AgentContext | None, list[AgentMessage] | None] = (None, None)
+        self.hook_context: tuple[AgentContext | None, HistoryView | None,
+                                 list[AgentMessage] | None] = (None, None, None)
         self.reply_started = False  # a MessageStartEvent for the model's reply is out
         self.skip_remaining = has_input if config.skip_tools_on_steer else None
         self.llm_keywords = self.keywords_for_llm()
@@ -279,17 +280,25 @@ class _Run:
                                                                      self.skip_remaining)
         return cached
 
+    def hooks_context(self) -> AgentContext:
+        """The context the hooks see: the prompt, a read-only live view of the history (they
+        cannot clear it) and the tools. One serves every batch of the run while it still shows
+        the state as it is; a new prompt, tools or history list, or a hook that changed a field
+        of it, gets a new one."""
+        state = self.state
+        context, view, source = self.hook_context
+        if (context is None or source is not state.messages or context.messages is not view
+                or context.tools is not state.tools
+                or context.system_prompt != state.system_prompt):
+            view = HistoryView(state.messages)
+            context = AgentContext(state.system_prompt, view, state.tools)
+            self.hook_context = (context, view, state.messages)
+        return context
+
     def run_tools(self, response: AssistantMessage, calls: list[AgentToolCall]) -> AgentToolCallBatch:
         """Step 6: execute the calls and add their results (and note the tools they added)."""
         state = self.state
-        context, made_from = self.hook_context
-        if (context is None or made_from is not state.messages or context.tools is not state.tools
-                or context.system_prompt != state.system_prompt):
-            # Hooks see the history through a read-only, live view: they cannot clear it, and
-            # one context serves every batch of the run until the prompt, tools or history list
-            # is replaced.
-            context = AgentContext(state.system_prompt, HistoryView(state.messages), state.tools)
-            self.hook_context = (context, state.messages)
+        context = self.hooks_context()
         state.pending_tool_calls = {call.id for call in calls}
         try:
             batch = execute_tool_calls(context, response, calls, self.tool_config(), self.signal,
