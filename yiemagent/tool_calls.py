@@ -86,8 +86,11 @@ def _calls_in_block(block: Mapping[str, Any],
     none for any other dict."""
     kind = block.get("type")
     if kind == "tool_calls":
-        return [tool_call_from_entry(entry, new_id) for entry in block.get("tool_calls") or []
-                if _is_mapping(entry)]
+        calls: list[AgentToolCall] = []
+        for entry in block.get("tool_calls") or []:
+            if type(entry) is dict or isinstance(entry, Mapping):
+                calls.append(tool_call_from_entry(entry, new_id))
+        return calls
     if kind == "tool_call" or (kind == "function" and isinstance(block.get("function"), Mapping)):
         return [tool_call_from_entry(block, new_id)]
     return []
