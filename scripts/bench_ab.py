@@ -29,10 +29,11 @@ SCRIPTS = Path(__file__).resolve().parent
 # Runs in the child process: argv = checkout, scripts dir, turns, runs. Prints one JSON object.
 CHILD = r'''
 import gc, json, sys, time
+from pathlib import Path
 root, scripts, turns, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
 sys.path.insert(0, root)
 import yiemagent  # from the checkout under test, before bench.py puts its own first
-if not yiemagent.__file__.startswith(root):
+if not Path(yiemagent.__file__).resolve().is_relative_to(Path(root)):
     raise SystemExit(f"yiemagent was imported from {yiemagent.__file__}, not from {root}")
 sys.path.insert(0, scripts)
 import bench

@@ -48,7 +48,21 @@ def test_a_result_built_from_checked_fields_equals_the_checked_constructor() -> 
 
 @attrs.frozen
 class _TaggedReply(AssistantMessage):
-    tag: str = "kept"
+    tag: str = attrs.field(default="kept", validator=attrs.validators.instance_of(str))
+
+
+def test_normalizing_converts_content_changed_after_the_reply_was_built() -> None:
+    reply_msg = AssistantMessage([{"type": "tool_calls", "tool_calls": [
+        {"id": "c1", "name": "echo", "arguments": {"text": "x"}}]}], stop_reason="toolUse")
+    reply_msg.content.append("late text")  # type: ignore[arg-type]
+    fixed = normalize_tool_calls(reply_msg)
+    assert fixed.content == [AgentToolCall("c1", "echo", {"text": "x"}), TextContent("late text")]
+
+
+def test_the_hooks_context_check_covers_every_field() -> None:
+    # run._Run.hooks_context reuses a context only while each of these still shows the state.
+    assert [f.name for f in attrs.fields(AgentContext)] == [
+        "system_prompt", "messages", "tools", "wire_cache"]
 
 
 @pytest.mark.parametrize("cls", [AssistantMessage, _TaggedReply])
@@ -64,15 +78,26 @@ def test_a_reply_with_new_content_equals_evolve(cls: type[AssistantMessage]) -> 
         getattr(fast, field.name)
 
 
-def test_the_pipeline_result_message_equals_the_checked_one() -> None:
-    tool = echo_tool()
-    reply_msg = call("echo", {"text": "hi"}, "c9")
+@pytest.mark.parametrize("details", [
+    {},
+    {"addedToolNames": ["extra"], "n": 1, "nested": {"when": (1, 2)}},
+    {"addedToolNames": {"a"}},  # a set is not a list of names: none, as the checked path says
+    {"addedToolNames": "one"},
+])
+def test_the_pipeline_result_message_equals_the_checked_one(details: dict[str, Any]) -> None:
+    returned = AgentToolResult([TextContent("ok"), TextContent("two")], details,
+                               usage=LlmUsage(input=2, output=3))
+    tool = AgentTool("t", "t", "Returns a fixed result.", {"type": "object"},
+                     lambda *_: returned)
+    reply_msg = call("t", {"x": 1}, "c9")
     calls = [b for b in reply_msg.content if isinstance(b, AgentToolCall)]
-    batch = execute_tool_calls(AgentContext("", [], {"echo": tool}), reply_msg, calls,
-                               AgentLoopConfig({"echo": tool}, clock=lambda: 5), None, None)
+    batch = execute_tool_calls(AgentContext("", [], {"t": tool}), reply_msg, calls,
+                               AgentLoopConfig({"t": tool}, clock=lambda: 5), None, None)
     (msg,) = batch.messages
-    result = AgentToolResult(msg.content, msg.details)
-    assert msg == create_tool_result_message(FinalizedOutcome(calls[0], result, False), 5)
+    expected = create_tool_result_message(FinalizedOutcome(calls[0], returned, False), 5)
+    assert msg == expected
+    assert msg.added_tool_names == expected.added_tool_names
+    assert msg.content is not returned.content  # the message holds its own list
 
 
 def test_a_result_with_a_field_of_the_wrong_type_takes_the_checked_path() -> None:
@@ -158,22 +183,37 @@ def test_the_argument_encoder_matches_json_and_survives_a_failure() -> None:
     assert _to_json({"a": shared, "b": shared}) == '{"a": {"x": 1}, "b": {"x": 1}}'
 
 
-def test_the_argument_encoder_is_right_on_many_threads_at_once() -> None:
-    shared = {"n": [1, 2, {"deep": "x"}]}
-    expected = json.dumps({"a": shared})
-    barrier = threading.Barrier(4)
-    results: list[bool] = []
+def test_each_thread_has_its_own_encoder_state() -> None:
+    from yiemagent.llm.openai_format import _json
 
-    def work() -> None:
-        barrier.wait(timeout=10)
-        results.append(all(_to_json({"a": shared}) == expected for _ in range(2000)))
+    barrier = threading.Barrier(2)
+    tables: list[int] = []
+    failures: list[str] = []
 
-    threads = [threading.Thread(target=work) for _ in range(4)]
+    def work(fail: bool) -> None:
+        try:
+            barrier.wait(timeout=10)
+            tables.append(id(_json.markers))
+            if fail:
+                cyclic: list[Any] = []
+                cyclic.append(cyclic)
+                try:
+                    _to_json(cyclic)
+                    failures.append("a cycle was encoded")
+                except ValueError:
+                    pass
+            barrier.wait(timeout=10)  # one thread failed while the other holds its own table
+            if _to_json({"a": [1, {"b": None}]}) != '{"a": [1, {"b": null}]}':
+                failures.append("wrong text")
+        except BaseException as exc:  # reported to the test thread, not lost in this one
+            failures.append(repr(exc))
+
+    threads = [threading.Thread(target=work, args=(i == 0,)) for i in range(2)]
     for t in threads:
         t.start()
     for t in threads:
         t.join(timeout=30)
-    assert results == [True] * 4
+    assert len(set(tables)) == 2 and not failures
 
 
 def test_the_system_message_follows_the_prompt() -> None:

@@ -1,5 +1,5 @@
 """Every example script in ``scripts/`` runs offline as a real subprocess, exits 0 and tells the
-story it promises (``bench.py`` has its own smoke test)."""
+story it promises (``bench.py`` and ``bench_ab.py`` have their own smoke tests)."""
 
 from __future__ import annotations
 
@@ -40,9 +40,10 @@ EXPECTED: dict[str, list[str]] = {
 
 
 def test_every_example_script_is_tested() -> None:
-    # bench.py has its own smoke test, mcp_example.py its own test (it starts an MCP server).
+    # bench.py and bench_ab.py have their own smoke tests, mcp_example.py its own test (it
+    # starts an MCP server).
     found = {p.name for p in SCRIPTS.glob("*.py") if not p.name.startswith("_")} - {
-        "bench.py", "mcp_example.py"}
+        "bench.py", "bench_ab.py", "mcp_example.py"}
     assert found == set(EXPECTED)
 
 

@@ -503,13 +503,13 @@ def _result_message(f: FinalizedOutcome, timestamp: int) -> ToolResultMessage:
             and type(timestamp) is int):
         try:
             content = content_list(result.content)
-        except TypeError:
+        except (TypeError, ValueError):
             pass  # the checked path below turns it into an error result
         else:
-            details = json_ready(result.details)
             return ToolResultMessage._checked_fields(
-                call.id, call.name, content, details, usage,
-                _added_tool_names(details) if details else [], f.is_error, timestamp)
+                call.id, call.name, content, json_ready(result.details), usage,
+                _added_tool_names(result.details) if result.details else [], f.is_error,
+                timestamp)
     try:
         return create_tool_result_message(f, timestamp)
     except (TypeError, ValueError) as exc:

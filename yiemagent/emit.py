@@ -60,12 +60,12 @@ class SafeEmitter:
     def send(self, event: Any) -> None:
         """Hand ``event`` to every listener, in order, under the lock (``emitter(event)`` is
         the same; the loop calls ``send``, a plain method call, on every event)."""
-        listeners = self._listeners
-        if not listeners:
+        if not self._listeners:  # a quick look; the list is read again under the lock
             return
         self._acquire()
         try:
-            for listener in listeners:
+            # Read under the lock: a listener removed before this point gets nothing more.
+            for listener in self._listeners:
                 try:
                     listener(event)
                 except BaseException as exc:

@@ -187,6 +187,7 @@ class UserMessage(AgentMessage):
 class AssistantMessage(AgentMessage):
     """A model reply (spec ``assistantMessage``): content blocks plus provider metadata."""
 
+    # A field added here must be added to ``_with_checked_content`` too (tests check it).
     content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)
     api: str = ""
     provider: str = ""
@@ -204,14 +205,12 @@ class AssistantMessage(AgentMessage):
     def _with_checked_content(self, content: list[ContentBlock]) -> AssistantMessage:
         """This reply with ``content`` in its place: what ``attrs.evolve(self, content=...)``
         gives, without running the converter and checks again on fields checked when this
-        reply was built. ``content`` must be a new list of blocks its caller made."""
+        reply was built. ``content`` must be a new list of checked blocks (``content_list``'s
+        output). A subclass, which may check fields of its own, goes through ``attrs.evolve``."""
         cls = type(self)
+        if cls is not AssistantMessage:
+            return attrs.evolve(self, content=content)
         msg = _new(cls)
-        if cls is not AssistantMessage:  # a subclass may have fields of its own: copy them all
-            for field in self.__attrs_attrs__:
-                _set(msg, field.name, getattr(self, field.name))
-            _set(msg, "content", content)
-            return msg
         _set(msg, "content", content)
         _set(msg, "api", self.api)
         _set(msg, "provider", self.provider)
@@ -258,6 +257,7 @@ class ToolResultMessage(AgentMessage):
     The role is ``"toolResult"`` inside the library; ``format_msg_for_llm`` sends it as ``"tool"``.
     """
 
+    # A field added here must be added to ``_checked_fields`` too (tests check it).
     tool_call_id: str
     tool_name: str
     content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)

@@ -14,7 +14,7 @@ from typing import Any, TypeGuard
 
 import attrs
 
-from yiemagent.content import AgentToolCall, ContentBlock, MessageContent
+from yiemagent.content import AgentToolCall, ContentBlock, MessageContent, content_list
 from yiemagent.json_safety import argument_problem, reject_constant
 from yiemagent.messages import AssistantMessage
 
@@ -88,10 +88,10 @@ def _calls_in_block(block: Mapping[str, Any],
     if kind == "tool_calls":
         calls: list[AgentToolCall] = []
         for entry in block.get("tool_calls") or []:
-            if type(entry) is dict or isinstance(entry, Mapping):
+            if _is_mapping(entry):
                 calls.append(tool_call_from_entry(entry, new_id))
         return calls
-    if kind == "tool_call" or (kind == "function" and isinstance(block.get("function"), Mapping)):
+    if kind == "tool_call" or (kind == "function" and _is_mapping(block.get("function"))):
         return [tool_call_from_entry(block, new_id)]
     return []
 
@@ -165,4 +165,4 @@ def normalize_tool_calls(reply: AssistantMessage,
         return reply
     # Every block is a checked block already, or a typed call made here: no need to check the
     # reply's other fields again.
-    return reply._with_checked_content(_typed_content(reply.content, new_id))
+    return reply._with_checked_content(content_list(_typed_content(reply.content, new_id)))

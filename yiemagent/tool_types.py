@@ -221,6 +221,7 @@ class AgentContext:
     turns; the default ``prepare_context`` sets it, custom ones may leave it ``None``.
     """
 
+    # A field added here must be checked by ``run._Run.hooks_context`` too (tests check it).
     system_prompt: str = ""
     messages: Sequence[AgentMessage] = attrs.field(factory=list)
     tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)

@@ -60,6 +60,9 @@ def _parts(content: list[ContentBlock]) -> list[dict[str, Any]]:
     return [p for p in map(_part, content) if p is not None]
 
 
+_PROBE = {"text": "é\n\"", "n": [1, 2.5, -0.0, True, None], "deep": {"k": 1e300}}
+
+
 class _JsonEncoding(threading.local):
     """``JSONEncoder(ensure_ascii=False).encode`` without building a C encoder on every call,
     which is most of its cost for small arguments: each thread builds one, with its own table
@@ -70,9 +73,18 @@ class _JsonEncoding(threading.local):
         self.encoder = json.JSONEncoder(ensure_ascii=False)
         self.markers: dict[int, Any] = {}
         make = getattr(json.encoder, "c_make_encoder", None)
-        self.c_encode = None if make is None else make(
-            self.markers, self.encoder.default, json.encoder.encode_basestring, None, ": ", ", ",
-            False, False, True)
+        self.c_encode = None
+        if make is not None:
+            try:
+                c_encode = make(self.markers, self.encoder.default,
+                                json.encoder.encode_basestring, None, ": ", ", ", False, False,
+                                True)
+                # The C encoder's signature is not public: use it only if it encodes as
+                # ``encode`` does on this Python.
+                if "".join(c_encode(_PROBE, 0)) == self.encoder.encode(_PROBE):
+                    self.c_encode = c_encode
+            except Exception:  # another signature: keep the plain encoder
+                self.markers.clear()
 
     def encode(self, value: Any) -> str:
         if self.c_encode is None:
