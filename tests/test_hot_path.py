@@ -27,7 +27,8 @@ from yiemagent import (
 )
 from yiemagent.agent_core import create_tool_result_message, execute_tool_calls
 from yiemagent.json_safety import argument_problem, json_ready
-from yiemagent.llm.openai_format import WireCache, _to_json, format_msg_for_llm
+from yiemagent.llm.jsonutil import to_json as _to_json
+from yiemagent.llm.openai_format import WireCache, format_msg_for_llm
 from yiemagent.schema_check import json_copy
 from yiemagent.tool_calls import normalize_tool_calls
 from yiemagent.tool_types import AgentContext, AgentLoopConfig, FinalizedOutcome
@@ -184,7 +185,7 @@ def test_the_argument_encoder_matches_json_and_survives_a_failure() -> None:
 
 
 def test_each_thread_has_its_own_encoder_state() -> None:
-    from yiemagent.llm.openai_format import _json
+    from yiemagent.llm.jsonutil import _encoding as _json
 
     barrier = threading.Barrier(2)
     tables: list[int] = []

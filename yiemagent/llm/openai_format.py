@@ -8,12 +8,11 @@ since the last one. The Anthropic wire format lives beside it, in ``anthropic_fo
 
 from __future__ import annotations
 
-import json
-import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from yiemagent.content import AgentToolCall, ContentBlock, ImageContent, TextContent
+from yiemagent.llm.jsonutil import to_json
 from yiemagent.messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.tool_calls import extract_tool_calls
 from yiemagent.tool_types import AgentContext, ToolMapping
@@ -60,53 +59,10 @@ def _parts(content: list[ContentBlock]) -> list[dict[str, Any]]:
     return [p for p in map(_part, content) if p is not None]
 
 
-_PROBE = {"text": "é\n\"", "n": [1, 2.5, -0.0, True, None], "deep": {"k": 1e300}}
-
-
-class _JsonEncoding(threading.local):
-    """``JSONEncoder(ensure_ascii=False).encode`` without building a C encoder on every call,
-    which is most of its cost for small arguments: each thread builds one, with its own table
-    of the containers being encoded (so a cycle still raises ``ValueError``), and uses it again.
-    Where ``json`` has no C part, the plain ``encode`` is used."""
-
-    def __init__(self) -> None:
-        self.encoder = json.JSONEncoder(ensure_ascii=False)
-        self.markers: dict[int, Any] = {}
-        make = getattr(json.encoder, "c_make_encoder", None)
-        self.c_encode = None
-        if make is not None:
-            try:
-                c_encode = make(self.markers, self.encoder.default,
-                                json.encoder.encode_basestring, None, ": ", ", ", False, False,
-                                True)
-                # The C encoder's signature is not public: use it only if it encodes as
-                # ``encode`` does on this Python.
-                if "".join(c_encode(_PROBE, 0)) == self.encoder.encode(_PROBE):
-                    self.c_encode = c_encode
-            except Exception:  # another signature: keep the plain encoder
-                self.markers.clear()
-
-    def encode(self, value: Any) -> str:
-        if self.c_encode is None:
-            return self.encoder.encode(value)
-        try:
-            return "".join(self.c_encode(value, 0))
-        except BaseException:
-            self.markers.clear()  # what a failed encoding left there must not fail the next
-            raise
-
-
-_json = _JsonEncoding()
-
-
-def _to_json(value: Any) -> str:
-    return _json.encode(value)
-
-
 def _arguments_json(arguments: Any) -> str:
     if isinstance(arguments, str):  # invalid JSON from the model: send back exactly what it sent
         return arguments
-    return _to_json(arguments)
+    return to_json(arguments)
 
 
 def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:

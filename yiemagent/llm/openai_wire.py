@@ -13,15 +13,12 @@ copied: the formatter's dicts are cached across turns and are never modified.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from yiemagent.llm.jsonutil import parts_text
+from yiemagent.llm.jsonutil import parts_text, to_json
 
 __all__ = ["wire_message", "wire_messages"]
-
-_to_json = json.JSONEncoder(ensure_ascii=False).encode
 
 
 def _text_only(content: list[Any]) -> bool:
@@ -42,7 +39,7 @@ def _wire_tool_call(call: Any) -> Any:
     out = dict(call)
     out["type"] = "function"
     if not isinstance(arguments, str):  # servers parse the string themselves; objects they reject
-        out["function"] = {**function, "arguments": _to_json(arguments if arguments is not None
+        out["function"] = {**function, "arguments": to_json(arguments if arguments is not None
                                                              else {})}
     return out
 
