@@ -407,3 +407,22 @@ def test_a_tool_file_travels_to_the_task(tmp_path: Path) -> None:
     with local_agent(ray_tool(store.tools["shout"], num_cpus=0), events=events) as agent:
         answer = text(agent.prompt('call shout {"text": "hey"}', W))
     assert answer.startswith("done: HEY from ") and answer != f"done: HEY from {os.getpid()}"
+
+
+def test_a_session_that_cannot_be_loaded_gives_an_error_response_and_no_preload(
+        tmp_path: Path) -> None:
+    # The host itself, in this process: a session file that is not JSON cannot be loaded.
+    from yiemagent.ray_cluster.session_host import SessionHost
+
+    store = DirectoryStore(str(tmp_path))
+    Path(store.path_of("broken")).write_text("{not json", encoding="utf-8")
+    host = SessionHost(settings(), store, idle_timeout_s=None)
+    try:
+        assert host.preload("broken") is False
+        response = host.prompt("broken", "hello", 30)
+        assert response.stop_reason == "error"
+        assert "session 'broken' could not be loaded" in (response.error_message or "")
+        assert host.preload("fresh") is True  # a new session id is created, not an error
+        assert host.prompt("fresh", "hello", 30).stop_reason == "stop"
+    finally:
+        host.close()

@@ -99,13 +99,11 @@ class SessionHost:
         entry = self._enter(session_id)
         try:
             with entry.lock:
-                if entry.agent is None:
-                    try:
-                        entry.agent = self._open(session_id)
-                    except Exception as exc:
-                        return error_response(f"session {session_id!r} could not be loaded: "
-                                              f"{describe_error(exc)}")
-                response = entry.agent.prompt(text, timeout)
+                agent = self._load_into(session_id, entry)
+                if isinstance(agent, Exception):
+                    return error_response(f"session {session_id!r} could not be loaded: "
+                                          f"{describe_error(agent)}")
+                response = agent.prompt(text, timeout)
                 self._count("runs")
                 self._save(session_id, entry)
                 return response
@@ -119,12 +117,11 @@ class SessionHost:
         entry = self._enter(session_id)
         try:
             with entry.lock:
-                if entry.agent is None:
-                    try:
-                        entry.agent = self._open(session_id)
-                    except Exception as exc:
-                        logger.warning("session %r could not be preloaded: %s", session_id, exc)
-                return entry.agent is not None
+                agent = self._load_into(session_id, entry)
+                if isinstance(agent, Exception):
+                    logger.warning("session %r could not be preloaded: %s", session_id, agent)
+                    return False
+                return True
         finally:
             self._leave(session_id, entry)
 
@@ -147,6 +144,16 @@ class SessionHost:
             victims = self._candidates()
         for victim_id, victim in victims:
             self._evict(victim_id, victim, wait=False)
+
+    def _load_into(self, session_id: str, entry: _Session) -> YiemAgent | Exception:
+        """The session's agent, opened into ``entry`` unless it is open (the caller holds
+        ``entry.lock``), or the exception that kept it from loading."""
+        if entry.agent is None:
+            try:
+                entry.agent = self._open(session_id)
+            except Exception as exc:
+                return exc
+        return entry.agent
 
     def _open(self, session_id: str) -> YiemAgent:
         """The agent of ``session_id``: from the store, or a new session under that id."""
