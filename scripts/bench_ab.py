@@ -60,6 +60,14 @@ print(json.dumps(out))
 '''
 
 
+def positive_int(text: str) -> int:
+    """An ``argparse`` type: a whole number of at least 1."""
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 def measure(checkout: Path, turns: int, runs: int) -> dict[str, float]:
     """One fresh process's lowest µs per turn for each variant, for ``checkout``."""
     done = subprocess.run([sys.executable, "-c", CHILD, str(checkout), str(SCRIPTS), str(turns),
@@ -81,9 +89,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("checkouts", nargs="+", type=Path,
                         help="directories holding a yiemagent package (a git worktree each)")
-    parser.add_argument("--rounds", type=int, default=11, help="processes per checkout")
-    parser.add_argument("--turns", type=int, default=200, help="tool-call turns per run")
-    parser.add_argument("--runs", type=int, default=10, help="runs per process, after a warm-up")
+    parser.add_argument("--rounds", type=positive_int, default=11, help="processes per checkout")
+    parser.add_argument("--turns", type=positive_int, default=200, help="tool-call turns per run")
+    parser.add_argument("--runs", type=positive_int, default=10, help="runs per process, after a warm-up")
     parser.add_argument("--json", action="store_true", help="print one JSON object")
     args = parser.parse_args(argv)
     checkouts = [c.resolve() for c in args.checkouts]

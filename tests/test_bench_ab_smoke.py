@@ -31,3 +31,8 @@ def test_it_reports_both_variants_for_a_checkout() -> None:
 def test_a_directory_without_the_package_is_refused(tmp_path: Path) -> None:
     done = run("--rounds", "1", str(tmp_path))
     assert done.returncode == 2 and "holds no yiemagent package" in done.stderr
+
+
+def test_a_count_below_one_is_refused() -> None:
+    done = run("--rounds", "0", str(ROOT))
+    assert done.returncode == 2 and "must be at least 1" in done.stderr
