@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import threading
 from typing import Any
 
@@ -267,6 +268,21 @@ def test_a_tool_that_raises_gives_an_error_result_and_the_batch_goes_on() -> Non
     assert batch.messages[0].is_error
     assert text(batch.messages[0]) == 'Tool "boom" failed: ValueError: disk full'
     assert not batch.messages[1].is_error and text(batch.messages[1]) == "fine"
+
+
+def test_a_raising_tool_logs_its_traceback_at_debug(caplog: pytest.LogCaptureFixture) -> None:
+    def write_report(*_a: Any) -> AgentToolResult:
+        raise ValueError("disk full")
+
+    with caplog.at_level(logging.DEBUG, logger="yiemagent.tools"):
+        batch, _ = run([make_tool("report", write_report)], [call("c1", "report")])
+    assert batch.messages[0].is_error
+    [record] = [r for r in caplog.records if r.name == "yiemagent.tools"]
+    assert record.levelno == logging.DEBUG
+    assert record.getMessage() == 'Tool "report" raised (call c1)'
+    assert record.exc_info is not None and record.exc_info[0] is ValueError
+    # The traceback reaches the tool's own frame, so its author can see where it failed.
+    assert "write_report" in caplog.text and "disk full" in caplog.text
 
 
 def test_a_tool_that_exits_is_still_contained() -> None:

@@ -60,6 +60,9 @@ from yiemagent.validation import (
 )
 
 logger = logging.getLogger("yiemagent")
+# A raising tool becomes an error result for the model; its traceback goes here, at DEBUG, so
+# that whoever wrote the tool can still see where it failed.
+tools_logger = logging.getLogger("yiemagent.tools")
 
 __all__ = [
     "create_error_tool_result",
@@ -335,6 +338,7 @@ def execute_prepared_tool_call(
     except BaseException as exc:
         reraise_interrupt(exc)
         gate.close()
+        tools_logger.debug('Tool "%s" raised (call %s)', name, prep.tool_call.id, exc_info=exc)
         msg = f'Tool "{name}" failed: {describe_error(exc)}'
         return ExecutedOutcome(create_error_tool_result(msg, TOOL_RAISED), True)
     gate.close()
