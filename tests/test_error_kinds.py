@@ -21,6 +21,7 @@ from yiemagent import (
     error_kind,
     execute_tool_calls,
 )
+from yiemagent.repeated_calls import RepeatedCalls
 from yiemagent.tool_calls import normalize_tool_calls
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
@@ -48,6 +49,13 @@ def tool(execute: Any = ok, **kw: Any) -> AgentTool:
     return AgentTool("t", "T", "a tool", SCHEMA, execute, **kw)
 
 
+def _made_once() -> RepeatedCalls:
+    """A run's counts in which ``t`` was already called once with ``{"n": 1}``, of one allowed."""
+    counts = RepeatedCalls(1)
+    counts.record("t", {"n": 1})
+    return counts
+
+
 CASES: dict[str, tuple[Any, Any, dict[str, Any]]] = {
     "tool_not_found": (AgentToolCall("c", "nope", {"n": 1}), tool(), {}),
     "invalid_json": (AgentToolCall("c", "t", "{not json"), tool(), {}),
@@ -60,6 +68,7 @@ CASES: dict[str, tuple[Any, Any, dict[str, Any]]] = {
                     {"after_tool_call": lambda *_: 1 / 0}),
     "tool_raised": (AgentToolCall("c", "t", {"n": 1}), tool(boom), {}),
     "invalid_result": (AgentToolCall("c", "t", {"n": 1}), tool(lambda *_: "text"), {}),
+    "repeated_call": (AgentToolCall("c", "t", {"n": 1}), tool(), {"repeated_calls": _made_once()}),
 }
 
 
@@ -92,7 +101,7 @@ def test_successes_and_hook_made_errors_have_no_kind() -> None:
 
 
 def test_the_catalogue_and_the_plain_error_result() -> None:
-    assert len(set(ERROR_KINDS)) == len(ERROR_KINDS) == 12
+    assert len(set(ERROR_KINDS)) == len(ERROR_KINDS) == 13
     assert create_error_tool_result("x").details == {}
     assert create_error_tool_result("x", "blocked").details == {"error_kind": "blocked"}
     assert error_kind({"error_kind": 3}) is None and error_kind(None) is None

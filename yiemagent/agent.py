@@ -120,6 +120,9 @@ class YiemAgent:
     tool_timeout_s = _RunSetting("Default seconds a tool call may take (``None``: no limit).")
     max_parallel_tools = _RunSetting("Cap on the parallel pool (``None``: one thread per call).")
     max_turns = _RunSetting("LLM calls per run before it ends with ``stop_reason=\"max_turns\"``.")
+    max_repeated_calls = _RunSetting(
+        "How often one run may call a tool with the same arguments (``None``: no limit); a further "
+        "call gets an error result saying the model already has that result.")
     max_retry_delay_ms = _RunSetting("Cap on a provider client's retry waits, when set.")
     skip_tools_on_steer = _RunSetting("Skip the rest of a sequential batch for a new message.")
     steering_mode = _ModeSetting(
@@ -149,6 +152,7 @@ class YiemAgent:
         max_retry_delay_ms: int | None = None,
         tool_execution: Literal["sequential", "parallel"] = "sequential",
         max_turns: int = 50,
+        max_repeated_calls: int | None = 2,
         tool_timeout_s: float | None = None,
         max_parallel_tools: int | None = None,
         steering_mode: Literal["all", "one-at-a-time"] = "all",
@@ -173,6 +177,7 @@ class YiemAgent:
             llm_call=llm_call, before_tool_call=before_tool_call, after_tool_call=after_tool_call,
             tool_execution=tool_execution, tool_timeout_s=tool_timeout_s,
             max_parallel_tools=max_parallel_tools, max_turns=max_turns,
+            max_repeated_calls=max_repeated_calls,
             session_id=_check_session_id(session_id or uuid.uuid4().hex),
             max_retry_delay_ms=max_retry_delay_ms, skip_tools_on_steer=skip_tools_on_steer,
             sync_tools=tool_sync.sync if tool_sync is not None else None,

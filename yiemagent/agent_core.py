@@ -27,6 +27,7 @@ from yiemagent.error_kinds import (
     INVALID_JSON,
     INVALID_RESULT,
     PREPARE_FAILED,
+    REPEATED_CALL,
     SKIPPED,
     TIMEOUT,
     TOOL_NOT_FOUND,
@@ -177,8 +178,9 @@ def prepare_tool_call(
     """Resolve the tool, prepare and validate the arguments, and run ``before_tool_call``.
 
     Returns a ``PreparedToolCall`` ready to execute, or an error ``ImmediateOutcome`` when the
-    tool is unknown, the arguments are invalid, the hook blocks or fails, or the signal is
-    aborted. Never raises.
+    tool is unknown, the arguments are invalid, the call repeats one the run already made
+    ``config.repeated_calls.limit`` times, the hook blocks or fails, or the signal is aborted.
+    Never raises.
     """
     name = tool_call.name
     if _is_aborted(signal):
@@ -197,6 +199,9 @@ def prepare_tool_call(
         reraise_interrupt(exc)
         msg = f'Preparing the arguments for tool "{name}" failed: {describe_error(exc)}'
         return ImmediateOutcome(create_error_tool_result(msg, PREPARE_FAILED), True)
+    repeats = config.repeated_calls
+    if repeats is not None and (refusal := repeats.refusal(name, args)) is not None:
+        return ImmediateOutcome(create_error_tool_result(refusal, REPEATED_CALL), True)
     if config.before_tool_call is not None:
         try:
             reason = _before_hook_block(
@@ -210,6 +215,8 @@ def prepare_tool_call(
             return ImmediateOutcome(create_error_tool_result(reason, BLOCKED), True)
     if _is_aborted(signal):
         return ImmediateOutcome(*_aborted_outcome(name))
+    if repeats is not None:
+        repeats.record(name, args)
     return PreparedToolCall(tool, tool_call, args)
 
 

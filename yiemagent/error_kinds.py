@@ -27,6 +27,8 @@ kind                   phase       cause
 ``timeout``            execute     the call ran past its timeout
 ``skipped``            batch       a new message arrived and ``skip_tools_on_steer`` gave it
                                    the floor before the call started
+``repeated_call``      prepare     the run already made ``max_repeated_calls`` calls of this
+                                   tool with the same prepared arguments
 =====================  ==========  ==========================================================
 """
 
@@ -45,6 +47,7 @@ __all__ = [
     "INVALID_JSON",
     "INVALID_RESULT",
     "PREPARE_FAILED",
+    "REPEATED_CALL",
     "SCHEMA_VIOLATION",
     "SKIPPED",
     "TIMEOUT",
@@ -67,10 +70,11 @@ TOOL_RAISED = "tool_raised"
 INVALID_RESULT = "invalid_result"
 TIMEOUT = "timeout"
 SKIPPED = "skipped"
+REPEATED_CALL = "repeated_call"
 
 ERROR_KINDS = (ABORTED, TOOL_NOT_FOUND, INVALID_JSON, INVALID_ARGUMENTS, PREPARE_FAILED,
                SCHEMA_VIOLATION, BLOCKED, HOOK_FAILED, TOOL_RAISED, INVALID_RESULT, TIMEOUT,
-               SKIPPED)
+               SKIPPED, REPEATED_CALL)
 
 
 def error_kind(details: Any) -> str | None:

@@ -30,6 +30,7 @@ from yiemagent.events import (
     TurnStartEvent,
 )
 from yiemagent.messages import AgentMessage, AssistantMessage, HistoryView, ToolResultMessage, now_ms
+from yiemagent.repeated_calls import RepeatedCalls, check_max_repeated_calls
 from yiemagent.tool_calls import extract_tool_calls, new_tool_call_id, normalize_tool_calls
 from yiemagent.tool_types import (
     AbortSignal,
@@ -101,7 +102,10 @@ class RunConfig:
     ``max_retry_delay_ms`` (when set) and ``session_id`` (when set); ``llm_keywords`` records
     which, and is recomputed whenever ``llm_call`` is replaced. ``sync_tools(state, added)``,
     when set, is called before every LLM call with the names that tool results added since
-    the last one (the agent uses it to follow its tool store). ``skip_tools_on_steer`` makes
+    the last one (the agent uses it to follow its tool store). ``max_repeated_calls`` (default
+    2, ``None`` for no limit) is how often one run may call a tool with the same prepared
+    arguments; a further call gets a ``repeated_call`` error result saying the model already has
+    that result, which stops a small model that loops. ``skip_tools_on_steer`` makes
     the calls not yet started in a sequential batch give way to a message that arrived during
     the batch. ``clock()`` (milliseconds) stamps the messages the loop makes (tool results, its
     own responses) and ``new_tool_call_id()`` names the tool calls a reply sent without an id;
@@ -121,6 +125,7 @@ class RunConfig:
     tool_timeout_s: float | None = None
     max_parallel_tools: int | None = None
     max_turns: int = attrs.field(default=50, validator=_check_positive_int)
+    max_repeated_calls: int | None = attrs.field(default=2, converter=check_max_repeated_calls)
     session_id: str | None = attrs.field(default=None, validator=_check_session_id)
     max_retry_delay_ms: float | None = None
     skip_tools_on_steer: bool = attrs.field(default=False, converter=bool)
@@ -146,12 +151,13 @@ class RunConfig:
                            self.prepare_context is default_prepare_context
                            and self.format_msg_for_llm is default_format_msg_for_llm)
 
-    def tool_loop_config(self, tools: Any, skip_remaining: Callable[[], bool] | None = None
-                         ) -> AgentLoopConfig:
+    def tool_loop_config(self, tools: Any, skip_remaining: Callable[[], bool] | None = None,
+                         repeated_calls: RepeatedCalls | None = None) -> AgentLoopConfig:
         """The pipeline's ``AgentLoopConfig`` for ``tools`` (shared, not copied)."""
         return AgentLoopConfig(tools, self.before_tool_call, self.after_tool_call,
                                self.tool_execution, self.tool_timeout_s, self.max_parallel_tools,
-                               skip_remaining=skip_remaining, clock=self.clock)
+                               skip_remaining=skip_remaining, clock=self.clock,
+                               repeated_calls=repeated_calls)
 
 
 def unanswered_tool_calls(messages: Sequence[AgentMessage]) -> tuple[AssistantMessage | None,
@@ -190,7 +196,8 @@ class _Run:
     """The working state of one run: the shared state, config, sink, signal and what it added."""
 
     __slots__ = ("added", "added_tools", "config", "emit", "hook_context", "llm_keywords",
-                 "loop_config", "reply_started", "signal", "skip_remaining", "state")
+                 "loop_config", "repeated_calls", "reply_started", "signal", "skip_remaining",
+                 "state")
 
     def __init__(self, state: AgentState, config: RunConfig, emit: SafeEmitter,
                  signal: AbortSignal, has_input: Callable[[], bool] | None) -> None:
@@ -205,6 +212,8 @@ class _Run:
                                  list[AgentMessage] | None] = (None, None, None)
         self.reply_started = False  # a MessageStartEvent for the model's reply is out
         self.skip_remaining = has_input if config.skip_tools_on_steer else None
+        limit = config.max_repeated_calls
+        self.repeated_calls = RepeatedCalls(limit) if limit is not None else None
         self.llm_keywords = self.keywords_for_llm()
 
     def add(self, msg: AgentMessage, started: bool = False) -> None:
@@ -276,8 +285,8 @@ class _Run:
         """The run's pipeline config, rebuilt only when the state's tools mapping is replaced."""
         cached = self.loop_config
         if cached is None or cached.tools is not self.state.tools:
-            cached = self.loop_config = self.config.tool_loop_config(self.state.tools,
-                                                                     self.skip_remaining)
+            cached = self.loop_config = self.config.tool_loop_config(
+                self.state.tools, self.skip_remaining, self.repeated_calls)
         return cached
 
     def hooks_context(self) -> AgentContext:

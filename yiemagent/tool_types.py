@@ -27,6 +27,7 @@ from yiemagent.messages import (
     ToolResultMessage,
     now_ms,
 )
+from yiemagent.repeated_calls import RepeatedCalls
 from yiemagent.schema_check import compile_fast_check
 
 if TYPE_CHECKING:
@@ -311,6 +312,8 @@ class AgentLoopConfig:
     returns true, the calls not yet started get error results saying they were skipped (the
     agent's ``skip_tools_on_steer`` uses it to give a new message the floor). ``clock()`` gives
     the millisecond timestamps of the result messages (``now_ms`` unless a test fixes it).
+    ``repeated_calls``, when set, counts the calls of a run and refuses one made with the same
+    tool and prepared arguments more often than its limit (the agent's ``max_repeated_calls``).
     """
 
     tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
@@ -321,6 +324,7 @@ class AgentLoopConfig:
     max_parallel_tools: int | None = attrs.field(default=None)
     skip_remaining: Callable[[], bool] | None = attrs.field(default=None, kw_only=True)
     clock: Callable[[], int] = attrs.field(default=now_ms, kw_only=True)
+    repeated_calls: RepeatedCalls | None = attrs.field(default=None, kw_only=True)
 
     @tool_execution.validator
     def _check_mode(self, _attr: Any, value: str) -> None:
