@@ -174,3 +174,17 @@ def test_a_streamed_forced_tool_call_is_assembled(server_url: str) -> None:
     assert [(c.name, c.arguments) for c in calls] == [("getTime", {"city": "Tokyo"})]
     assert reply.stop_reason == "toolUse"
     assert any(e.kind == "tool_call" for e in events)
+
+
+def test_a_context_overflow_says_what_to_do_and_the_agent_recovers(server_url: str) -> None:
+    client = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS, tool_choice=None)
+    with YiemAgent(llm_call=client) as agent:
+        overflow = agent.prompt("Summarise this: " + "lorem ipsum dolor " * 3000, timeout=300)
+        assert overflow.stop_reason == "error"
+        assert "context" in (overflow.error_message or "")  # the server's own words
+        assert "agent.reset()" in (overflow.error_message or "")
+        # The same history would fail again: the hint's first remedy makes the agent work.
+        assert agent.prompt("Hello", timeout=300).stop_reason == "error"
+        agent.reset()
+        answer = agent.prompt("Hello", timeout=300)
+    assert answer.stop_reason in ("stop", "length"), answer.error_message

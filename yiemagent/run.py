@@ -19,6 +19,7 @@ import attrs
 
 from yiemagent.agent_core import execute_tool_calls
 from yiemagent.content import AgentToolCall, ContentBlock, TextContent
+from yiemagent.context_overflow import with_overflow_hint
 from yiemagent.emit import Emit, SafeEmitter, safe_emitter
 from yiemagent.errors import RunError, describe_error, reraise_interrupt
 from yiemagent.events import (
@@ -243,7 +244,8 @@ class _Run:
         """Steps 2-4: prepare the context, format it and call the model.
 
         Raises ``RunError`` naming the step (``prepare_context``, ``format_msg_for_llm`` or
-        ``llm_call``) and the exception's type and text.
+        ``llm_call``) and the exception's type and text; a provider's refusal of a context
+        that is too long also says what to do about it (``context_overflow``).
         """
         config = self.config
         step = "prepare_context"
@@ -258,7 +260,8 @@ class _Run:
             response = config.llm_call(request, **self.llm_keywords)
         except BaseException as exc:
             reraise_interrupt(exc)
-            raise RunError(f"{step} failed: {describe_error(exc)}") from exc
+            problem = f"{step} failed: {describe_error(exc)}"
+            raise RunError(with_overflow_hint(problem) if step == "llm_call" else problem) from exc
         if not isinstance(response, AssistantMessage):
             raise RunError(f"llm_call returned {type(response).__name__}; it must return an "
                            "AssistantMessage")
