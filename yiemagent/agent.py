@@ -9,8 +9,10 @@ active run's response is out; every run puts exactly one response on the output 
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
+import threading
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
@@ -34,6 +36,7 @@ __all__ = ["AgentClosedError", "YiemAgent", "follow_up", "resume", "run_agent", 
 
 DEFAULT_SYSTEM_PROMPT = "You are helpful assistant."
 MODES = ("all", "one-at-a-time")
+_CANCELLED = "the task awaiting aprompt() was cancelled"
 logger = logging.getLogger("yiemagent")
 
 
@@ -391,6 +394,36 @@ class YiemAgent:
         self._worker_core.hub.check_not_worker("prompt")
         number = self.input_channel.send(text)
         return self.output_channel.take_for(number, timeout)
+
+    async def aprompt(self, text: Any, timeout: float | None = None) -> AssistantMessage:
+        """``prompt`` for asyncio code: the prompt waits on a worker thread of the loop's default
+        executor, so the event loop goes on meanwhile. Cancelling the awaiting task withdraws
+        the message: still queued, it never runs; running, its run is aborted (and its
+        response, in the history as usual, is not returned to anyone). Same errors as
+        ``prompt``."""
+        self._worker_core.hub.check_not_worker("aprompt")
+        sent: list[int] = []
+        withdrawn = threading.Event()
+        lock = threading.Lock()
+
+        def send_and_wait() -> AssistantMessage:
+            number = self.input_channel.send(text)
+            with lock:
+                sent.append(number)
+                cancelled = withdrawn.is_set()
+            if cancelled:  # cancelled while the send waited for room
+                self._worker_core.cancel(number, _CANCELLED)
+            return self.output_channel.take_for(number, timeout)
+
+        try:
+            return await asyncio.to_thread(send_and_wait)
+        except asyncio.CancelledError:
+            with lock:
+                withdrawn.set()
+                number = sent[0] if sent else None
+            if number is not None:
+                self._worker_core.cancel(number, _CANCELLED)
+            raise
 
     def abort(self) -> None:
         """Abort the active run (tools and hooks see the signal; calls not yet run get aborted

@@ -159,6 +159,17 @@ class MessageChannel(_Channel[UserMessage]):
         self.hub.changed.notify_all()
         return item
 
+    def remove(self, arrival: int) -> bool:
+        """Remove the queued message with arrival number ``arrival`` (marked as done); return
+        whether it was queued."""
+        for item in self.queue:
+            if item[0] == arrival:
+                self.queue.remove(item)
+                self.unfinished_tasks = max(0, self.unfinished_tasks - 1)
+                self.hub.changed.notify_all()
+                return True
+        return False
+
     def drain(self) -> list[Queued]:
         """Remove and return every queued message with its arrival number, marked as done."""
         items = list(self.queue)

@@ -268,6 +268,18 @@ class AgentWorker:
         if signal is not None:
             signal.abort(reason)
 
+    def cancel(self, arrival: int, reason: str) -> None:
+        """Withdraw message ``arrival``: still queued, it is dropped (a ``prompt`` waiting for it
+        is told so); in the active run, that run is aborted (its response still comes out);
+        already answered, nothing happens. Never raises."""
+        with self.cond:
+            if self.input_channel.remove(arrival) or self.follow_up_channel.remove(arrival):
+                self.hub.dropped.add(arrival)
+                return
+            signal = self.signal if arrival in self.run_arrivals else None
+        if signal is not None:
+            signal.abort(reason)
+
     def stop(self) -> list[UserMessage]:
         """Stop taking messages; return those queued and never processed, in arrival order."""
         with self.cond:
