@@ -10,6 +10,8 @@ active run's response is out; every run puts exactly one response on the output 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import os
 import threading
@@ -398,9 +400,9 @@ class YiemAgent:
     async def aprompt(self, text: Any, timeout: float | None = None) -> AssistantMessage:
         """``prompt`` for asyncio code: the prompt waits on a worker thread of the loop's default
         executor, so the event loop goes on meanwhile. Cancelling the awaiting task withdraws
-        the message: still queued, it never runs; running, its run is aborted (and its
-        response, in the history as usual, is not returned to anyone). Same errors as
-        ``prompt``."""
+        the message: still queued, it never runs; running, its run is aborted, and the task
+        ends once that run has (a second cancellation stops the wait); the aborted response
+        is returned to no one. Same errors as ``prompt``."""
         self._worker_core.hub.check_not_worker("aprompt")
         sent: list[int] = []
         withdrawn = threading.Event()
@@ -415,14 +417,20 @@ class YiemAgent:
                 self._worker_core.cancel(number, _CANCELLED)
             return self.output_channel.take_for(number, timeout)
 
+        waiting = asyncio.get_running_loop().run_in_executor(
+            None, contextvars.copy_context().run, send_and_wait)
         try:
-            return await asyncio.to_thread(send_and_wait)
+            return await asyncio.shield(waiting)
         except asyncio.CancelledError:
             with lock:
                 withdrawn.set()
                 number = sent[0] if sent else None
             if number is not None:
                 self._worker_core.cancel(number, _CANCELLED)
+            # Until the aborted run has ended (and its response was taken), the run is still
+            # going: wait for that, so a cancelled task leaves nothing running behind it.
+            with contextlib.suppress(Exception):
+                await waiting
             raise
 
     def abort(self) -> None:
