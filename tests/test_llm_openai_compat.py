@@ -157,24 +157,37 @@ def test_a_lone_function_call_is_still_read(server: ScriptedServer) -> None:
 
 # --- an empty stream ----------------------------------------------------------------------------------
 
-EMPTY_STREAM = ("OpenAI server sent an empty stream (HTTP 200 and no events); this server may not "
-                "stream tool calls: use stream=False")
-
-
 @pytest.mark.parametrize("content_type", ["text/event-stream", "application/json"])
-def test_an_empty_stream_is_a_clear_error_and_not_retried(server: ScriptedServer,
-                                                          content_type: str) -> None:
+def test_an_empty_stream_is_asked_again_without_streaming_and_remembered(
+        server: ScriptedServer, content_type: str, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG, logger="yiemagent.llm")
     server.add(Reply(200, {"Content-Type": content_type}, b""))
-    with pytest.raises(LlmError) as info:
+    server.json(openai_completion("It is 9:41 in Tokyo."))
+    server.json(openai_completion("Still 9:41."))
+    client = openai_client(server, stream=True)
+    reply = client(simple_request())
+    assert reply.content == [TextContent("It is 9:41 in Tokyo.")]
+    assert [r.body["stream"] for r in server.requests] == [True, False]
+    assert "answered a streamed request with no events; asking again without streaming" in caplog.text
+    # Remembered for the client: the next call is not streamed at all.
+    assert client(simple_request()).content == [TextContent("Still 9:41.")]
+    assert [r.body["stream"] for r in server.requests] == [True, False, False]
+    assert client.stream is False
+
+
+def test_an_empty_stream_then_a_failure_reports_the_failure(server: ScriptedServer) -> None:
+    server.add(Reply(200, {"Content-Type": "text/event-stream"}, b""))
+    server.json({"error": {"message": "model not loaded"}}, status=400)
+    with pytest.raises(LlmError, match="model not loaded"):
         openai_client(server, stream=True)(simple_request())
-    assert str(info.value) == EMPTY_STREAM
-    assert len(server.requests) == 1
+    assert len(server.requests) == 2
 
 
 def test_a_stream_of_only_comments_is_empty_too(server: ScriptedServer) -> None:
     server.sse([b": ping\n\n", b"\n"])
-    with pytest.raises(LlmError, match="empty stream"):
-        openai_client(server, stream=True)(simple_request())
+    server.json(openai_completion("Hi"))
+    assert openai_client(server, stream=True)(simple_request()).content == [TextContent("Hi")]
+    assert [r.body["stream"] for r in server.requests] == [True, False]
 
 
 def test_a_stream_with_events_but_no_done_is_still_a_broken_stream(server: ScriptedServer) -> None:

@@ -9,6 +9,7 @@ them. The client sends the formatted request's ``messages`` in the narrow form a
 from __future__ import annotations
 
 import json
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -31,15 +32,19 @@ from yiemagent.tool_types import AbortSignal
 
 __all__ = ["OpenAIChatClient"]
 
+logger = logging.getLogger("yiemagent.llm")
+
 _ENDPOINT_PATH = "/chat/completions"
 
 
+class _EmptyStream(LlmError):
+    """A streamed request answered with nothing at all: what llama-cpp-python's server does when
+    asked to stream with ``tool_choice="auto"`` and its model calls a tool. Asking again the same
+    way would get the same nothing; the client asks once more without streaming instead."""
+
+
 def _empty_stream_error(label: str) -> LlmError:
-    """Return the final ``LlmError`` of a streamed request answered with nothing at all: what
-    llama-cpp-python's server does when asked to stream with ``tool_choice="auto"`` and its
-    model calls a tool. Retrying would get the same nothing, so it is not retried."""
-    return LlmError(f"{label} server sent an empty stream (HTTP 200 and no events); this server "
-                    "may not stream tool calls: use stream=False")
+    return _EmptyStream(f"{label} server sent an empty stream (HTTP 200 and no events)")
 
 
 def not_found_hint(base_url: str, model: str) -> str:
@@ -156,10 +161,22 @@ class OpenAIChatClient(LlmClient):
                  max_retry_delay_ms: float | None = None,
                  session_id: str | None = None) -> AssistantMessage:
         """Send one turn and return the model's reply (see ``LlmClient.__call__``); an HTTP 404
-        raises an ``LlmError`` that also says what to check (``not_found_hint``)."""
+        raises an ``LlmError`` that also says what to check (``not_found_hint``). A server that
+        answers a streamed request with no events at all is asked once more without streaming,
+        and the client streams no more (said at DEBUG on ``yiemagent.llm``)."""
         try:
-            return super().__call__(request, on_update=on_update, signal=signal,
-                                    max_retry_delay_ms=max_retry_delay_ms, session_id=session_id)
+            try:
+                return super().__call__(request, on_update=on_update, signal=signal,
+                                        max_retry_delay_ms=max_retry_delay_ms,
+                                        session_id=session_id)
+            except _EmptyStream:
+                logger.debug("%s server at %s answered a streamed request with no events; asking "
+                             "again without streaming, and not streaming from now on",
+                             self.label, shown_url(self.base_url))
+                self.stream = False
+                return super().__call__(request, on_update=on_update, signal=signal,
+                                        max_retry_delay_ms=max_retry_delay_ms,
+                                        session_id=session_id)
         except LlmError as error:
             if error.status != 404:
                 raise
