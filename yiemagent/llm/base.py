@@ -21,7 +21,7 @@ from typing import Any, ClassVar
 import attrs
 import requests
 
-from yiemagent.llm.redact import ApiKeyAuth, Secret
+from yiemagent.llm.redact import ApiKeyAuth, Secret, scrub_reply
 from yiemagent.llm.retry import RetryPolicy
 from yiemagent.llm.transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, HttpTransport, read_json_body
 from yiemagent.messages import AssistantMessage
@@ -158,7 +158,8 @@ class LlmClient(abc.ABC):
         this call; ``session_id`` (passed by every agent) goes where the provider keeps one,
         unless the client was made with ``send_session_id=False``. Raises ``LlmError`` when the
         provider fails after retries (``LlmAbortedError`` when ``signal`` fires); the error text
-        carries the provider's message and the HTTP status, never the key.
+        carries the provider's message and the HTTP status, never the key; a reply that holds
+        the key (a server echoed it) has it masked (``scrub_reply``) before it is returned.
         """
         body = self.build_body(request)
         if session_id is not None and self.send_session_id:
@@ -171,6 +172,7 @@ class LlmClient(abc.ABC):
         reply = self._transport.post(self.endpoint, self.headers(), body, self.read_reply,
                                      on_update=on_update, signal=signal, retry=retry,
                                      server=self.base_url)
+        reply = scrub_reply(reply, self._api_key)  # a server that echoes the key: not in history
         if logging_bodies:
             self._log_body("reply", reply.to_dict())
         return reply
