@@ -3,6 +3,7 @@ before it reaches the history, the events and the saved session, and the text sa
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
 from pathlib import Path
@@ -24,7 +25,8 @@ from llm_server import Recorded, ScriptedServer, split_every, sse_bytes
 from yiemagent import AgentTool, AgentToolResult, YiemAgent
 from yiemagent.content import AgentToolCall, TextContent, ThinkingContent
 from yiemagent.events import AgentEvent, MessageUpdateEvent
-from yiemagent.llm.redact import REPLY_MASK, Secret, scrub_reply
+from yiemagent.llm.redact import Secret
+from yiemagent.llm.reply_scrub import REPLY_MASK, scrub_reply
 from yiemagent.messages import AssistantMessage
 from yiemagent.session_store import DirectoryStore
 
@@ -96,12 +98,31 @@ def test_a_key_echoed_in_a_reply_never_reaches_the_history_or_the_saved_session(
     assert len(server.requests) == 2
 
 
-def test_a_streamed_reply_is_masked_once_assembled(server: ScriptedServer, tmp_path: Path) -> None:
-    half = len(KEY) // 2
-    chunks = [{"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-               "choices": [{"index": 0, "delta": {"content": part}, "finish_reason": finish}]}
-              for part, finish in ((f"key {KEY[:half]}", None), (f"{KEY[half:]} ok", "stop"))]
-    server.sse(split_every(sse_bytes(chunks, done=True), 7))  # the key split across two deltas
+def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
+    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+
+
+def _pieces(text: str, *cuts: int) -> list[str]:
+    bounds = [0, *cuts, len(text)]
+    return [text[a:b] for a, b in itertools.pairwise(bounds)]
+
+
+KEY_AT = len("key ")  # where the key begins in the streamed text
+
+
+@pytest.mark.parametrize(("cuts", "shown"), [
+    ((), f"key {REPLY_MASK} ok"),  # the key whole in one delta
+    ((KEY_AT + len(KEY) // 2,), f"key {REPLY_MASK} ok"),  # split in two
+    ((KEY_AT + 5,), f"key {KEY[:5]}{REPLY_MASK} ok"),  # 5 characters are too few to hold back
+    # Pieces of 3: the first 4 characters pass (shorter than 6), the 7th holds the rest back.
+    (tuple(range(KEY_AT + 1, KEY_AT + len(KEY), 3)), f"key {KEY[:4]}{REPLY_MASK} ok"),
+], ids=["whole", "halves", "five-then-rest", "threes"])
+def test_a_streamed_reply_is_masked_in_its_deltas_and_once_assembled(
+        server: ScriptedServer, tmp_path: Path, cuts: tuple[int, ...], shown: str) -> None:
+    deltas = _pieces(f"key {KEY} ok", *cuts)
+    server.sse(split_every(sse_bytes([_chunk({"content": d}) for d in deltas]
+                                     + [_chunk({}, "stop")], done=True), 7))
     events: list[AgentEvent] = []
     with openai_client(server, stream=True) as llm, YiemAgent(llm_call=llm) as agent:
         agent.subscribe(events.append)
@@ -109,8 +130,41 @@ def test_a_streamed_reply_is_masked_once_assembled(server: ScriptedServer, tmp_p
         agent.save(tmp_path / "s.json")
         history = agent.history_snapshot()
     assert response.content == [TextContent(f"key {REPLY_MASK} ok")]
+    streamed = [e.delta for e in events if isinstance(e, MessageUpdateEvent)]
+    assert "".join(streamed) == shown  # what the user watched arrive
+    assert len(streamed) >= len(deltas)  # every delta passed on, even one held back whole
     assert_no_key([repr(history), (tmp_path / "s.json").read_text(encoding="utf-8"),
-                   repr([e for e in events if not isinstance(e, MessageUpdateEvent)])])
+                   repr(events), *streamed])
+
+
+@pytest.mark.parametrize(("deltas", "shown"), [
+    (["see ", KEY[:10]], f"see {REPLY_MASK}"),  # a text ending in the key's start: a cut piece
+    (["see ", KEY[:10], " and more"], f"see {KEY[:10]} and more"),  # held back, then let go
+], ids=["ends-in-a-piece", "piece-then-text"])
+def test_the_start_of_the_key_is_held_back_until_the_stream_tells(
+        server: ScriptedServer, deltas: list[str], shown: str) -> None:
+    server.sse([sse_bytes([_chunk({"content": d}) for d in deltas] + [_chunk({}, "stop")],
+                          done=True)])
+    events: list[AgentEvent] = []
+    with openai_client(server, stream=True) as llm, YiemAgent(llm_call=llm) as agent:
+        agent.subscribe(events.append)
+        response = agent.prompt("go", WAIT)
+    streamed = "".join(e.delta for e in events if isinstance(e, MessageUpdateEvent))
+    assert streamed == shown
+    assert response.content == [TextContent(shown)]  # the deltas say what the reply says
+
+
+def test_a_piece_held_back_in_one_stream_comes_before_the_next_stream(
+        server: ScriptedServer) -> None:
+    server.sse([sse_bytes([_chunk({"reasoning_content": f"they sent {KEY[:9]}"}),
+                           _chunk({"content": "Hello"}), _chunk({}, "stop")], done=True)])
+    events: list[AgentEvent] = []
+    with openai_client(server, stream=True) as llm, YiemAgent(llm_call=llm) as agent:
+        agent.subscribe(events.append)
+        response = agent.prompt("go", WAIT)
+    streamed = [(e.kind, e.delta) for e in events if isinstance(e, MessageUpdateEvent)]
+    assert streamed == [("thinking", "they sent "), ("thinking", REPLY_MASK), ("text", "Hello")]
+    assert response.content == [ThinkingContent(f"they sent {REPLY_MASK}"), TextContent("Hello")]
 
 
 def test_a_reply_without_the_key_is_returned_as_it_is() -> None:

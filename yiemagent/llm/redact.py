@@ -1,34 +1,23 @@
-"""Keeping the api key out of reprs, logs, errors, events, traceback locals and the history.
+"""Keeping the api key out of reprs, logs, errors, events and traceback locals.
 
 Texts are scrubbed before they are cut (``excerpt``): a cut made first could split the key and
 leave a piece of it that no longer matches. Where a text was cut all the same (a body read only
 in part, or cut before the key was known), a piece of the key at the cut is masked as the key.
-A reply that holds the key (a server that echoes it) is scrubbed too, by ``scrub_reply``, before
-it reaches the history and so a saved session.
+Replies that hold the key are scrubbed by ``reply_scrub``, with these rules.
 """
 
 from __future__ import annotations
 
 import contextlib
 import contextvars
-import logging
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
-import attrs
 import requests
 
-from yiemagent.content import MessageContent
-from yiemagent.messages import AssistantMessage
-
-__all__ = ["CUT_MARK", "MASK", "MIN_PIECE_LENGTH", "MIN_SECRET_LENGTH", "REPLY_MASK", "ApiKeyAuth",
-           "Secret", "excerpt", "scrub_reply"]
-
-logger = logging.getLogger("yiemagent.llm")
+__all__ = ["CUT_MARK", "MASK", "MIN_PIECE_LENGTH", "MIN_SECRET_LENGTH", "ApiKeyAuth", "Secret",
+           "excerpt"]
 
 MASK = "***"
-# What stands for the key in a reply: the user reads it there, so it says what happened.
-REPLY_MASK = "[api key masked]"
 CUT_MARK = "…"  # ends every text ``excerpt`` cut, so a later scrub knows where the cut is
 # Keys shorter than this are not secrets worth hiding (real provider keys run to dozens of
 # characters), and masking one would garble every text it happens to occur in ("ct***" for "ctx").
@@ -154,103 +143,3 @@ def excerpt(text: str, limit: int) -> str:
     text = text[:limit] + CUT_MARK
     return secret.scrub(text) if secret is not None else text
 
-
-def scrub_reply(reply: AssistantMessage, secret: Secret) -> AssistantMessage:
-    """Return ``reply`` with the key replaced by ``REPLY_MASK`` in every text it holds (``scrub``'s
-    rules): the text of each block, every string of a tool call's arguments or a raw dict block
-    (keys too, however deep), its ids and names, and the reply's own ``model`` and
-    ``error_message``. A reply without the key (nearly all) is returned as it is; one with it is
-    logged as a warning (which never shows the key), since only a server that echoes it back
-    puts it there."""
-    if not secret:
-        return reply
-
-    def scrub(text: str) -> str:
-        return secret.scrub(text, REPLY_MASK)
-
-    changes = _scrubbed_fields(reply, scrub, skip="content")
-    content = [_scrubbed_block(block, scrub) for block in reply.content]
-    if any(new is not old for new, old in zip(content, reply.content, strict=True)):
-        changes["content"] = content
-    if not changes:
-        return reply
-    logger.warning("the reply held the api key (the server echoed it); it is masked as %s in the "
-                   "reply and the history", REPLY_MASK)
-    return attrs.evolve(reply, **changes)
-
-
-def _scrubbed_fields(instance: Any, scrub: Callable[[str], str], skip: str = "") -> dict[str, Any]:
-    """The fields of the attrs ``instance`` that ``scrub`` changes, with their scrubbed values
-    (strings, and the JSON data of a tool call's arguments); ``skip`` names one to leave out."""
-    changes: dict[str, Any] = {}
-    for field in attrs.fields(type(instance)):
-        if field.name == skip:
-            continue
-        value = getattr(instance, field.name)
-        new = _scrubbed_data(value, scrub)
-        if new is not value:
-            changes[field.name] = new
-    return changes
-
-
-def _scrubbed_block(block: Any, scrub: Callable[[str], str]) -> Any:
-    """``block`` with the key scrubbed out of it; the same object when it holds none."""
-    if isinstance(block, MessageContent):
-        changes = _scrubbed_fields(block, scrub)
-        return attrs.evolve(block, **changes) if changes else block
-    return _scrubbed_data(block, scrub)
-
-
-def _scrubbed_data(value: Any, scrub: Callable[[str], str]) -> Any:
-    """``value`` (a string or JSON data: dicts, lists, scalars) with ``scrub`` applied to every
-    string in it, dict keys too; the same object when nothing changes. Containers are walked
-    with a stack, not recursion, so data nested however deep cannot raise ``RecursionError``."""
-    if isinstance(value, str):
-        new = scrub(value)
-        return value if new == value else new
-    if not isinstance(value, (dict, list)) or not _holds_change(value, scrub):
-        return value
-    root = _shallow_copy(value)
-    stack = [root]
-    while stack:  # each node is a new copy, whose items are scrubbed (and copied) in place
-        node = stack.pop()
-        if isinstance(node, dict):
-            entries = list(node.items())
-            node.clear()
-            for key, item in entries:
-                node[scrub(key) if isinstance(key, str) else key] = _copied(item, scrub, stack)
-        else:
-            for index, item in enumerate(node):
-                node[index] = _copied(item, scrub, stack)
-    return root
-
-
-def _copied(item: Any, scrub: Callable[[str], str], stack: list[Any]) -> Any:
-    """``item`` scrubbed when a string; a shallow copy, put on ``stack`` to be walked, when a
-    container; else ``item`` itself."""
-    if isinstance(item, str):
-        return scrub(item)
-    if isinstance(item, (dict, list)):
-        copy = _shallow_copy(item)
-        stack.append(copy)
-        return copy
-    return item
-
-
-def _shallow_copy(value: dict[Any, Any] | list[Any]) -> dict[Any, Any] | list[Any]:
-    return dict(value) if isinstance(value, dict) else list(value)
-
-
-def _holds_change(value: dict[Any, Any] | list[Any], scrub: Callable[[str], str]) -> bool:
-    """Whether ``scrub`` changes any string in the container ``value`` (walked with a stack)."""
-    stack: list[Any] = [value]
-    while stack:
-        node = stack.pop()
-        items = [*node.keys(), *node.values()] if isinstance(node, dict) else node
-        for item in items:
-            if isinstance(item, str):
-                if scrub(item) != item:
-                    return True
-            elif isinstance(item, (dict, list)):
-                stack.append(item)
-    return False
