@@ -99,7 +99,7 @@ def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
     never fails the save. A session id that cannot be written (see ``session_bytes``) raises
     ``ValueError`` before any file is touched.
     """
-    text = session_bytes(data, indent=1)
+    encoded = session_bytes(data, indent=1)
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
     prefix = _temp_prefix(target)
@@ -108,7 +108,7 @@ def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
         with os.fdopen(fd, "wb") as f:
-            f.write(text)
+            f.write(encoded)
             f.flush()
             os.fsync(f.fileno())
             written = os.fstat(f.fileno()).st_mtime
