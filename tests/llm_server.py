@@ -2,7 +2,8 @@
 
 ``ScriptedServer`` runs the standard library's ``ThreadingHTTPServer`` on 127.0.0.1 (port 0) in a
 thread. It records every request (method, path, headers, JSON body) and answers from a queue of
-scripted ``Reply`` objects: a status, headers and a whole body, or SSE bytes sent as HTTP chunks
+scripted ``Reply`` objects: a status, headers and a whole body (fixed, or made from the request,
+for a server that echoes what it was sent), or SSE bytes sent as HTTP chunks
 with a flush after each, optionally stopping without the final chunk (a connection closed
 mid-stream) or waiting on a ``threading.Event`` first (a slow server) or part-way (a stalled
 stream), or pausing between chunks (a trickling server). Flushing each piece makes odd splits
@@ -16,7 +17,7 @@ from __future__ import annotations
 import json
 import threading
 from collections import deque
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
@@ -40,6 +41,8 @@ class Recorded:
 class Reply:
     """One scripted answer: ``body`` with a Content-Length, or ``chunks`` sent chunked.
 
+    ``render``, when set, makes the body from the request as it arrived (a server that echoes
+    what it was sent) in place of ``body``.
     ``finish=False`` closes the connection without the final zero-length chunk. ``wait`` makes the
     handler wait for the event before answering; with ``wait_after`` it waits after sending that
     many chunks instead. ``pause_s`` makes it pause that long before each chunk (a trickle that
@@ -54,6 +57,7 @@ class Reply:
     wait: threading.Event | None = None
     wait_after: int | None = None
     pause_s: float = 0.0
+    render: Callable[[Recorded], bytes] | None = None
 
 
 def sse_bytes(events: Iterable[Any], *, named: bool = False, done: bool = False) -> bytes:
@@ -91,22 +95,23 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         headers = {k.lower(): v for k, v in self.headers.items()}
-        reply = self.server.owner._record(Recorded("POST", self.path, headers, raw, body))
+        request = Recorded("POST", self.path, headers, raw, body)
+        reply = self.server.owner._record(request)
         try:
-            self._answer(reply)
+            self._answer(reply, request)
         except OSError:  # the client went away (abort, timeout): nothing left to say
             self.close_connection = True
 
     do_GET = do_POST
 
-    def _answer(self, reply: Reply) -> None:
+    def _answer(self, reply: Reply, request: Recorded) -> None:
         if reply.wait is not None and reply.wait_after is None:
             reply.wait.wait(BLOCK_LIMIT_S)
         self.send_response(reply.status)
         for name, value in reply.headers.items():
             self.send_header(name, value)
         if reply.chunks is None:
-            body = reply.body or b""
+            body = reply.render(request) if reply.render is not None else reply.body or b""
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
             self.wfile.write(body)
@@ -188,6 +193,12 @@ class ScriptedServer:
         """Queue a JSON reply (sent once ``wait`` is set, when given)."""
         return self.add(Reply(status, {"Content-Type": "application/json", **(headers or {})},
                               json.dumps(body).encode("utf-8"), wait=wait))
+
+    def echo(self, make: Callable[[Recorded], Any]) -> Reply:
+        """Queue a JSON reply made by ``make`` from the request it answers (with its headers: a
+        server that echoes what a client sent, its api key say)."""
+        return self.add(Reply(200, {"Content-Type": "application/json"},
+                              render=lambda request: json.dumps(make(request)).encode("utf-8")))
 
     def text(self, body: str, content_type: str = "application/json") -> Reply:
         """Queue a successful reply with a raw body (for bodies that are not the JSON they claim)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -23,6 +24,8 @@ from yiemagent import (
     UserMessage,
     YiemAgent,
 )
+from yiemagent.session import SessionData, load_session, save_session
+from yiemagent.session_store import DirectoryStore, RedisStore
 
 HISTORY = [
     UserMessage([TextContent("look"), ImageContent("iVBORw0KGgo=", "image/png")], timestamp=1),
@@ -123,3 +126,85 @@ def test_a_session_file_gets_the_usual_mode(tmp_path: Path) -> None:
             assert path.stat().st_mode & 0o777 == 0o600
     finally:
         os.umask(old_umask)
+
+
+# -- session ids that cannot be written ---------------------------------------------------------
+
+LONE = "user-\udc80-7"  # a lone surrogate, as ``bytes.decode(errors="surrogateescape")`` makes
+
+
+def _agent_with(session_id: str) -> None:
+    YiemAgent(llm_call=ScriptedLLM(), session_id=session_id).shutdown()
+
+
+def _agent_renamed(session_id: str) -> None:
+    with YiemAgent(llm_call=ScriptedLLM()) as agent:
+        agent.session_id = session_id
+
+
+def _saved(tmp: Path) -> Any:
+    return lambda sid: save_session(SessionData(sid, "", None, []), tmp / "s.json")
+
+
+def _directory(tmp: Path, action: str) -> Any:
+    store = DirectoryStore(tmp / "store")
+    if action == "save":
+        return lambda sid: store.save(SessionData(sid, "", None, []))
+    return getattr(store, action)
+
+
+def _redis(action: str) -> Any:
+    store = RedisStore("redis://127.0.0.1:1/0")  # the id is refused before any connection
+    if action == "save":
+        return lambda sid: store.save(SessionData(sid, "", None, []))
+    return getattr(store, action)
+
+
+def _pool_slot(sid: str) -> None:
+    pool = pytest.importorskip("yiemagent.ray_cluster.pool")
+    # slot_of reads only the pool's size; a real pool would start Ray actors for nothing here.
+    pool.AgentPool.slot_of(SimpleNamespace(size=4), sid)
+
+
+@pytest.mark.parametrize("accept", [
+    lambda _tmp: _agent_with, lambda _tmp: _agent_renamed, _saved,
+    lambda tmp: _directory(tmp, "save"), lambda tmp: _directory(tmp, "load"),
+    lambda tmp: _directory(tmp, "delete"), lambda tmp: _directory(tmp, "path_of"),
+    lambda _tmp: _redis("save"), lambda _tmp: _redis("load"), lambda _tmp: _redis("delete"),
+    lambda _tmp: _pool_slot,
+], ids=["agent", "agent.session_id=", "save_session", "DirectoryStore.save", "DirectoryStore.load",
+        "DirectoryStore.delete", "DirectoryStore.path_of", "RedisStore.save", "RedisStore.load",
+        "RedisStore.delete", "AgentPool.slot_of"])
+def test_a_session_id_with_a_lone_surrogate_is_refused_naming_the_session_id(
+        tmp_path: Path, accept: Any) -> None:
+    with pytest.raises(ValueError) as info:
+        accept(tmp_path)(LONE)
+    message = str(info.value)
+    assert message.startswith("session_id 'user-\\udc80-7' holds a lone surrogate "
+                              "('\\udc80' at index 5)")
+    assert "use an id of whole characters" in message  # what to do
+    assert not isinstance(info.value, UnicodeError)  # not the codec's bare complaint
+    assert list(tmp_path.rglob("*")) in ([], [tmp_path / "store"])  # nothing was written
+
+
+def test_a_session_file_whose_id_holds_a_lone_surrogate_is_named_in_the_error(tmp_path: Path) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text('{"format": "yiemagent.session", "version": 1, "session_id": "a\\udc80",'
+                    ' "system_prompt": "", "model": null, "messages": []}', encoding="utf-8")
+    with pytest.raises(SessionError, match=r"damaged session file .*session_id 'a\\udc80' holds "
+                                           r"a lone surrogate") as info:
+        load_session(path)
+    assert str(path) in str(info.value)
+
+
+def test_a_history_holding_a_lone_surrogate_is_saved_whole(tmp_path: Path) -> None:
+    # JSON's "\ud83d" (half an emoji, as a model may send) reads as a lone surrogate.
+    odd = [UserMessage("half an emoji: \ud83d", timestamp=1),
+           AssistantMessage([AgentToolCall("c1", "t", {"q": "\udc80"})], timestamp=2)]
+    data = SessionData("s1", "system \ud800", None, odd)
+    save_session(data, tmp_path / "s.json")
+    assert load_session(tmp_path / "s.json") == data
+    (tmp_path / "s.json").read_bytes().decode("utf-8")  # a valid UTF-8 file, escapes and all
+    store = DirectoryStore(tmp_path / "store")
+    store.save(data)
+    assert store.load("s1") == data

@@ -128,6 +128,14 @@ def test_redis_store_travels_by_pickle_and_reconnects(redis_url: str) -> None:
     assert copy.load("s1") == data
 
 
+def test_redis_store_saves_a_history_holding_a_lone_surrogate_whole(redis_url: str) -> None:
+    # JSON's "\ud83d" (half an emoji, as a model may send) reads as a lone surrogate.
+    data = SessionData("s1", "", None, [UserMessage("half an emoji: \ud83d", timestamp=1)])
+    store = RedisStore(redis_url, prefix="lone:")
+    store.save(data)
+    assert store.load("s1") == data
+
+
 def test_redis_store_reports_a_damaged_session(redis_url: str) -> None:
     store = RedisStore(redis_url, prefix="bad:")
     store.client().set(store.key_of("s1"), b'{"format": "yiemagent.session", "version": 99}')

@@ -3,6 +3,7 @@ exporter: the span tree with parallel tools, an error, an abort, and content onl
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 import threading
@@ -11,12 +12,22 @@ from typing import Any
 
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, gated_tool, reply
+from llm_helpers import openai_client, openai_completion, openai_tool_call
+from llm_server import ScriptedServer
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 from opentelemetry.trace import StatusCode
 
-from yiemagent import AgentToolCall, AssistantMessage, LlmUsage, TextContent, YiemAgent
+from yiemagent import (
+    AgentTool,
+    AgentToolCall,
+    AgentToolResult,
+    AssistantMessage,
+    LlmUsage,
+    TextContent,
+    YiemAgent,
+)
 from yiemagent.tracing import disable_tracing, enable_tracing
 
 
@@ -84,7 +95,8 @@ def test_errors_are_recorded_on_the_failing_span_and_the_run(exporter: InMemoryS
     assert tool.attributes["error.type"] == "tool_not_found"  # the pipeline's stable error kind
     chats = [s for s in spans if s.name.startswith("chat")]
     assert chats[-1].status.status_code is StatusCode.ERROR
-    assert "model down" in (chats[-1].status.description or "")
+    # Content is not recorded: the status names the step and the exception's type, not its text.
+    assert chats[-1].status.description == "error: llm_call failed (ConnectionError)"
     run = next(s for s in spans if s.name.startswith("invoke_agent"))
     assert run.status.status_code is StatusCode.ERROR and run.attributes["error.type"] == "error"
 
@@ -136,3 +148,86 @@ def test_spans_made_inside_llm_call_nest_under_the_chat_span(exporter: InMemoryS
 def test_importing_yiemagent_imports_no_opentelemetry() -> None:
     code = "import sys, yiemagent; sys.exit(any(m.startswith('opentelemetry') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code], check=False).returncode == 0
+
+
+MARKER = "PLAN-7731-CONFIDENTIAL"  # content that no span may hold unless content is recorded
+
+
+def span_texts(span: ReadableSpan) -> list[str]:
+    """Every text a span exports: its name, status description, attribute values (sequences
+    too), and each event's and link's name and attributes."""
+    def values(attributes: Any) -> list[str]:
+        out: list[str] = []
+        for key, value in (attributes or {}).items():
+            items = value if isinstance(value, (list, tuple)) else [value]
+            out += [str(key), *(str(item) for item in items)]
+        return out
+
+    texts = [span.name, span.status.description or "", *values(span.attributes)]
+    for event in span.events:
+        texts += [event.name, *values(event.attributes)]
+    for link in span.links:
+        texts += values(link.attributes)
+    return texts
+
+
+def leaky_run(server: ScriptedServer, tracer: Any = None) -> None:
+    """Two runs through the OpenAI client on the loopback server whose every failure quotes
+    ``MARKER``: tool calls that break the schema, are not JSON, and raise an exception quoting
+    their arguments, then a provider error (HTTP 400) quoting the prompt; and a refusal that
+    quotes it. ``tracer`` ``None`` traces with the ``enable_tracing`` default."""
+    lookup = AgentTool("lookup", "Lookup", "Look a city up",
+                       {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}}},
+                       lambda _id, args, _s, _p: AgentToolResult("found"))
+
+    def fail(_id: str, args: dict[str, Any], _s: Any, _p: Any) -> AgentToolResult:
+        raise ValueError(f"nothing matches {args['query']!r}")
+
+    fetch = AgentTool("fetch", "Fetch", "Fetch a page",
+                      {"type": "object", "properties": {"query": {"type": "string"}}}, fail)
+    server.json(openai_completion(None, finish="tool_calls", tool_calls=[
+        openai_tool_call("c1", "lookup", json.dumps({"city": MARKER})),
+        openai_tool_call("c2", "lookup", '{"city": "' + MARKER),
+        openai_tool_call("c3", "fetch", json.dumps({"query": MARKER}))]))
+    server.json({"error": {"type": "invalid_request_error",
+                           "message": f"the prompt quotes {MARKER}, which is not allowed"}}, 400)
+    server.json({**openai_completion(None), "choices": [{"index": 0, "finish_reason": "stop",
+        "message": {"role": "assistant", "content": None, "refusal": f"I won't discuss {MARKER}"}}]})
+    with openai_client(server, max_retries=0) as llm, \
+            YiemAgent(llm_call=llm, tools=[lookup, fetch], tracer=tracer) as agent:
+        assert agent.prompt(f"tell me about {MARKER}", WAIT).stop_reason == "error"
+        assert agent.prompt(f"and again about {MARKER}", WAIT).stop_reason == "error"
+
+
+def test_without_record_content_no_span_holds_any_content(
+        exporter: InMemorySpanExporter, server: ScriptedServer) -> None:
+    leaky_run(server, tracer_for(exporter))
+    spans = exporter.get_finished_spans()
+    assert len(spans) == 8  # 2 runs, 3 chats, 3 tool calls: every part of the run was traced
+    for span in spans:
+        for text in span_texts(span):
+            assert MARKER not in text, f"content in span {span.name!r}: {text[:200]}"
+    # The statuses still say what failed: the kind, the tool, the step and the exception type.
+    statuses = sorted(s.status.description or "" for s in spans)
+    assert statuses == sorted([
+        "schema_violation: tool lookup failed", "invalid_json: tool lookup failed",
+        "tool_raised: tool fetch failed",
+        "error: llm_call failed (LlmError)", "error: llm_call failed (LlmError)", "error", "error",
+        "",  # the first chat, which succeeded
+    ])
+    assert all(s.status.status_code is StatusCode.ERROR for s in spans if s.status.description)
+
+
+def test_with_record_content_the_statuses_keep_the_error_texts(
+        exporter: InMemorySpanExporter, server: ScriptedServer) -> None:
+    enable_tracing(tracer_for(exporter), record_content=True)
+    try:
+        leaky_run(server)
+    finally:
+        disable_tracing()
+    spans = exporter.get_finished_spans()
+    quoting = sorted(s.name for s in spans if MARKER in (s.status.description or ""))
+    # Each failure's own text, as the search above would have found it had it been there.
+    assert quoting == ["chat gpt-4o-mini", "chat gpt-4o-mini", "execute_tool fetch",
+                       "execute_tool lookup", "execute_tool lookup",
+                       "invoke_agent yiemagent", "invoke_agent yiemagent"]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import threading
+import traceback
 from collections import OrderedDict
 from types import MappingProxyType
 from typing import Any
@@ -78,8 +79,49 @@ def test_string_content_becomes_one_text_block() -> None:
 
 
 def test_content_that_is_not_a_block_is_rejected_at_construction() -> None:
-    with pytest.raises(TypeError, match="content blocks must be"):
+    with pytest.raises(TypeError, match=r"UserMessage\.content\[1\]: content blocks must be"):
         UserMessage([TextContent("a"), 42])  # type: ignore[list-item]
+
+
+@pytest.mark.parametrize(("make", "owner"), [
+    (lambda: UserMessage(5), "UserMessage.content"),  # type: ignore[arg-type]
+    (lambda: AssistantMessage(5), "AssistantMessage.content"),  # type: ignore[arg-type]
+    (lambda: ToolResultMessage("c", "t", 5), "ToolResultMessage.content"),  # type: ignore[arg-type]
+    (lambda: UserMessage(3.5), "UserMessage.content"),  # type: ignore[arg-type]
+    (lambda: AssistantMessage(content=object()), "AssistantMessage.content"),  # type: ignore[arg-type]
+    (lambda: ToolResultMessage("c", "t", b"raw"), "ToolResultMessage.content"),  # type: ignore[arg-type]
+])
+def test_content_that_is_not_content_names_the_class_the_field_and_what_it_accepts(
+        make: Any, owner: str) -> None:
+    with pytest.raises(TypeError) as info:
+        make()
+    text = str(info.value)
+    assert text.startswith(f"{owner} must be a str, one content block or a list of them, got ")
+    assert "TextContent" in text and "dict" in text  # what it accepts
+    shown = "".join(traceback.format_exception(info.value))
+    assert "During handling" not in shown and "direct cause" not in shown  # no inner traceback
+
+
+def test_bytes_content_says_to_decode_it() -> None:
+    with pytest.raises(TypeError, match=r"got bytes \(b'hi'\) \(decode bytes to a str first\)"):
+        UserMessage(b"hi")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("make", [
+    lambda: UserMessage([TextContent("a"), None]),  # type: ignore[list-item]
+    lambda: AssistantMessage(iter(["a", 7])),  # type: ignore[list-item]
+    lambda: ToolResultMessage("c", "t", ("a", 2.5)),  # type: ignore[arg-type]
+])
+def test_a_bad_block_is_named_by_class_field_and_index(make: Any) -> None:
+    with pytest.raises(TypeError, match=r"^(User|Assistant|ToolResult)Message\.content\[1\]: "
+                                        r"content blocks must be MessageContent"):
+        make()
+
+
+def test_one_dict_block_is_one_block_not_its_keys() -> None:
+    block = {"type": "text", "text": "hi"}
+    assert UserMessage(block).content == [block]  # type: ignore[arg-type]
+    assert AssistantMessage(MappingProxyType(block)).content == [block]  # type: ignore[arg-type]
 
 
 def test_positional_order_follows_design() -> None:

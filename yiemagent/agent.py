@@ -27,7 +27,7 @@ from yiemagent.emit import Emit, SafeEmitter
 from yiemagent.errors import AgentClosedError
 from yiemagent.messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
 from yiemagent.run import RunConfig
-from yiemagent.session import SessionData, load_session, save_session
+from yiemagent.session import SessionData, check_session_id, load_session, save_session
 from yiemagent.tool_sync import ToolSync
 from yiemagent.tool_types import AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
 from yiemagent.tracing import TracingListener, default_tracing
@@ -183,7 +183,7 @@ class YiemAgent:
             tool_execution=tool_execution, tool_timeout_s=tool_timeout_s,
             max_parallel_tools=max_parallel_tools, max_turns=max_turns,
             max_repeated_calls=max_repeated_calls,
-            session_id=_check_session_id(session_id or uuid.uuid4().hex),
+            session_id=check_session_id(session_id or uuid.uuid4().hex),
             max_retry_delay_ms=max_retry_delay_ms, skip_tools_on_steer=skip_tools_on_steer,
             sync_tools=tool_sync.sync if tool_sync is not None else None,
             **_formatters(prepare_context, format_msg_for_llm),
@@ -237,7 +237,7 @@ class YiemAgent:
 
     @session_id.setter
     def session_id(self, value: str) -> None:
-        self._replace_config(session_id=_check_session_id(value))
+        self._replace_config(session_id=check_session_id(value))
 
     @property
     def agent_event_sink(self) -> Emit:
@@ -517,12 +517,6 @@ class YiemAgent:
 def _check_prompt(value: Any) -> str:
     if not isinstance(value, str):
         raise TypeError(f"system_prompt must be a string, got {type(value).__name__}")
-    return value
-
-
-def _check_session_id(value: Any) -> str:
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"session_id must be a non-empty string, got {value!r}")
     return value
 
 

@@ -16,6 +16,7 @@ import attrs
 __all__ = [
     "AgentToolCall",
     "ContentBlock",
+    "ContentInput",
     "ImageContent",
     "MessageContent",
     "TextContent",
@@ -108,6 +109,8 @@ class AgentToolCall(MessageContent):
 
 # A content entry is a typed block or one of the spec's raw dict blocks.
 ContentBlock = MessageContent | dict[str, Any]
+# What a message's ``content`` may be given as (``content_list`` turns it into blocks).
+ContentInput = str | ContentBlock | Iterable[ContentBlock | str] | None
 
 
 def content_to_dict(block: ContentBlock) -> dict[str, Any]:
@@ -140,34 +143,60 @@ def content_from_dict(data: Mapping[str, Any]) -> ContentBlock:
 
 
 _KEPT = (MessageContent, dict)
+_TYPED = "MessageContent (TextContent, ImageContent, ThinkingContent, AgentToolCall)"
 
 
-def _block(item: Any) -> ContentBlock:
+def _shown(value: Any) -> str:
+    return f"{type(value).__name__} ({value!r:.60})"
+
+
+def _block(item: Any, owner: str, index: int) -> ContentBlock:
     if isinstance(item, str):
         return TextContent(item)
     if isinstance(item, (MessageContent, dict)):
         return item
     if isinstance(item, Mapping):
         return dict(item)
-    raise TypeError(
-        f"content blocks must be MessageContent instances, dicts or strings, got {type(item).__name__}"
-    )
+    raise TypeError(f"{owner}[{index}]: content blocks must be {_TYPED} instances, dicts or "
+                    f"strings, got {_shown(item)}")
 
 
-def content_list(value: str | Iterable[ContentBlock | str] | None) -> list[ContentBlock]:
-    """Normalise message content: a string becomes one ``TextContent``; ``None`` an empty list.
+def _not_content(value: Any, owner: str) -> TypeError:
+    hint = " (decode bytes to a str first)" if isinstance(value, (bytes, bytearray)) else ""
+    return TypeError(f"{owner} must be a str, one content block or a list of them, got "
+                     f"{_shown(value)}{hint}; a content block is a {_TYPED} or a dict, e.g. "
+                     "content='hi' or content=[TextContent('hi')]")
 
-    Strings inside a list become ``TextContent`` too; anything else that is not a block raises
-    ``TypeError`` here, when the message is built, rather than later when it is serialised.
+
+def content_list(value: ContentInput, owner: str = "content") -> list[ContentBlock]:
+    """Normalise message content: a string becomes one ``TextContent``, one block (typed or a
+    dict) a list of it, ``None`` an empty list; an iterable gives a new list of its blocks.
+
+    Strings inside a list become ``TextContent`` too. Anything else (a number, bytes, a list
+    holding something that is not a block) raises ``TypeError`` here, when the message is built,
+    rather than later when it is serialised; the error names ``owner`` (the field, e.g.
+    ``UserMessage.content``), the index of a bad block, and what is accepted.
     """
+    if type(value) is list:  # nearly always: a list of typed or dict blocks, kept one by one
+        return [item if isinstance(item, _KEPT) else _block(item, owner, i)
+                for i, item in enumerate(value)]
     if value is None:
         return []
     if isinstance(value, str):
         return [TextContent(value)]
     if isinstance(value, MessageContent):
         return [value]
-    # Blocks that are already typed or dicts (nearly all) are kept without a call per block.
-    return [item if isinstance(item, _KEPT) else _block(item) for item in value]
+    if isinstance(value, Mapping):  # one raw block; iterating it would give its keys
+        return [value if isinstance(value, dict) else dict(value)]
+    given: Any = value  # the annotation is what callers should pass, not what they may
+    if isinstance(given, (bytes, bytearray)):  # iterable, but of ints
+        raise _not_content(value, owner)
+    try:
+        items = iter(given)
+    except TypeError:
+        raise _not_content(value, owner) from None
+    return [item if isinstance(item, _KEPT) else _block(item, owner, i)
+            for i, item in enumerate(items)]
 
 
 def content_text(content: Iterable[Any]) -> str:

@@ -13,7 +13,7 @@ from typing import Any, ClassVar, overload
 
 import attrs
 
-from yiemagent.content import ContentBlock, content_from_dict, content_list, content_to_dict
+from yiemagent.content import ContentBlock, ContentInput, content_from_dict, content_list, content_to_dict
 
 __all__ = [
     "AgentMessage",
@@ -92,6 +92,20 @@ def _check_timestamp(_inst: Any, _attr: Any, value: Any) -> None:
                         "pass content first, e.g. UserMessage([TextContent('hi')])")
 
 
+# One converter per class, so that a bad ``content`` is refused naming the class and the field
+# (named functions, which mypy's attrs plugin reads, unlike an ``attrs.Converter``).
+def _user_content(value: ContentInput) -> list[ContentBlock]:
+    return content_list(value, "UserMessage.content")
+
+
+def _assistant_content(value: ContentInput) -> list[ContentBlock]:
+    return content_list(value, "AssistantMessage.content")
+
+
+def _result_content(value: ContentInput) -> list[ContentBlock]:
+    return content_list(value, "ToolResultMessage.content")
+
+
 def _check_role(expected: str) -> Any:
     def check(_inst: Any, _attr: Any, value: str) -> None:
         if value != expected:
@@ -165,7 +179,7 @@ def _timestamp(data: Mapping[str, Any]) -> int:
 class UserMessage(AgentMessage):
     """A user turn (spec ``userMessage``); a string ``content`` becomes one text block."""
 
-    content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)
+    content: list[ContentBlock] = attrs.field(converter=_user_content, factory=list)
     timestamp: int = attrs.field(factory=now_ms, validator=_check_timestamp)
     role: str = attrs.field(default="user", kw_only=True, validator=_check_role("user"))
     role_name: ClassVar[str] = "user"
@@ -188,7 +202,7 @@ class AssistantMessage(AgentMessage):
     """A model reply (spec ``assistantMessage``): content blocks plus provider metadata."""
 
     # A field added here must be added to ``_with_checked_content`` too (tests check it).
-    content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)
+    content: list[ContentBlock] = attrs.field(converter=_assistant_content, factory=list)
     api: str = ""
     provider: str = ""
     model: str = ""
@@ -260,7 +274,7 @@ class ToolResultMessage(AgentMessage):
     # A field added here must be added to ``_checked_fields`` too (tests check it).
     tool_call_id: str
     tool_name: str
-    content: list[ContentBlock] = attrs.field(converter=content_list, factory=list)
+    content: list[ContentBlock] = attrs.field(converter=_result_content, factory=list)
     details: dict[str, Any] = attrs.field(factory=dict)
     usage: LlmUsage | None = None
     added_tool_names: list[str] = attrs.field(factory=list)

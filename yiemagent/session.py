@@ -19,8 +19,8 @@ import attrs
 from yiemagent.errors import SessionError, describe_error
 from yiemagent.messages import AgentMessage, LlmModel
 
-__all__ = ["SESSION_FORMAT", "SESSION_VERSION", "SessionData", "SessionError", "load_session",
-           "save_session", "session_from_dict", "session_to_dict"]
+__all__ = ["SESSION_FORMAT", "SESSION_VERSION", "SessionData", "SessionError", "check_session_id",
+           "load_session", "save_session", "session_bytes", "session_from_dict", "session_to_dict"]
 
 SESSION_FORMAT = "yiemagent.session"
 SESSION_VERSION = 1
@@ -36,6 +36,31 @@ class SessionData:
     messages: list[AgentMessage]
 
 
+def check_session_id(value: Any) -> str:
+    """Return ``value`` if it can be a session id: a non-empty ``str`` of whole characters. Raise
+    ``TypeError`` for anything else than a non-empty string, and ``ValueError`` naming the id
+    when it holds a lone surrogate (an id is written as UTF-8: into a session file, a file name,
+    a Redis key, a provider's request; a lone surrogate has no UTF-8 form)."""
+    if not isinstance(value, str) or not value:
+        raise TypeError(f"session_id must be a non-empty string, got {value!r}")
+    _check_whole(value)
+    return value
+
+
+def _check_whole(session_id: str) -> None:
+    """Raise ``ValueError`` naming ``session_id`` when it cannot be encoded as UTF-8."""
+    if session_id.isascii():  # nearly always (a uuid's hex): nothing to encode
+        return
+    try:
+        session_id.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        where = f"{session_id[exc.start]!r} at index {exc.start}"
+        raise ValueError(f"session_id {session_id!r:.100} holds a lone surrogate ({where}), which "
+                         "cannot be written as UTF-8; use an id of whole characters (e.g. "
+                         "uuid.uuid4().hex), and decode any bytes it is made from with "
+                         "errors='replace'") from None
+
+
 def session_to_dict(data: SessionData) -> dict[str, Any]:
     """The JSON-ready session document of ``data`` (format marker and version first)."""
     model = data.model
@@ -49,6 +74,19 @@ def session_to_dict(data: SessionData) -> dict[str, Any]:
     }
 
 
+def session_bytes(data: SessionData, indent: int | None = None) -> bytes:
+    """The session document of ``data`` as UTF-8 JSON. Raise ``ValueError`` naming the session
+    id when it holds a lone surrogate. Other text that holds one (a model's reply can: JSON's
+    ``"\\ud83d"`` reads as one) is written as a ``\\u`` escape instead, which reads back the same,
+    so such a history is saved whole rather than refused."""
+    _check_whole(data.session_id)
+    document = session_to_dict(data)
+    try:
+        return json.dumps(document, ensure_ascii=False, indent=indent).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(document, ensure_ascii=True, indent=indent).encode("ascii")
+
+
 def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
     """Write the session ``data`` to ``path`` atomically: a crash mid-write leaves the old file
     whole (the text goes to a temporary file ``.<file name>.<hex>.tmp`` in the same folder, is
@@ -58,9 +96,10 @@ def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
     same target that are over ``STALE_TEMP_AGE_S`` seconds older than its own (both ages read
     from the file system's clock). Younger ones are kept: they may be the live files of
     concurrent saves to the same path, which must not lose theirs. Removing is best effort and
-    never fails the save.
+    never fails the save. A session id that cannot be written (see ``session_bytes``) raises
+    ``ValueError`` before any file is touched.
     """
-    text = json.dumps(session_to_dict(data), ensure_ascii=False, indent=1)
+    encoded = session_bytes(data, indent=1)
     target = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(target))
     prefix = _temp_prefix(target)
@@ -68,8 +107,8 @@ def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:
     # Created 0666 so that the umask applies, as to any file the user writes.
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(encoded)
             f.flush()
             os.fsync(f.fileno())
             written = os.fstat(f.fileno()).st_mtime
@@ -147,8 +186,10 @@ def session_from_dict(data: Any, name: str = "session") -> SessionData:
                            f"yiemagent reads version {SESSION_VERSION}")
     try:
         model = data.get("model")
+        session_id = str(data["session_id"])
+        _check_whole(session_id)  # a file this library never writes, whose id could not be used
         return SessionData(
-            session_id=str(data["session_id"]),
+            session_id=session_id,
             system_prompt=str(data["system_prompt"]),
             model=None if model is None else LlmModel.from_dict(model),
             messages=[AgentMessage.from_dict(m) for m in data["messages"]],

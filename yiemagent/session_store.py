@@ -19,7 +19,14 @@ from typing import Any
 from urllib.parse import quote, unquote
 
 from yiemagent.errors import SessionError, SessionStoreError, describe_error
-from yiemagent.session import SessionData, load_session, save_session, session_from_dict, session_to_dict
+from yiemagent.session import (
+    SessionData,
+    check_session_id,
+    load_session,
+    save_session,
+    session_bytes,
+    session_from_dict,
+)
 
 __all__ = ["DirectoryStore", "RedisStore", "SessionStore"]
 
@@ -90,7 +97,7 @@ class DirectoryStore(SessionStore):
 
     def path_of(self, session_id: str) -> str:
         """The file that holds session ``session_id``."""
-        _check_id(session_id)
+        check_session_id(session_id)
         name = quote(session_id, safe="-_.")
         if name.startswith("."):  # no hidden files, and never the ".<name>.<hex>.tmp" of a save
             name = "%2E" + name[1:]
@@ -190,7 +197,7 @@ class RedisStore(SessionStore):
 
     def key_of(self, session_id: str) -> str:
         """The Redis key of session ``session_id``."""
-        _check_id(session_id)
+        check_session_id(session_id)
         return self.prefix + session_id
 
     def _command(self, what: str, session_id: str | None, run: Any) -> Any:
@@ -216,9 +223,9 @@ class RedisStore(SessionStore):
 
     def save(self, data: SessionData) -> None:
         key = self.key_of(data.session_id)
-        text = json.dumps(session_to_dict(data), ensure_ascii=False)
+        text = session_bytes(data)
         expiry = None if self.ttl_s is None else max(1, round(self.ttl_s * 1000))
-        self._command("save", data.session_id, lambda c: c.set(key, text.encode("utf-8"), px=expiry))
+        self._command("save", data.session_id, lambda c: c.set(key, text, px=expiry))
 
     def delete(self, session_id: str) -> bool:
         key = self.key_of(session_id)
@@ -229,11 +236,6 @@ class RedisStore(SessionStore):
         keys = self._command("list", None, lambda c: list(c.scan_iter(match=pattern, count=500)))
         start = len(self.prefix.encode("utf-8"))
         return sorted(k[start:].decode("utf-8", "surrogateescape") for k in keys)
-
-
-def _check_id(session_id: Any) -> None:
-    if not isinstance(session_id, str) or not session_id:
-        raise TypeError(f"session_id must be a non-empty string, got {session_id!r}")
 
 
 def _glob_escape(text: str) -> str:

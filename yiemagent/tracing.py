@@ -8,7 +8,12 @@ and call id) and errors recorded as span status and ``error.type``. Parents are 
 so parallel tool calls on pool threads land under their run. The run span, and the chat span
 while the model is called, are also the current context on the worker thread, so spans that
 instrumented code makes inside ``llm_call`` (an HTTP client, say) nest under them. Message
-content is recorded only with ``record_content=True``. OpenTelemetry (the ``otel`` extra:
+content is recorded only with ``record_content=True``: without it no span holds a tool's
+arguments or result text, the model's reply, or an error's text (which may quote any of them);
+an error's status then says only its kind, the tool's name, and for a failed step of the loop
+that step and the exception's type. The listener runs on the agent's worker thread, so its span
+processor should not block (``BatchSpanProcessor`` exports on a thread of its own;
+``SimpleSpanProcessor`` exports in the call). OpenTelemetry (the ``otel`` extra:
 ``opentelemetry-api``) is imported only when a listener is made.
 """
 
@@ -16,6 +21,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import re
 import threading
 from collections.abc import Callable
 from typing import Any, ClassVar
@@ -70,6 +76,20 @@ def _otel_trace() -> Any:
 
 def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, default=repr)
+
+
+# The loop's own error texts begin "<step> failed: <exception type>" (run.py and
+# describe_error): the step and the type are no content; the text after them may quote some.
+_STEP_FAILED = re.compile(
+    r"(prepare_context|format_msg_for_llm|llm_call|the run) failed: ([A-Za-z_][A-Za-z0-9_]*)(?::|$)")
+
+
+def _content_free_status(kind: str, message: str | None) -> str:
+    """A status description for a failed run or LLM call that quotes nothing of ``message``:
+    ``kind`` (the stop reason), and when ``message`` is one of the loop's own step errors, the
+    step and the exception's type (``"error: llm_call failed (LlmError)"``)."""
+    found = _STEP_FAILED.match(message or "")
+    return f"{kind}: {found[1]} failed ({found[2]})" if found else kind
 
 
 class TracingListener:
@@ -127,7 +147,7 @@ class TracingListener:
         if response is not None:
             run.set_attribute("gen_ai.response.finish_reasons", [response.stop_reason])
             if response.stop_reason in ("error", "aborted", "max_turns"):
-                self._fail(run, response.stop_reason, response.error_message or response.stop_reason)
+                self._fail(run, response.stop_reason, self._reply_status(response))
         self._end_open("the run ended first")
         self._detach("_run_token")
         run.end()
@@ -162,7 +182,7 @@ class TracingListener:
             chat.set_attribute("gen_ai.usage.output_tokens", reply.usage.output)
         chat.set_attribute("gen_ai.response.finish_reasons", [reply.stop_reason])
         if reply.stop_reason in ("error", "aborted"):
-            self._fail(chat, reply.stop_reason, reply.error_message or reply.stop_reason)
+            self._fail(chat, reply.stop_reason, self._reply_status(reply))
         elif self.record_content:
             chat.set_attribute("gen_ai.output.messages", _json([reply.to_dict()]))
         self._detach("_chat_token")
@@ -190,12 +210,21 @@ class TracingListener:
         text = "".join(getattr(block, "text", "") for block in event.result.content)
         if event.is_error:  # the pipeline's stable kind when it made the error, else tool_error
             kind = error_kind(event.result.details) or "tool_error"
-            self._fail(span, kind, text or "the tool call failed")
+            # The error text often quotes the arguments (a schema violation, an exception).
+            self._fail(span, kind, (text or "the tool call failed") if self.record_content
+                       else f"{kind}: tool {event.tool_name} failed")
         if self.record_content:
             span.set_attribute("gen_ai.tool.call.result", text)
         span.end()
 
     # -- helpers ---------------------------------------------------------------------------
+
+    def _reply_status(self, reply: AssistantMessage) -> str:
+        """The status description of a failed reply or run: its error text with content
+        recorded, else one that quotes none of it (a provider's error may quote the prompt)."""
+        if self.record_content:
+            return reply.error_message or reply.stop_reason
+        return _content_free_status(reply.stop_reason, reply.error_message)
 
     def _fail(self, span: Any, kind: str, description: str) -> None:
         span.set_attribute("error.type", kind)

@@ -22,6 +22,7 @@ import attrs
 import requests
 
 from yiemagent.llm.redact import ApiKeyAuth, Secret
+from yiemagent.llm.reply_scrub import DeltaScrubber, scrub_reply
 from yiemagent.llm.retry import RetryPolicy
 from yiemagent.llm.transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, HttpTransport, read_json_body
 from yiemagent.messages import AssistantMessage
@@ -158,7 +159,9 @@ class LlmClient(abc.ABC):
         this call; ``session_id`` (passed by every agent) goes where the provider keeps one,
         unless the client was made with ``send_session_id=False``. Raises ``LlmError`` when the
         provider fails after retries (``LlmAbortedError`` when ``signal`` fires); the error text
-        carries the provider's message and the HTTP status, never the key.
+        carries the provider's message and the HTTP status, never the key; a reply that holds
+        the key (a server echoed it) has it masked in its deltas and in the reply returned
+        (``reply_scrub``).
         """
         body = self.build_body(request)
         if session_id is not None and self.send_session_id:
@@ -168,9 +171,15 @@ class LlmClient(abc.ABC):
         logging_bodies = self._logs_bodies()
         if logging_bodies:
             self._log_body("request to " + self.endpoint, body)
+        # A server may echo the key: it is masked in the deltas and the reply, so it reaches
+        # neither the events nor the history.
+        deltas = None if on_update is None else DeltaScrubber(on_update, self._api_key)
         reply = self._transport.post(self.endpoint, self.headers(), body, self.read_reply,
-                                     on_update=on_update, signal=signal, retry=retry,
+                                     on_update=deltas, signal=signal, retry=retry,
                                      server=self.base_url)
+        if deltas is not None:
+            deltas.finish()
+        reply = scrub_reply(reply, self._api_key)
         if logging_bodies:
             self._log_body("reply", reply.to_dict())
         return reply

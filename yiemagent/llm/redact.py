@@ -3,6 +3,7 @@
 Texts are scrubbed before they are cut (``excerpt``): a cut made first could split the key and
 leave a piece of it that no longer matches. Where a text was cut all the same (a body read only
 in part, or cut before the key was known), a piece of the key at the cut is masked as the key.
+Replies that hold the key are scrubbed by ``reply_scrub``, with these rules.
 """
 
 from __future__ import annotations
@@ -30,21 +31,21 @@ _active: contextvars.ContextVar[Secret | None] = contextvars.ContextVar(
     "yiemagent_active_secret", default=None)
 
 
-def _mask_cut_piece(part: str, key: str) -> str:
+def _mask_cut_piece(part: str, key: str, mask: str) -> str:
     """Return ``part`` (a text between two cuts) with a piece of ``key`` of ``MIN_PIECE_LENGTH``
-    or more characters masked where the cut split it: the key's beginning at the end of ``part``
-    and the key's end at its start."""
+    or more characters replaced by ``mask`` where the cut split it: the key's beginning at the
+    end of ``part`` and the key's end at its start."""
     longest = min(len(key) - 1, len(part))  # the whole key was replaced before
     if key[:MIN_PIECE_LENGTH] in part[-longest:]:
         for size in range(longest, MIN_PIECE_LENGTH - 1, -1):
             if part.endswith(key[:size]):
-                part = part[:-size] + MASK
+                part = part[:-size] + mask
                 break
     longest = min(len(key) - 1, len(part))
     if key[-MIN_PIECE_LENGTH:] in part[:longest]:
         for size in range(longest, MIN_PIECE_LENGTH - 1, -1):
             if part.startswith(key[-size:]):
-                part = MASK + part[size:]
+                part = mask + part[size:]
                 break
     return part
 
@@ -69,18 +70,18 @@ class Secret:
     def __bool__(self) -> bool:
         return self._value is not None
 
-    def scrub(self, text: str) -> str:
-        """Return ``text`` with every occurrence of the key replaced by ``***``, and any piece of
-        the key of ``MIN_PIECE_LENGTH`` (6) or more characters that a cut left (at the start or
-        end of ``text``, or beside a ``CUT_MARK``) too. A key shorter than ``MIN_SECRET_LENGTH``
-        (8) characters is left in place, as is the text around it."""
+    def scrub(self, text: str, mask: str = MASK) -> str:
+        """Return ``text`` with every occurrence of the key replaced by ``mask`` (``***``), and
+        any piece of the key of ``MIN_PIECE_LENGTH`` (6) or more characters that a cut left (at
+        the start or end of ``text``, or beside a ``CUT_MARK``) too. A key shorter than
+        ``MIN_SECRET_LENGTH`` (8) characters is left in place, as is the text around it."""
         key = self._value
         if key is None or len(key) < MIN_SECRET_LENGTH:
             return text
         if key in text:
-            text = text.replace(key, MASK)
+            text = text.replace(key, mask)
         # The start and end of any text count as cuts: it may be part of a longer one.
-        return CUT_MARK.join(_mask_cut_piece(part, key) for part in text.split(CUT_MARK))
+        return CUT_MARK.join(_mask_cut_piece(part, key, mask) for part in text.split(CUT_MARK))
 
     @contextlib.contextmanager
     def active(self) -> Iterator[None]:
@@ -141,3 +142,4 @@ def excerpt(text: str, limit: int) -> str:
         return text
     text = text[:limit] + CUT_MARK
     return secret.scrub(text) if secret is not None else text
+

@@ -26,6 +26,7 @@ from yiemagent.ray_cluster.remote import GRACE_S, READY_TIMEOUT_S
 from yiemagent.ray_cluster.session_host import SessionHost, error_response
 from yiemagent.ray_cluster.settings import AgentSettings
 from yiemagent.ray_cluster.sink import EventSink
+from yiemagent.session import check_session_id
 from yiemagent.session_store import SessionStore
 
 __all__ = ["AgentPool"]
@@ -90,9 +91,7 @@ class AgentPool:
     def slot_of(self, session_id: str) -> int:
         """The slot that serves ``session_id``: the same for every pool of this size, in every
         process (a CRC-32 of the id, not Python's per-process ``hash``)."""
-        if not isinstance(session_id, str) or not session_id:
-            raise TypeError(f"session_id must be a non-empty string, got {session_id!r}")
-        return zlib.crc32(session_id.encode("utf-8", "surrogatepass")) % self.size
+        return zlib.crc32(check_session_id(session_id).encode("utf-8")) % self.size
 
     def actor_for(self, session_id: str) -> Any:
         """The actor handle currently serving ``session_id``."""
