@@ -342,3 +342,8 @@ def test_only_script_errors_escape_a_script_file(script: Any, tmp_path: Path) ->
         return
     for _ in model.replies:
         assert isinstance(model({"messages": []}), AssistantMessage)
+
+
+def test_a_script_name_with_a_nul_character_is_a_script_error() -> None:
+    with pytest.raises(ScriptError, match="its name holds a NUL character"):
+        ScriptedModel.from_file("script\0.json")

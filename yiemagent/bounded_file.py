@@ -49,6 +49,8 @@ def read_regular_file(path: str | os.PathLike[str], limit: int) -> bytes:
         fd = os.open(path, _OPEN_FLAGS)
     except OSError as exc:
         raise UnreadableFileError(f"cannot read the file: {exc.strerror or exc}") from None
+    except ValueError:  # os.open refuses a name with a NUL character before asking the system
+        raise UnreadableFileError("cannot read the file: its name holds a NUL character") from None
     try:
         info = os.fstat(fd)
         why = _not_regular(info.st_mode)

@@ -320,7 +320,7 @@ def _parser() -> argparse.ArgumentParser:
 
 def _stdout() -> TextIO:
     """Standard output, set to escape what it cannot encode: a file name that is not UTF-8 is
-    printed as ``\xff`` escapes rather than stopping the command."""
+    printed with ``\\x..`` escapes rather than stopping the command."""
     if isinstance(sys.stdout, io.TextIOWrapper):
         sys.stdout.reconfigure(errors="backslashreplace")
     return sys.stdout
