@@ -262,3 +262,19 @@ def test_only_scenario_errors_escape_the_readers(data: bytes, tmp_path: Path) ->
     for read in (lambda: load_scenario(scenario), lambda: read_trace(trace)):
         with contextlib.suppress(ScenarioError):  # anything else fails the test
             read()
+
+
+def test_record_and_a_markdown_check_report_unusable_files_too(tmp_path: Path) -> None:
+    folder, traces = tmp_path / "scenarios", tmp_path / "traces"
+    copy_good(folder)
+    good_traces(traces)
+    (folder / "deep.json").write_bytes(b"[" * 100_000 + b"]" * 100_000)
+    (traces / f"{GOOD[1]}.jsonl").write_bytes(b'{"type": ' + b"9" * 5000 + b"}\n")
+    recorded = parity("record", str(folder))
+    assert "Traceback" not in recorded.stderr and recorded.returncode == 1, recorded.stderr
+    assert set(error_entries(recorded.stdout, "scenario")) == {str(folder / "deep.json")}
+    assert {f"unchanged {name}" for name in GOOD} <= set(recorded.stdout.splitlines())
+    checked = parity("check", str(folder), str(traces), "--markdown")
+    assert "Traceback" not in checked.stderr and checked.returncode == 1, checked.stderr
+    assert set(error_entries(checked.stdout, "trace")) == {str(traces / f"{GOOD[1]}.jsonl")}
+    assert f"| `{GOOD[0]}` | agreed |  |" in checked.stdout
