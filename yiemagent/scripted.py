@@ -8,7 +8,8 @@ replays the assistant's side of that conversation).
 A reply is an ``AssistantMessage``; a string (a text answer); a dict in ``to_dict()`` form (it
 has ``"content"``); a shorthand dict with any of ``"text"``, ``"thinking"``, ``"tool_calls"``
 (a list of ``{"name", "arguments", "id"?}``), ``"stop_reason"`` and ``"error_message"``; or,
-in Python only, a function of the request returning one of those.
+in Python only, a function of the request returning one of those. Each reply is checked field
+by field (``yiemagent.scripted_reply``): a bad one is a ``ScriptError`` naming it.
 """
 
 from __future__ import annotations
@@ -16,94 +17,73 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 import threading
+from collections import deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 import attrs
 
-from yiemagent.content import AgentToolCall, ContentBlock, TextContent, ThinkingContent
+from yiemagent.bounded_file import UnreadableFileError, read_regular_file
+from yiemagent.content import TextContent
 from yiemagent.errors import SessionError
 from yiemagent.events import MessageUpdateEvent
 from yiemagent.json_safety import reject_constant
-from yiemagent.messages import AgentMessage, AssistantMessage, now_ms
-from yiemagent.session import SESSION_FORMAT, load_session
+from yiemagent.messages import AssistantMessage, now_ms
+from yiemagent.scripted_reply import SHORTHAND_KEYS, ScriptError, reply_message
+from yiemagent.session import SESSION_FORMAT, session_from_dict
 
-__all__ = ["Reply", "ScriptError", "ScriptExhaustedError", "ScriptedModel", "reply_message"]
+__all__ = ["DEFAULT_KEEP_REQUESTS", "MAX_SCRIPT_BYTES", "SHORTHAND_KEYS", "Reply", "ScriptError",
+           "ScriptExhaustedError", "ScriptedModel", "reply_message"]
 
 Reply = AssistantMessage | str | Mapping[str, Any] | Callable[[Any], Any]
-SHORTHAND_KEYS = ("text", "thinking", "tool_calls", "stop_reason", "error_message")
+DEFAULT_KEEP_REQUESTS = 100  # requests a ScriptedModel remembers unless told otherwise
+MAX_SCRIPT_BYTES = 16 * 1024 * 1024  # the largest script file from_file reads
 # Streamed pieces: a word with the spaces after it, so that joined they give the text back.
 _PIECE = re.compile(r"\S+\s*|\s+")
-
-
-class ScriptError(ValueError):
-    """A script (or one of its replies) cannot be read; the message says which reply and why."""
 
 
 class ScriptExhaustedError(RuntimeError):
     """The model was called more often than the script has replies."""
 
 
-def _tool_call(item: Any, where: str, default_id: str) -> AgentToolCall:
-    """An ``AgentToolCall`` from a shorthand ``{"name", "arguments", "id"?}`` entry; a missing
-    id becomes ``call_<reply>_<n>``, so replays give the same ids every time."""
-    if not isinstance(item, Mapping) or not isinstance(item.get("name"), str) or not item["name"]:
-        raise ScriptError(f"{where}: each tool call must be an object with a \"name\" (and "
-                          f"\"arguments\"), e.g. {{\"name\": \"getTime\", \"arguments\": "
-                          f"{{\"city\": \"Tokyo\"}}}}; got {item!r:.80}")
-    unknown = sorted(set(item) - {"name", "arguments", "id"})
-    if unknown:
-        raise ScriptError(f"{where}: unknown tool-call key(s) {', '.join(unknown)}; a tool call "
-                          "has \"name\", \"arguments\" and optionally \"id\"")
-    call_id = item.get("id") or default_id
-    return AgentToolCall(str(call_id), item["name"], item.get("arguments", {}))
+def _keep_requests(value: Any) -> int | None:
+    """``keep_requests`` checked: a whole number from 0, or ``None`` (keep every request)."""
+    if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
+        return value
+    raise ValueError(f"keep_requests must be a whole number from 0 (how many of the latest "
+                     f"requests to keep), or None to keep every request; got {value!r}")
 
 
-def _shorthand(data: Mapping[str, Any], where: str, number: int, model: str) -> AssistantMessage:
-    """The reply for a shorthand dict (``text``, ``thinking``, ``tool_calls``, ``stop_reason``,
-    ``error_message``); ``ScriptError`` for unknown keys or malformed tool calls."""
-    unknown = sorted(set(data) - set(SHORTHAND_KEYS))
-    if unknown:
-        raise ScriptError(f"{where}: unknown key(s) {', '.join(map(repr, unknown))}; a reply is a "
-                          f"string, a message dict with \"content\", or a dict with any of "
-                          f"{', '.join(SHORTHAND_KEYS)}")
-    content: list[ContentBlock] = []
-    if data.get("thinking"):
-        content.append(ThinkingContent(str(data["thinking"])))
-    if data.get("text"):
-        content.append(TextContent(str(data["text"])))
-    calls = data.get("tool_calls") or []
-    if not isinstance(calls, list):
-        raise ScriptError(f"{where}: \"tool_calls\" must be a list, got {type(calls).__name__}")
-    content.extend(_tool_call(c, where, f"call_{number}_{n + 1}") for n, c in enumerate(calls))
-    error = data.get("error_message")
-    stop = data.get("stop_reason") or ("error" if error else "toolUse" if calls else "stop")
-    return AssistantMessage(content=content, provider="scripted", model=model,
-                            stop_reason=str(stop), error_message=None if error is None else str(error))
+def _integer(text: str) -> int:
+    """``parse_int`` for a script: Python's own limit on digits, said in words a script's author
+    can act on (not a hint to call ``sys.set_int_max_str_digits``)."""
+    limit = sys.get_int_max_str_digits()
+    digits = len(text.lstrip("-"))
+    if limit and digits > limit:
+        raise ValueError(f"an integer of {digits} digits is too long (at most {limit})")
+    return int(text)
 
 
-def reply_message(reply: Any, index: int, model: str = "scripted") -> AssistantMessage:
-    """The ``AssistantMessage`` for reply number ``index`` (from 0) of a script, given in any of
-    the module docstring's forms except a function; raise ``ScriptError`` naming the reply."""
-    where = f"reply {index + 1}"
-    if isinstance(reply, AssistantMessage):
-        return reply
-    if isinstance(reply, str):
-        return AssistantMessage(content=[TextContent(reply)], provider="scripted", model=model)
-    if not isinstance(reply, Mapping):
-        raise ScriptError(f"{where}: a reply must be a string or an object, got "
-                          f"{type(reply).__name__}")
-    if "content" not in reply and "role" not in reply:
-        return _shorthand(reply, where, index + 1, model)
-    if reply.get("role", "assistant") != "assistant":
-        raise ScriptError(f"{where}: a reply is the assistant's, got role {reply.get('role')!r}")
+def _read_script(name: str) -> Any:
+    """The JSON value in the script file ``name``, read with the ``MAX_SCRIPT_BYTES`` bound
+    (a FIFO or a device is refused, not read); ``ScriptError`` naming the file otherwise."""
     try:
-        message = AgentMessage.from_dict({**reply, "role": "assistant"})
-    except (TypeError, ValueError, AttributeError) as exc:
-        raise ScriptError(f"{where}: not a message dict: {exc}") from None
-    assert isinstance(message, AssistantMessage)
-    return message
+        raw = read_regular_file(name, MAX_SCRIPT_BYTES)
+    except UnreadableFileError as exc:
+        raise ScriptError(f"cannot read the script {name}: {exc}") from None
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ScriptError(f"the script {name} is not UTF-8 text (byte {exc.start} is "
+                          f"0x{raw[exc.start]:02x}); save it as UTF-8") from None
+    try:
+        return json.loads(text, parse_constant=reject_constant, parse_int=_integer)
+    except RecursionError:
+        raise ScriptError(f"the script {name} is nested too deeply to read") from None
+    except ValueError as exc:
+        raise ScriptError(f"the script {name} is not valid JSON: {exc}") from None
 
 
 class ScriptedModel:
@@ -111,18 +91,24 @@ class ScriptedModel:
     in tests and examples, and a replay of a recorded conversation.
 
     Text replies are streamed word by word to ``on_update`` when ``stream`` is true, as a
-    streaming client would. Each reply gets a fresh timestamp. ``requests`` keeps every request
-    received. A call beyond the last reply raises ``ScriptExhaustedError`` (the agent turns it
-    into an error response). Thread-safe: concurrent calls take distinct replies.
+    streaming client would. Each reply gets a fresh timestamp. ``requests`` holds the latest
+    ``keep_requests`` requests received (``None``: all of them), so a long replay does not keep
+    every conversation it was sent. A call beyond the last reply raises
+    ``ScriptExhaustedError`` (the agent turns it into an error response). Thread-safe:
+    concurrent calls take distinct replies.
     """
 
     def __init__(self, replies: Iterable[Reply], *, name: str = "scripted", stream: bool = True,
-                 source: str | None = None) -> None:
+                 source: str | None = None,
+                 keep_requests: int | None = DEFAULT_KEEP_REQUESTS) -> None:
         self.replies: list[Reply] = list(replies)
         self.name = name
         self.stream = stream
         self.source = source
-        self.requests: list[Any] = []
+        # Kept as given, not copied: the default formatter builds a new request on every turn
+        # (its message dicts are shared, read-only, with later requests), so one kept request
+        # costs a list of references, and the bound caps how many.
+        self._requests: deque[Any] = deque(maxlen=_keep_requests(keep_requests))
         self._next = 0
         self._lock = threading.Lock()
         for index, reply in enumerate(self.replies):  # a bad reply is an error now, not mid-run
@@ -131,8 +117,20 @@ class ScriptedModel:
 
     @property
     def calls(self) -> int:
-        """How many replies have been taken."""
+        """How many replies have been taken (every call counts, kept or not)."""
         return self._next
+
+    @property
+    def keep_requests(self) -> int | None:
+        """How many of the latest requests ``requests`` holds (``None``: every one)."""
+        return self._requests.maxlen
+
+    @property
+    def requests(self) -> list[Any]:
+        """The latest ``keep_requests`` requests received, oldest first, as a new list: after
+        more calls than that, ``requests[0]`` is call number ``calls - keep_requests + 1``."""
+        with self._lock:
+            return list(self._requests)
 
     def __call__(self, request: Any,
                  on_update: Callable[[MessageUpdateEvent], None] | None = None) -> AssistantMessage:
@@ -140,7 +138,7 @@ class ScriptedModel:
         with self._lock:
             index = self._next
             self._next += 1
-            self.requests.append(request)
+            self._requests.append(request)
         if index >= len(self.replies):
             where = f" from {self.source}" if self.source else ""
             raise ScriptExhaustedError(
@@ -162,21 +160,17 @@ class ScriptedModel:
 
         The file holds a list of replies, an object ``{"replies": [...]}``, or a session saved
         with ``agent.save`` (its assistant messages, in order: the same questions then get the
-        answers of that conversation, while tools run again for real). Raises ``ScriptError``
-        saying what is wrong with the file and how it should look.
+        answers of that conversation, while tools run again for real). The file must be a
+        regular file of at most ``MAX_SCRIPT_BYTES`` (16 MiB): a FIFO or a device such as
+        ``/dev/zero`` is refused, not read. ``options`` are the constructor's keywords. Raises
+        ``ScriptError`` saying what is wrong with the file and how it should look.
         """
         name = os.fspath(path)
-        try:
-            with open(name, encoding="utf-8") as handle:
-                data = json.load(handle, parse_constant=reject_constant)
-        except OSError as exc:
-            raise ScriptError(f"cannot read the script {name}: {exc.strerror or exc}") from None
-        except (ValueError, RecursionError) as exc:
-            raise ScriptError(f"the script {name} is not valid JSON: {exc}") from None
+        data = _read_script(name)
         replies: Any
         if isinstance(data, Mapping) and data.get("format") == SESSION_FORMAT:
             try:
-                session = load_session(name)
+                session = session_from_dict(data, name)
             except SessionError as exc:
                 raise ScriptError(str(exc)) from None
             replies = [m for m in session.messages if isinstance(m, AssistantMessage)]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import io
 import json
 import sys
 from collections.abc import Sequence
@@ -13,9 +14,12 @@ from typing import TextIO
 
 import attrs
 
+from yiemagent.errors import describe_error
+
 from .compare import Divergence, compare, render
 from .departures import DepartureError, apply_departures, suggest
-from .drive import IMPLEMENTATION, run_scenario
+from .drive import IMPLEMENTATION, Outcome, run_scenario
+from .files import printable
 from .scenario import Scenario, ScenarioError, dump_scenario, find_scenarios, load_scenario, schema_text
 from .traces import Trace, read_trace, write_trace
 
@@ -70,11 +74,29 @@ def check_trace(scenario: Scenario, trace: Trace, implementation: str | None = N
                    "after the declared departures:\n" + render(later, adjusted), reasons, rules)
 
 
-def _load_all(paths: Sequence[str], out: TextIO) -> tuple[list[Scenario], int]:
-    """The scenarios named by ``paths`` and how many files could not be used (reported)."""
-    scenarios: list[Scenario] = []
+def _files(paths: Sequence[str], out: TextIO) -> tuple[list[Path], int]:
+    """The scenario files named by ``paths`` and how many paths could not be used: a path that
+    does not exist, or a folder that cannot be listed, is reported and the others still count."""
+    files: list[Path] = []
     bad = 0
-    for file in find_scenarios(paths or [str(DEFAULT_SCENARIOS)]):
+    for raw in paths or [str(DEFAULT_SCENARIOS)]:
+        try:
+            files += find_scenarios([raw])
+        except FileNotFoundError as exc:
+            bad += 1
+            print(f"ERROR {printable(str(exc))}", file=out)
+        except OSError as exc:
+            bad += 1
+            print(f"ERROR {printable(raw)}: cannot list the folder: {exc.strerror or exc}", file=out)
+    return files, bad
+
+
+def _load_all(paths: Sequence[str], out: TextIO) -> tuple[list[Scenario], int]:
+    """The scenarios named by ``paths`` and how many files could not be used (each reported as
+    one ``ERROR <file>: not a usable scenario:`` entry; the good files are loaded all the same)."""
+    files, bad = _files(paths, out)
+    scenarios: list[Scenario] = []
+    for file in files:
         try:
             scenarios.append(load_scenario(file))
         except ScenarioError as exc:
@@ -83,17 +105,52 @@ def _load_all(paths: Sequence[str], out: TextIO) -> tuple[list[Scenario], int]:
     return scenarios, bad
 
 
+def _run(scenario: Scenario) -> Outcome:
+    """``run_scenario``, with anything it raises (it should not: that would be a bug of the
+    harness) turned into a problem of that scenario's run, so the other scenarios still run."""
+    try:
+        return run_scenario(scenario)
+    except Exception as exc:
+        return Outcome([], [], [], problems=[f"the harness raised {describe_error(exc)}"])
+
+
+def _trace_folder(raw: str | None, out: TextIO) -> tuple[Path | None, int]:
+    """The folder for ``--trace-dir`` (made if missing), or ``None`` with one error reported
+    when it cannot be one (a file is there, no permission): the scenarios still run."""
+    if raw is None:
+        return None, 0
+    folder = Path(raw)
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        why = "it is a file, not a folder" if folder.exists() else exc.strerror or str(exc)
+        print(f"ERROR --trace-dir {printable(raw)}: cannot be used as the folder of traces: {why}; "
+              "no traces are written", file=out)
+        return None, 1
+    return folder, 0
+
+
+def _save_trace(folder: Path, scenario: Scenario, outcome: Outcome, out: TextIO) -> int:
+    """Write ``scenario``'s trace into ``folder``; 1 (reported) when it cannot be written."""
+    path = folder / f"{scenario.name}.jsonl"
+    try:
+        write_trace(path, scenario.name, IMPLEMENTATION, outcome.expect())
+    except (OSError, ValueError) as exc:  # ValueError: text that is not UTF-8
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"ERROR {printable(str(path))}: cannot write the trace: {why}", file=out)
+        return 1
+    return 0
+
+
 def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     scenarios, failed = _load_all(args.paths, out)
-    trace_dir = Path(args.trace_dir) if args.trace_dir else None
-    if trace_dir is not None:
-        trace_dir.mkdir(parents=True, exist_ok=True)
+    trace_dir, unusable = _trace_folder(args.trace_dir, out)
+    failed += unusable
     passed = 0
     for scenario in scenarios:
-        outcome = run_scenario(scenario)
+        outcome = _run(scenario)
         if trace_dir is not None:
-            write_trace(trace_dir / f"{scenario.name}.jsonl", scenario.name, IMPLEMENTATION,
-                        outcome.expect())
+            failed += _save_trace(trace_dir, scenario, outcome, out)
         if outcome.problems:
             failed += 1
             print(f"FAIL {scenario.name} ({scenario.source}): the run itself went wrong:", file=out)
@@ -115,7 +172,7 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
 def cmd_record(args: argparse.Namespace, out: TextIO) -> int:
     scenarios, failed = _load_all(args.paths, out)
     for scenario in scenarios:
-        outcome = run_scenario(scenario)
+        outcome = _run(scenario)
         if outcome.problems:
             failed += 1
             print(f"not recorded {scenario.name}: " + "; ".join(outcome.problems), file=out)
@@ -123,19 +180,45 @@ def cmd_record(args: argparse.Namespace, out: TextIO) -> int:
         data = dict(scenario.data)
         changed = data.get("expect") != outcome.expect()
         data["expect"] = outcome.expect()
-        text = dump_scenario(data)
-        if scenario.path is not None and scenario.path.read_text(encoding="utf-8") != text:
-            scenario.path.write_text(text, encoding="utf-8")
+        if scenario.path is not None and not _rewrite(scenario.path, dump_scenario(data), out):
+            failed += 1
+            continue
         print(f"{'recorded' if changed else 'unchanged'} {scenario.name}", file=out)
     return 0 if failed == 0 else 1
 
 
+def _rewrite(path: Path, text: str, out: TextIO) -> bool:
+    """Write ``text`` to ``path`` unless it already holds it; ``False`` (reported) when the file
+    cannot be written."""
+    try:
+        if path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    except (OSError, ValueError) as exc:  # ValueError: the file changed to text not UTF-8
+        why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+        print(f"ERROR {printable(str(path))}: cannot record the scenario: {why}", file=out)
+        return False
+    return True
+
+
 def _pairs(scenario_arg: str, trace_arg: str, out: TextIO) -> tuple[list[tuple[Scenario, Path]], int]:
+    """Each scenario named by ``scenario_arg`` with the path of its trace, and how many files
+    could not be used; a folder of scenarios needs a folder of traces (else none is paired)."""
     scenarios, bad = _load_all([scenario_arg], out)
     trace_path = Path(trace_arg)
-    if Path(scenario_arg).is_dir() or trace_path.is_dir():
+    if trace_path.is_dir():
         return [(s, trace_path / f"{s.name}.jsonl") for s in scenarios], bad
+    if Path(scenario_arg).is_dir():
+        what = "a file" if trace_path.exists() else "not there"
+        print(f"ERROR {printable(trace_arg)}: {what}; with a folder of scenarios, give the folder "
+              "of their traces (<scenario name>.jsonl files)", file=out)
+        return [], bad + 1
     return [(s, trace_path) for s in scenarios], bad
+
+
+def _implementation(trace: Trace) -> str:
+    """The trace header's implementation name, without any version after it."""
+    words = trace.implementation.split()
+    return words[0] if words else trace.implementation
 
 
 def _markdown(verdicts: Sequence[Verdict], implementation: str) -> str:
@@ -164,15 +247,16 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     verdicts: list[Verdict] = []
     name = args.impl
     for scenario, path in pairs:
-        if not path.exists():
-            verdicts.append(Verdict(scenario.name, DIVERGED, f"no trace at {path}"))
+        if not (path.exists() or path.is_symlink()):
+            verdicts.append(Verdict(scenario.name, DIVERGED, f"no trace at {printable(str(path))}"))
             continue
         try:
             trace = read_trace(path)
-        except ScenarioError as exc:
-            verdicts.append(Verdict(scenario.name, DIVERGED, str(exc)))
+        except ScenarioError as exc:  # the trace, not the behaviour, is wrong: an error
+            bad += 1
+            print(f"ERROR {exc}", file=out)
             continue
-        name = name or trace.implementation.split()[0]
+        name = name or _implementation(trace)
         verdict = check_trace(scenario, trace, args.impl)
         verdicts.append(verdict)
         if args.suggest and verdict.status == DIVERGED:
@@ -193,8 +277,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             if v.detail:
                 print(_indent(v.detail), file=out)
         counts = [sum(v.status == s for v in verdicts) for s in (AGREED, DEPARTED, DIVERGED)]
-        print(f"{counts[0]} agreed, {counts[1]} departed as documented, {counts[2]} diverged",
-              file=out)
+        errors = f", {bad} unusable files" if bad else ""
+        print(f"{counts[0]} agreed, {counts[1]} departed as documented, {counts[2]} diverged"
+              f"{errors}", file=out)
     diverged = any(v.status == DIVERGED for v in verdicts)
     return 0 if not diverged and bad == 0 and verdicts else 1
 
@@ -233,13 +318,19 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stdout() -> TextIO:
+    """Standard output, set to escape what it cannot encode: a file name that is not UTF-8 is
+    printed with ``\\x..`` escapes rather than stopping the command."""
+    if isinstance(sys.stdout, io.TextIOWrapper):
+        sys.stdout.reconfigure(errors="backslashreplace")
+    return sys.stdout
+
+
 def main(argv: Sequence[str] | None = None, out: TextIO | None = None) -> int:
-    """Run the command line; return the exit status."""
+    """Run the command line; return the exit status: 0 when everything passed, 1 when a
+    scenario failed or a file could not be used (each reported as an ``ERROR`` line while the
+    others still ran), 2 for a command line argparse refuses."""
     args = _parser().parse_args(argv)
-    stream = out if out is not None else sys.stdout
-    try:
-        status: int = args.handler(args, stream)
-    except FileNotFoundError as exc:
-        print(f"ERROR {exc}", file=stream)
-        return 2
+    stream = out if out is not None else _stdout()
+    status: int = args.handler(args, stream)
     return status

@@ -17,7 +17,7 @@ from typing import Any
 
 from .compare import comparable, parallel_sections
 from .normalise import canonical_json
-from .scenario import Scenario
+from .scenario import Scenario, validation_problems
 
 __all__ = ["DepartureError", "apply_departures", "suggest"]
 
@@ -91,7 +91,7 @@ def _locate(doc: Any, pointer: str) -> tuple[Any, str]:
     for token in tokens[:-1]:
         try:
             node = node[int(token)] if isinstance(node, list) else node[token]
-        except (KeyError, IndexError, ValueError):
+        except (KeyError, IndexError, ValueError, TypeError):  # TypeError: inside a string
             raise DepartureError(f"{pointer}: {token!r} names nothing") from None
     return node, tokens[-1]
 
@@ -137,7 +137,8 @@ def _edit(doc: Outcome, edit: Mapping[str, Any]) -> None:
 def apply_departures(expected: Mapping[str, Sequence[Mapping[str, Any]]],
                      departures: Sequence[Mapping[str, Any]], scenario: Scenario) -> Outcome:
     """A copy of ``expected`` with ``departures`` applied in order; raises ``DepartureError``
-    for an edit whose pointer names nothing."""
+    for an edit whose pointer names nothing, or for edits that leave an outcome the scenario
+    schema's ``expect`` does not allow (so comparing it cannot fail on a malformed item)."""
     doc: Outcome = {part: copy.deepcopy(list(expected[part])) for part in ("events", "responses",
                                                                              "history")}
     for departure in departures:
@@ -149,6 +150,11 @@ def apply_departures(expected: Mapping[str, Sequence[Mapping[str, Any]]],
         else:
             for edit in departure["edits"]:
                 _edit(doc, edit)
+    problems = validation_problems(doc, "expect")
+    if problems:
+        path, message = problems[0]
+        raise DepartureError(f"the edits leave an expected outcome that is not valid: "
+                             f"{path}: {message}")
     return doc
 
 

@@ -17,6 +17,10 @@ import jsonschema
 import jsonschema.exceptions
 import referencing
 
+from yiemagent.tool_types import compile_schema_validator
+
+from .files import FileProblem, parse_json, printable, read_text
+
 __all__ = [
     "FORMAT",
     "Scenario",
@@ -36,6 +40,7 @@ SCHEMA_FILES = {"scenario": "scenario.schema.json", "trace": "trace.schema.json"
 _BASE = "https://yiemagent.invalid/parity/"
 
 Problem = tuple[str, str]  # (JSON path, message)
+MAX_PROBLEMS_SHOWN = 20  # a file of a million bad lines is reported in a screenful
 
 
 class ScenarioError(ValueError):
@@ -45,8 +50,11 @@ class ScenarioError(ValueError):
     def __init__(self, source: str, problems: Sequence[Problem], what: str = "scenario") -> None:
         self.source = source
         self.problems = list(problems)
-        lines = "\n".join(f"  {path}: {message}" for path, message in self.problems)
-        super().__init__(f"{source}: not a usable {what}:\n{lines}")
+        shown = self.problems[:MAX_PROBLEMS_SHOWN]
+        lines = "\n".join(f"  {path}: {message}" for path, message in shown)
+        if len(self.problems) > len(shown):
+            lines += f"\n  … and {len(self.problems) - len(shown)} more problems"
+        super().__init__(printable(f"{source}: not a usable {what}:\n{lines}"))
 
 
 def schema_text(name: str) -> str:
@@ -64,9 +72,14 @@ def schema(name: str) -> dict[str, Any]:
 
 @functools.cache
 def _validator(name: str) -> jsonschema.Draft202012Validator:
+    """The validator for ``name``: a shipped schema, or ``"expect"`` (a scenario's expected
+    outcome alone, which departures must leave valid)."""
     registry: referencing.Registry[Any] = referencing.Registry().with_resources(
         (_BASE + file, referencing.Resource.from_contents(schema(key)))
         for key, file in SCHEMA_FILES.items())
+    if name == "expect":
+        ref = {"$ref": _BASE + SCHEMA_FILES["scenario"] + "#/$defs/expect"}
+        return jsonschema.Draft202012Validator(ref, registry=registry)
     return jsonschema.Draft202012Validator(schema(name), registry=registry)
 
 
@@ -79,13 +92,17 @@ def json_path(parts: Iterable[Any]) -> str:
 
 
 def validation_problems(data: Any, name: str = "scenario", prefix: Sequence[Any] = ()) -> list[Problem]:
-    """Every way ``data`` breaks the schema ``name``, as ``(json_path, message)`` sorted by
-    path; for alternatives (``oneOf``) the most relevant failure is reported."""
+    """Every way ``data`` breaks the schema ``name`` (``"scenario"``, ``"trace"`` or
+    ``"expect"``), as ``(json_path, message)`` sorted by path; for alternatives (``oneOf``) the
+    most relevant failure is reported."""
     problems: set[Problem] = set()
-    for error in _validator(name).iter_errors(data):
-        best = jsonschema.exceptions.best_match([error]) or error
-        message = best.message if len(best.message) <= 300 else best.message[:300] + "…"
-        problems.add((json_path([*prefix, *best.absolute_path]), message))
+    try:
+        for error in _validator(name).iter_errors(data):
+            best = jsonschema.exceptions.best_match([error]) or error
+            message = best.message if len(best.message) <= 300 else best.message[:300] + "…"
+            problems.add((json_path([*prefix, *best.absolute_path]), message))
+    except RecursionError:  # jsonschema recurses; the readers already bound the depth
+        problems.add((json_path(prefix), "nested too deeply to check"))
     return sorted(problems)
 
 
@@ -173,6 +190,18 @@ def _steps(data: Mapping[str, Any]) -> Iterator[tuple[list[Any], dict[str, Any]]
             yield ["replies", i, "steps", j], step
 
 
+def _schema_problem(input_schema: Any) -> str | None:
+    """Why a tool's ``input_schema`` is not a JSON Schema the tool can be built with, or
+    ``None``: the library's own check, so the scenario is refused before it runs."""
+    try:
+        compile_schema_validator(None, input_schema)
+    except ValueError as exc:
+        return str(exc)
+    except RecursionError:
+        return "nested too deeply to check"
+    return None
+
+
 def _rule_problems(data: Mapping[str, Any], stem: str | None) -> list[Problem]:
     """The rules the schema cannot state: names, references between parts, unique ids."""
     problems: list[Problem] = []
@@ -183,6 +212,10 @@ def _rule_problems(data: Mapping[str, Any], stem: str | None) -> list[Problem]:
     for i, name in enumerate(names):
         if name in names[:i]:
             problems.append((json_path(["tools", i, "name"]), f"tool {name!r} is defined twice"))
+    for i, tool in enumerate(tools):
+        problem = _schema_problem(tool.get("input_schema", {"type": "object"}))
+        if problem is not None:
+            problems.append((json_path(["tools", i, "input_schema"]), problem))
     later = {t["name"] for t in tools if t.get("available") is False}
     for i, tool in enumerate(tools):
         for j, name in enumerate(tool["outcome"].get("register", [])):
@@ -226,16 +259,18 @@ def parse_scenario(data: Any, source: str = "<scenario>", stem: str | None = Non
 
 
 def load_scenario(path: str | Path) -> Scenario:
-    """Read and check one scenario file; raises ``ScenarioError`` (never a bare ``OSError``
-    or ``JSONDecodeError``) naming the file."""
+    """Read and check one scenario file; raises ``ScenarioError`` naming the file for anything
+    that makes it unusable (see ``files``: not a regular file, over the size limit, not UTF-8,
+    not JSON, too deep, an unsafe number), never a bare ``OSError`` or ``ValueError``."""
     file = Path(path)
     try:
-        data = json.loads(file.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise ScenarioError(str(file), [("$", f"cannot read the file: {exc.strerror or exc}")]) from None
-    except json.JSONDecodeError as exc:
-        raise ScenarioError(str(file), [("$", f"not JSON: {exc.msg} at line {exc.lineno} "
-                                              f"column {exc.colno}")]) from None
+        text = read_text(file)
+        if not text.strip():
+            raise FileProblem("the file is empty; a scenario is a JSON object (see "
+                              "python -m yiemagent.parity schema scenario)")
+        data = parse_json(text)
+    except FileProblem as exc:
+        raise ScenarioError(str(file), [(exc.where, str(exc))]) from None
     scenario = parse_scenario(data, str(file), file.stem)
     return attrs.evolve(scenario, path=file)
 

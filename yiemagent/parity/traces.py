@@ -10,6 +10,7 @@ from typing import Any
 
 import attrs
 
+from .files import FileProblem, parse_json, read_text
 from .scenario import FORMAT, ScenarioError, json_path, validation_problems
 
 __all__ = ["Trace", "read_trace", "trace_lines", "write_trace"]
@@ -57,9 +58,11 @@ def read_trace(path: str | Path) -> Trace:
     line its number and the JSON path of the bad field (``line 4: $.error_kind``)."""
     file = Path(path)
     try:
-        raw_lines = file.read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ScenarioError(str(file), [("$", f"cannot read the file: {exc}")], "trace") from None
+        # Lines end at "\n" only: a JSON string may hold U+2028 or "\x1c" unescaped, which
+        # str.splitlines would also split at.
+        raw_lines = read_text(file).split("\n")
+    except FileProblem as exc:
+        raise ScenarioError(str(file), [(exc.where, str(exc))], "trace") from None
     problems: list[tuple[str, str]] = []
     records: list[dict[str, Any]] = []
     stage = -1
@@ -68,9 +71,9 @@ def read_trace(path: str | Path) -> Trace:
             continue
         where = f"line {number}"
         try:
-            record = json.loads(text)
-        except json.JSONDecodeError as exc:
-            problems.append((where, f"not JSON: {exc.msg} at column {exc.colno}"))
+            record = parse_json(text, one_line=True)
+        except FileProblem as exc:
+            problems.append((where if exc.where == "$" else f"{where}: {exc.where}", str(exc)))
             continue
         found = validation_problems(record, "trace")
         if found:
