@@ -208,3 +208,18 @@ def test_a_history_holding_a_lone_surrogate_is_saved_whole(tmp_path: Path) -> No
     store = DirectoryStore(tmp_path / "store")
     store.save(data)
     assert store.load("s1") == data
+
+
+def test_a_path_that_is_not_a_session_file_is_refused_without_reading_it(tmp_path: Path) -> None:
+    fifo = tmp_path / "session.fifo"
+    os.mkfifo(fifo)  # no writer: opening it for reading the usual way would block for ever
+    with pytest.raises(SessionError, match=r"session\.fifo: cannot read session file: it is a FIFO"):
+        load_session(fifo)
+    with pytest.raises(SessionError, match="/dev/zero: cannot read session file: it is a character"):
+        load_session("/dev/zero")  # would read for ever
+    with pytest.raises(SessionError, match="cannot read session file: it is a folder"):
+        load_session(tmp_path)
+    latin1 = tmp_path / "latin1.json"
+    latin1.write_bytes('{"format": "yiemagent.session", "note": "café"}'.encode("latin-1"))
+    with pytest.raises(SessionError, match=r"latin1\.json: damaged session file \(not UTF-8"):
+        load_session(latin1)

@@ -16,14 +16,19 @@ from typing import Any
 
 import attrs
 
+from yiemagent.bounded_file import UnreadableFileError, read_regular_file
 from yiemagent.errors import SessionError, describe_error
 from yiemagent.messages import AgentMessage, LlmModel
 
-__all__ = ["SESSION_FORMAT", "SESSION_VERSION", "SessionData", "SessionError", "check_session_id",
-           "load_session", "save_session", "session_bytes", "session_from_dict", "session_to_dict"]
+__all__ = ["MAX_SESSION_BYTES", "SESSION_FORMAT", "SESSION_VERSION", "SessionData", "SessionError",
+           "check_session_id", "load_session", "save_session", "session_bytes", "session_from_dict",
+           "session_to_dict"]
 
 SESSION_FORMAT = "yiemagent.session"
 SESSION_VERSION = 1
+# Far above any real conversation (2,000 messages with images are a few MB), and a bound on what
+# a path that is not a session (a huge log, /dev/zero) makes load_session read.
+MAX_SESSION_BYTES = 512 * 2**20
 
 
 @attrs.define(frozen=True)
@@ -158,14 +163,19 @@ def _reject_constant(name: str) -> Any:
 
 def load_session(path: str | os.PathLike[str]) -> SessionData:
     """Read a session file; raise ``SessionError`` naming the file if it cannot be used, whatever
-    is wrong with it (not JSON, ``NaN`` or ``Infinity`` in it, nested too deeply, numbers out of
-    range, not a session, an unknown version)."""
+    is wrong with it (not a regular file, over ``MAX_SESSION_BYTES``, not UTF-8 JSON, ``NaN`` or
+    ``Infinity`` in it, nested too deeply, numbers out of range, not a session, an unknown
+    version). A FIFO or a device is refused without reading it, so this never hangs."""
     name = os.fspath(path)
     try:
-        with open(name, encoding="utf-8") as f:
-            data = json.load(f, parse_constant=_reject_constant)
-    except OSError as exc:
-        raise SessionError(f"{name}: cannot read session file: {exc.strerror or exc}") from exc
+        raw = read_regular_file(name, MAX_SESSION_BYTES)
+    except UnreadableFileError as exc:
+        raise SessionError(f"{name}: cannot read session file: {exc}") from None
+    try:
+        data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
+    except UnicodeDecodeError as exc:
+        raise SessionError(f"{name}: damaged session file (not UTF-8: {exc.reason} at byte "
+                           f"{exc.start})") from None
     except ValueError as exc:
         raise SessionError(f"{name}: damaged session file (not valid JSON: {exc})") from exc
     except RecursionError as exc:
