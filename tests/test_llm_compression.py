@@ -218,19 +218,23 @@ def test_a_bomb_is_refused_by_the_same_limit_streamed_or_not(
     assert peak < 2 * limit, f"{peak} bytes allocated while reading the bomb"
 
 
+@pytest.mark.parametrize(("coding", "detail"), [
+    ("gzip", "Error -3 while decompressing data: incorrect header check"),
+    (", ".join(["gzip"] * 6), "Too many content encodings in the chain: 6 > 5"),  # urllib3's cap
+], ids=["mislabelled", "too-many-codings"])
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("make", CLIENTS)
 def test_a_body_that_is_not_what_its_encoding_says_is_a_clear_error(
-        server: ScriptedServer, make: ClientFactory, stream: bool) -> None:
+        server: ScriptedServer, make: ClientFactory, stream: bool, coding: str,
+        detail: str) -> None:
     body = b"".join(stream_pieces(make)) if stream else good_body(make)
-    server.add(Reply(200, {**(SSE if stream else JSON), "Content-Encoding": "gzip"},
+    server.add(Reply(200, {**(SSE if stream else JSON), "Content-Encoding": coding},
                      chunks=[body]))
     with pytest.raises(LlmError) as info:
         make(server, stream=stream)(simple_request())
     assert str(info.value) == (
-        f"{client_label(make)} reply cannot be decompressed: it says Content-Encoding: gzip, but "
-        "its body is not data of that kind (Error -3 while decompressing data: incorrect header "
-        "check); the server, or a proxy on the way, labels its replies wrongly")
+        f"{client_label(make)} reply cannot be decompressed as its Content-Encoding ({coding}) "
+        f"says: {detail}; the server, or a proxy on the way, labels its replies wrongly")
     assert_final(info.value, server)
 
 

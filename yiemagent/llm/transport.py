@@ -129,12 +129,13 @@ def _too_large(label: str, limit: int, status: int, declared: str = "") -> LlmEr
 
 def _corrupt(label: str, raw: Any, exc: urllib3.exceptions.DecodeError, status: int) -> LlmError:
     """Return the final ``LlmError`` of a body that does not unpack as its Content-Encoding says
-    (a retry would get the same mislabelled body), with the decompressor's own words."""
+    (a retry would get the same mislabelled body), in the decompressor's own words (urllib3's
+    when it refused the encodings themselves, such as too long a chain of them)."""
     coding = raw.headers.get("content-encoding", "").strip()
-    detail = f" ({exc.args[1]})" if len(exc.args) > 1 else ""
-    return LlmError(f"{label} reply cannot be decompressed: it says Content-Encoding: {coding}, "
-                    f"but its body is not data of that kind{detail}; the server, or a proxy on "
-                    "the way, labels its replies wrongly", status=status)
+    detail = exc.args[1] if len(exc.args) > 1 else exc.args[0] if exc.args else "no details"
+    return LlmError(f"{label} reply cannot be decompressed as its Content-Encoding ({coding}) "
+                    f"says: {detail}; the server, or a proxy on the way, labels its replies "
+                    "wrongly", status=status)
 
 
 def _check_encoding(response: requests.Response, label: str) -> None:
