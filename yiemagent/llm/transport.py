@@ -9,9 +9,10 @@ its body; its results are dropped and it never calls ``on_update`` again. A call
 deadline ends it the same way, and a reply is read only up to ``max_response_bytes``.
 
 Replies may come compressed: the session asks for ``ACCEPT_ENCODING`` (gzip and deflate), and
-both whole and streamed bodies are unpacked as they are read, a piece at a time, so a small
-compressed body that unpacks to gigabytes (a "bomb") never sits in memory whole. The limit counts
-the unpacked bytes: they are what the client holds and parses, and what a bomb multiplies.
+both whole and streamed bodies are unpacked as they are read, a piece at a time (urllib3 2.6 and
+later unpack no more than each read asks for), so a small compressed body that unpacks to
+gigabytes (a "bomb") never sits in memory whole. The limit counts the unpacked bytes: they are
+what the client holds and parses, and what a bomb multiplies.
 """
 
 from __future__ import annotations
@@ -131,7 +132,7 @@ def _corrupt(label: str, raw: Any, exc: urllib3.exceptions.DecodeError, status: 
     """Return the final ``LlmError`` of a body that does not unpack as its Content-Encoding says
     (a retry would get the same mislabelled body), in the decompressor's own words (urllib3's
     when it refused the encodings themselves, such as too long a chain of them)."""
-    coding = raw.headers.get("content-encoding", "").strip()
+    coding = excerpt(raw.headers.get("content-encoding", "").strip(), 100)
     detail = exc.args[1] if len(exc.args) > 1 else exc.args[0] if exc.args else "no details"
     return LlmError(f"{label} reply cannot be decompressed as its Content-Encoding ({coding}) "
                     f"says: {detail}; the server, or a proxy on the way, labels its replies "
@@ -144,10 +145,10 @@ def _check_encoding(response: requests.Response, label: str) -> None:
     codings = response.headers.get("content-encoding", "").lower().split(",")
     unknown = [c.strip() for c in codings if c.strip() and c.strip() not in _DECODABLE]
     if unknown:
-        raise LlmError(f"{label} reply is compressed with {', '.join(unknown)}, which the client "
-                       f"cannot decompress (it asks for {ACCEPT_ENCODING}); the server, or a proxy "
-                       "on the way, ignored the request's Accept-Encoding",
-                       status=response.status_code)
+        shown = excerpt(", ".join(unknown), 100)
+        raise LlmError(f"{label} reply is compressed with {shown}, which the client cannot "
+                       f"decompress (it asks for {ACCEPT_ENCODING}); the server, or a proxy on "
+                       "the way, ignored the request's Accept-Encoding", status=response.status_code)
 
 
 def _bound(response: requests.Response, limit: int, label: str) -> None:
