@@ -6,16 +6,18 @@ scripted ``Reply`` objects: a status, headers and a whole body (fixed, or made f
 for a server that echoes what it was sent), or SSE bytes sent as HTTP chunks
 with a flush after each, optionally stopping without the final chunk (a connection closed
 mid-stream) or waiting on a ``threading.Event`` first (a slow server) or part-way (a stalled
-stream), or pausing between chunks (a trickling server). Flushing each piece makes odd splits
-likely, not certain: TCP may still merge or split them on the way, so the client's reads need not
-end where the pieces do. That the parser handles every byte split is proven without a network by
-``test_sse.py``.
+stream), or pausing between chunks (a trickling server); ``compressed`` packs SSE pieces the way a
+compressing server streams them (``Content-Encoding: gzip`` or ``deflate``). Flushing each piece
+makes odd splits likely, not certain: TCP may still merge or split them on the way, so the
+client's reads need not end where the pieces do. That the parser handles every byte split is
+proven without a network by ``test_sse.py``.
 """
 
 from __future__ import annotations
 
 import json
 import threading
+import zlib
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -45,8 +47,11 @@ class Reply:
     what it was sent) in place of ``body``.
     ``finish=False`` closes the connection without the final zero-length chunk. ``wait`` makes the
     handler wait for the event before answering; with ``wait_after`` it waits after sending that
-    many chunks instead. ``pause_s`` makes it pause that long before each chunk (a trickle that
-    lasts as long as the chunks do; the pauses end once the server is stopped).
+    many chunks instead; with ``strict_wait`` too, an event still unset after ``BLOCK_LIMIT_S``
+    ends the reply there (the connection closed, nothing more sent), so that a test can tell a
+    client that released the server by what it did from one that merely outwaited it.
+    ``pause_s`` makes it pause that long before each chunk (a trickle that lasts as long as the
+    chunks do; the pauses end once the server is stopped).
     """
 
     status: int = 200
@@ -56,6 +61,7 @@ class Reply:
     finish: bool = True
     wait: threading.Event | None = None
     wait_after: int | None = None
+    strict_wait: bool = False
     pause_s: float = 0.0
     render: Callable[[Recorded], bytes] | None = None
 
@@ -74,6 +80,26 @@ def sse_bytes(events: Iterable[Any], *, named: bool = False, done: bool = False)
     if done:
         out.append("data: [DONE]\n\n")
     return "".join(out).encode("utf-8")
+
+
+_WBITS = {"gzip": 31, "deflate": 15, "raw-deflate": -15}
+
+
+def compressed(pieces: Iterable[bytes], coding: str, level: int = 9) -> list[bytes]:
+    """Pack ``pieces`` as one body in ``coding``: ``gzip``, ``deflate`` (zlib data, as RFC 9110
+    defines it) or ``raw-deflate`` (bare deflate data, which some servers send as ``deflate``).
+    Each piece is flushed (``Z_SYNC_FLUSH``), as a streaming server does, so each result unpacks
+    to its piece as soon as it arrives; a last result ends the data. ``level`` 0 stores the
+    pieces unpacked, which makes the body a few bytes longer than what it unpacks to."""
+    packer = zlib.compressobj(level, zlib.DEFLATED, _WBITS[coding])
+    out = [packer.compress(piece) + packer.flush(zlib.Z_SYNC_FLUSH) for piece in pieces]
+    out.append(packer.flush())
+    return out
+
+
+def content_encoding(coding: str) -> str:
+    """The ``Content-Encoding`` a server sends with a body packed by ``compressed(..., coding)``."""
+    return "deflate" if coding == "raw-deflate" else coding
 
 
 def split_every(data: bytes, size: int) -> list[bytes]:
@@ -121,8 +147,10 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         for number, chunk in enumerate(reply.chunks):
-            if reply.wait is not None and reply.wait_after == number:
-                reply.wait.wait(BLOCK_LIMIT_S)
+            if reply.wait is not None and reply.wait_after == number \
+                    and not reply.wait.wait(BLOCK_LIMIT_S) and reply.strict_wait:
+                self.close_connection = True
+                return
             if reply.pause_s:
                 self.server.owner.stopped.wait(reply.pause_s)
             self.wfile.write(f"{len(chunk):x}\r\n".encode() + chunk + b"\r\n")
@@ -205,11 +233,18 @@ class ScriptedServer:
         return self.add(Reply(200, {"Content-Type": content_type}, body.encode("utf-8")))
 
     def sse(self, chunks: list[bytes], *, finish: bool = True, wait: threading.Event | None = None,
-            wait_after: int | None = None) -> Reply:
+            wait_after: int | None = None, coding: str | None = None,
+            strict_wait: bool = False) -> Reply:
         """Queue an event stream sent as the given byte pieces, one HTTP chunk and flush each
-        (TCP may still regroup the bytes on their way to the client)."""
-        return self.add(Reply(200, {"Content-Type": "text/event-stream"}, chunks=chunks,
-                              finish=finish, wait=wait, wait_after=wait_after))
+        (TCP may still regroup the bytes on their way to the client); with ``coding``, each piece
+        is packed as ``compressed`` does and the reply says so in its ``Content-Encoding`` (a
+        last chunk ends the packed data)."""
+        headers = {"Content-Type": "text/event-stream"}
+        if coding is not None:
+            chunks = compressed(chunks, coding)
+            headers["Content-Encoding"] = content_encoding(coding)
+        return self.add(Reply(200, headers, chunks=chunks, finish=finish, wait=wait,
+                              wait_after=wait_after, strict_wait=strict_wait))
 
     def _record(self, request: Recorded) -> Reply:
         with self._cond:

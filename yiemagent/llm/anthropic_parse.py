@@ -17,8 +17,9 @@ from typing import Any
 from yiemagent.content import AgentToolCall, ContentBlock, TextContent, ThinkingContent
 from yiemagent.events import MessageUpdateEvent
 from yiemagent.llm.errors import LlmError, error_object_text
-from yiemagent.llm.jsonutil import as_int, as_mapping
+from yiemagent.llm.jsonutil import as_int
 from yiemagent.llm.redact import excerpt
+from yiemagent.llm.stream_fields import FieldReader
 from yiemagent.llm.transport import Emit
 from yiemagent.messages import AssistantMessage, LlmUsage
 from yiemagent.tool_calls import parse_arguments
@@ -117,6 +118,21 @@ def parse_message(body: Any, *, label: str, provider: str, model: str) -> Assist
     )
 
 
+# The string fields of each known kind of content block, checked when the block starts.
+_START_TEXTS = {"text": ("text",), "thinking": ("thinking", "signature"), "tool_use": ("id", "name"),
+                "redacted_thinking": ("data",)}
+_KNOWN_BLOCKS = frozenset(_START_TEXTS)
+# Each delta the client keeps: its text field, the kind of block it extends, and the kind of
+# update it is reported as (a signature is kept, not reported). Others (citations_delta) are
+# skipped.
+_DELTAS = {
+    "text_delta": ("text", "text", "text"),
+    "thinking_delta": ("thinking", "thinking", "thinking"),
+    "input_json_delta": ("partial_json", "tool_use", "tool_call"),
+    "signature_delta": ("signature", "thinking", None),
+}
+
+
 class _StreamBlock:
     """A content block being assembled from ``content_block_*`` events."""
 
@@ -127,8 +143,14 @@ class _StreamBlock:
         self.parts: list[str] = []
         self.signature: str | None = None
 
-    def build(self) -> ContentBlock | None:
+    @property
+    def kind(self) -> str | None:
+        """The block's ``type`` (checked to be a string when the block started)."""
         kind = self.start.get("type")
+        return kind if isinstance(kind, str) else None
+
+    def build(self) -> ContentBlock | None:
+        kind = self.kind
         joined = "".join(self.parts)
         if kind == "text":
             return TextContent(str(self.start.get("text") or "") + joined)
@@ -143,12 +165,31 @@ class _StreamBlock:
         return _block(self.start)
 
 
+def _checked_start(read: FieldReader, event: Mapping[str, Any]) -> Mapping[str, Any]:
+    """Return the ``content_block`` of a ``content_block_start`` event once its ``type`` and the
+    fields the client reads of a block of that type hold what they should."""
+    block = read.mapping(event, "content_block", "")
+    if block is None:
+        raise read.absent(event, "content_block", "", "an object")
+    kind = read.text(block, "type", "content_block")
+    if kind is None:
+        raise read.absent(block, "type", "content_block", "a string")
+    for key in _START_TEXTS.get(kind, ()):
+        read.text(block, key, "content_block")
+    if kind == "tool_use":
+        read.mapping(block, "input", "content_block")
+    return block
+
+
 class AnthropicStreamAssembler:
     """Builds an ``AssistantMessage`` from Messages API stream events, reporting each delta.
 
     ``handle`` takes one decoded event and returns ``True`` at ``message_stop``; an ``error`` event
     raises ``LlmError``. Text, thinking and tool-input deltas go to ``emit`` with the block's
-    ``index`` as ``content_index``; signature deltas are kept, not reported.
+    ``index`` as ``content_index``; signature deltas are kept, not reported. An event whose fields
+    hold the wrong kind of value (see ``stream_fields``), a block started twice, or a delta for a
+    block of another kind (text into a tool call) raises ``LlmStreamError`` saying so; events and
+    blocks of kinds the client does not know are skipped.
     """
 
     def __init__(self, emit: Emit, *, label: str, provider: str, model: str) -> None:
@@ -158,55 +199,72 @@ class AnthropicStreamAssembler:
         self._model = model
         self._blocks: dict[int, _StreamBlock] = {}
         self._usage: dict[str, Any] = {}
-        self._stop_reason: Any = None
+        self._stop_reason: str | None = None
 
     def handle(self, event: Any) -> bool:
         """Apply one event; return ``True`` when it is ``message_stop``."""
         error = error_from_body(event, self._label)
         if error is not None:
             raise error
-        if not isinstance(event, Mapping):
-            return False
-        kind = event.get("type")
+        read = FieldReader(self._label, "event", event)
+        event = read.object(event, "")
+        kind = read.text(event, "type", "")
         if kind == "message_start":
-            self._add_usage(as_mapping(event.get("message")).get("usage"))
-        elif kind == "content_block_start" and isinstance(event.get("content_block"), Mapping):
-            self._blocks[int(event.get("index", len(self._blocks)))] = _StreamBlock(
-                event["content_block"])
-        elif kind == "content_block_delta" and isinstance(event.get("delta"), Mapping):
-            self._delta(int(event.get("index", 0)), event["delta"])
+            message = read.mapping(event, "message", "")
+            if message is not None:
+                self._add_usage(read.mapping(message, "usage", "message"))
+        elif kind == "content_block_start":
+            self._start(read, event)
+        elif kind == "content_block_delta":
+            self._delta(read, event)
         elif kind == "message_delta":
-            self._stop_reason = as_mapping(event.get("delta")).get("stop_reason") or self._stop_reason
-            self._add_usage(event.get("usage"))
+            delta = read.mapping(event, "delta", "") or {}
+            self._stop_reason = read.text(delta, "stop_reason", "delta") or self._stop_reason
+            self._add_usage(read.mapping(event, "usage", ""))
         return kind == "message_stop"
 
-    def _add_usage(self, usage: Any) -> None:
-        if isinstance(usage, Mapping):
+    def _add_usage(self, usage: Mapping[str, Any] | None) -> None:
+        if usage is not None:
             self._usage.update({k: v for k, v in usage.items() if v is not None})
 
-    def _delta(self, index: int, delta: Mapping[str, Any]) -> None:
+    def _start(self, read: FieldReader, event: Mapping[str, Any]) -> None:
+        index = read.index(event, "index", "")
+        index = len(self._blocks) if index is None else index
+        block = _checked_start(read, event)
+        if index in self._blocks:
+            raise read.problem(f"content block {index} started a second time")
+        self._blocks[index] = _StreamBlock(block)
+
+    def _delta(self, read: FieldReader, event: Mapping[str, Any]) -> None:
+        index = read.index(event, "index", "") or 0
+        delta = read.mapping(event, "delta", "")
+        if delta is None:
+            raise read.absent(event, "delta", "", "an object")
+        kind = read.text(delta, "type", "delta")
+        if kind is None:
+            raise read.absent(delta, "type", "delta", "a string")
+        if kind not in _DELTAS:
+            return
+        key, block_kind, reported = _DELTAS[kind]
+        text = read.text(delta, key, "delta") or ""
         block = self._blocks.get(index)
         if block is None:  # a delta without its start: assume the kind the delta implies
-            kinds = {"text_delta": "text", "thinking_delta": "thinking",
-                     "input_json_delta": "tool_use"}
-            block = self._blocks[index] = _StreamBlock({"type": kinds.get(str(delta.get("type")), "")})
-        kind = delta.get("type")
-        if kind == "text_delta":
-            self._report(block, "text", str(delta.get("text") or ""), index)
-        elif kind == "thinking_delta":
-            self._report(block, "thinking", str(delta.get("thinking") or ""), index)
-        elif kind == "input_json_delta":
-            self._report(block, "tool_call", str(delta.get("partial_json") or ""), index)
-        elif kind == "signature_delta":
-            block.signature = (block.signature or "") + str(delta.get("signature") or "")
+            block = self._blocks[index] = _StreamBlock({"type": block_kind})
+        if block.kind in _KNOWN_BLOCKS and block.kind != block_kind:
+            raise read.problem(f"a {kind} for content block {index}, which is a {block.kind} "
+                               "block")
+        if reported is None:
+            block.signature = (block.signature or "") + text
+        else:
+            self._report(block, reported, text, index)
 
     def _report(self, block: _StreamBlock, kind: str, text: str, index: int) -> None:
         block.parts.append(text)
-        if kind == "tool_call":
+        if kind == "tool_call":  # of a tool_use block, or of a kind the client does not know
             call_id, name = block.start.get("id"), block.start.get("name")
             self._emit(MessageUpdateEvent("tool_call", text, index,
-                                          str(call_id) if call_id else None,
-                                          str(name) if name else None))
+                                          call_id if isinstance(call_id, str) and call_id else None,
+                                          name if isinstance(name, str) and name else None))
         elif text:
             self._emit(MessageUpdateEvent(kind, text, index))  # type: ignore[arg-type]
 

@@ -19,6 +19,7 @@ from yiemagent.events import MessageUpdateEvent
 from yiemagent.llm.errors import LlmError, error_object_text
 from yiemagent.llm.jsonutil import as_int, as_mapping, parts_text
 from yiemagent.llm.redact import excerpt
+from yiemagent.llm.stream_fields import FieldReader, join
 from yiemagent.llm.transport import Emit
 from yiemagent.messages import AssistantMessage, LlmUsage
 from yiemagent.tool_calls import new_tool_call_id, parse_arguments, tool_call_from_entry
@@ -132,6 +133,32 @@ def parse_chat_completion(body: Any, *, label: str, provider: str, model: str) -
     )
 
 
+def _content_text(read: FieldReader, delta: Mapping[str, Any], where: str) -> str:
+    """The text of a delta's ``content``: a string, or the texts of a list of parts joined (parts
+    without text, such as images, are skipped); ``""`` when there is none."""
+    content = delta.get("content")
+    if content is None or isinstance(content, str):
+        return content or ""
+    if not isinstance(content, list):
+        raise read.error(join(where, "content"), "a string or a list of parts", content)
+    texts = []
+    for number, part in enumerate(content):
+        path = f"{where}.content[{number}]"
+        texts.append(read.text(read.object(part, path), "text", path) or "")
+    return "".join(texts)
+
+
+def _arguments_text(read: FieldReader, function: Mapping[str, Any], where: str) -> str:
+    """A tool-call delta's piece of arguments: a string as it is, an object (which some servers
+    send whole) as its JSON text, nothing as ``""``."""
+    arguments = function.get("arguments")
+    if arguments is None or isinstance(arguments, str):
+        return arguments or ""
+    if isinstance(arguments, Mapping):
+        return json.dumps(arguments)
+    raise read.error(join(where, "arguments"), "a string or an object", arguments)
+
+
 class _Block:
     """A content block being assembled from stream deltas."""
 
@@ -160,6 +187,8 @@ class OpenAIStreamAssembler:
     by their ``index`` across chunks, and a delta bringing a new ``id`` at an index already in
     use starts a new call. Every non-empty delta goes to ``emit`` as a
     ``MessageUpdateEvent`` whose ``content_index`` is the block's place in the final content.
+    A chunk whose fields hold the wrong kind of value raises ``LlmStreamError`` naming the field
+    (see ``stream_fields``).
     """
 
     def __init__(self, emit: Emit, *, label: str, provider: str, model: str) -> None:
@@ -169,38 +198,45 @@ class OpenAIStreamAssembler:
         self._model = model
         self._blocks: list[_Block] = []
         self._calls: dict[int, int] = {}  # tool-call index -> block position
-        self._finish_reason: Any = None
+        self._finish_reason: str | None = None
         self._usage: LlmUsage | None = None
         self._refusal: list[str] = []
 
     def add_chunk(self, chunk: Any) -> None:
-        """Take one decoded chunk; raise ``LlmError`` if it is an error object."""
+        """Take one decoded chunk; raise ``LlmError`` if it is an error object, ``LlmStreamError``
+        if it is malformed."""
         error = provider_error_in_body(chunk, self._label)
         if error is not None:
             raise error
-        if not isinstance(chunk, Mapping):
-            return
-        if isinstance(chunk.get("usage"), Mapping):
-            self._usage = usage_from_openai(chunk["usage"])
-        for choice in chunk.get("choices") or []:
-            if isinstance(choice, Mapping) and choice.get("index", 0) == 0:
-                self._add_choice(choice)
+        read = FieldReader(self._label, "chunk", chunk)
+        chunk = read.object(chunk, "")
+        usage = read.mapping(chunk, "usage", "")
+        if usage is not None:
+            self._usage = usage_from_openai(usage)
+        for number, choice in enumerate(read.items(chunk, "choices", "") or ()):
+            where = f"choices[{number}]"
+            choice = read.object(choice, where)
+            if not read.index(choice, "index", where):  # absent means 0; others are not read
+                self._add_choice(read, choice, where)
 
-    def _add_choice(self, choice: Mapping[str, Any]) -> None:
-        if choice.get("finish_reason"):
-            self._finish_reason = choice["finish_reason"]
-        delta = choice.get("delta")
-        if not isinstance(delta, Mapping):
+    def _add_choice(self, read: FieldReader, choice: Mapping[str, Any], where: str) -> None:
+        if finish := read.text(choice, "finish_reason", where):
+            self._finish_reason = finish
+        delta = read.mapping(choice, "delta", where)
+        if delta is None:
             return
-        if reasoning := _reasoning(delta):
-            self._extend("thinking", reasoning)
-        if text := parts_text(delta.get("content"), ""):
+        where = join(where, "delta")
+        for key in ("reasoning_content", "reasoning"):
+            if reasoning := read.text(delta, key, where):
+                self._extend("thinking", reasoning)
+                break
+        if text := _content_text(read, delta, where):
             self._extend("text", text)
-        if isinstance(delta.get("refusal"), str):
-            self._refusal.append(delta["refusal"])
-        for position, entry in enumerate(delta.get("tool_calls") or []):
-            if isinstance(entry, Mapping):
-                self._add_tool_delta(entry, position)
+        if refusal := read.text(delta, "refusal", where):
+            self._refusal.append(refusal)
+        for position, entry in enumerate(read.items(delta, "tool_calls", where) or ()):
+            path = f"{where}.tool_calls[{position}]"
+            self._add_tool_delta(read, read.object(entry, path), position, path)
 
     def _extend(self, kind: str, delta: str) -> None:
         if not self._blocks or self._blocks[-1].kind != kind:
@@ -208,26 +244,27 @@ class OpenAIStreamAssembler:
         self._blocks[-1].parts.append(delta)
         self._emit(MessageUpdateEvent(kind, delta, len(self._blocks) - 1))  # type: ignore[arg-type]
 
-    def _add_tool_delta(self, entry: Mapping[str, Any], position: int) -> None:
-        index = entry.get("index", position)
-        function = as_mapping(entry.get("function"))
-        call_id = str(entry["id"]) if entry.get("id") else None
+    def _add_tool_delta(self, read: FieldReader, entry: Mapping[str, Any], position: int,
+                        where: str) -> None:
+        index = read.index(entry, "index", where)
+        index = position if index is None else index
+        function = read.mapping(entry, "function", where) or {}
+        call_id = read.text(entry, "id", where) or None  # "" in later deltas: no new id
+        name = read.text(function, "name", join(where, "function"))
+        fragment = _arguments_text(read, function, join(where, "function"))
         known = self._blocks[self._calls[index]] if index in self._calls else None
         # A new id at an index in use is a new call (some servers number every call 0).
         if known is None or (call_id is not None and known.call_id not in (None, call_id)):
             self._calls[index] = len(self._blocks)
             self._blocks.append(_Block("tool_call"))
-        where = self._calls[index]
-        block = self._blocks[where]
+        place = self._calls[index]
+        block = self._blocks[place]
         if call_id is not None:
             block.call_id = call_id
-        if function.get("name"):
-            block.name = str(function["name"])  # sent whole, once or repeated
-        fragment = function.get("arguments")
-        fragment = fragment if isinstance(fragment, str) else (
-            json.dumps(fragment) if isinstance(fragment, Mapping) else "")
+        if name:
+            block.name = name  # sent whole, once or repeated
         block.parts.append(fragment)
-        self._emit(MessageUpdateEvent("tool_call", fragment, where, block.call_id, block.name))
+        self._emit(MessageUpdateEvent("tool_call", fragment, place, block.call_id, block.name))
 
     def finish(self) -> AssistantMessage:
         """Return the assembled message (after ``[DONE]``)."""

@@ -7,6 +7,12 @@ in the same queue: the caller returns at once, and the helper's socket is shut d
 ``abortable``), so the helper ends too, whether it was waiting for the reply's headers or reading
 its body; its results are dropped and it never calls ``on_update`` again. A call's optional
 deadline ends it the same way, and a reply is read only up to ``max_response_bytes``.
+
+Replies may come compressed: the session asks for ``ACCEPT_ENCODING`` (gzip and deflate), and
+both whole and streamed bodies are unpacked as they are read, a piece at a time (urllib3 2.6 and
+later unpack no more than each read asks for), so a small compressed body that unpacks to
+gigabytes (a "bomb") never sits in memory whole. The limit counts the unpacked bytes: they are
+what the client holds and parses, and what a bomb multiplies.
 """
 
 from __future__ import annotations
@@ -24,6 +30,7 @@ from typing import Any
 
 import requests
 import urllib3.exceptions
+import urllib3.response
 
 from yiemagent.events import MessageUpdateEvent
 from yiemagent.llm.abortable import RequestInterrupter, interruptible_session
@@ -46,8 +53,8 @@ from yiemagent.llm.sse import SSEEvent, SSEParser
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_types import AbortSignal
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "Emit", "HttpTransport", "Reader", "connection_problem",
-           "iter_response_sse", "read_json_body", "shown_url"]
+__all__ = ["ACCEPT_ENCODING", "DEFAULT_MAX_RESPONSE_BYTES", "Emit", "HttpTransport", "Reader",
+           "connection_problem", "iter_response_sse", "read_json_body", "shown_url"]
 
 logger = logging.getLogger("yiemagent.llm")
 
@@ -55,15 +62,21 @@ Emit = Callable[[MessageUpdateEvent], None]
 Reader = Callable[[requests.Response, Emit], AssistantMessage]
 
 DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20  # far above any real reply, far below a memory problem
+# What the session asks for, and what every test proves is unpacked on both the whole and the
+# streamed path. requests would otherwise also ask for br and zstd whenever their packages happen
+# to be installed, making what a server sends depend on the machine.
+ACCEPT_ENCODING = "gzip, deflate"
+_DECODABLE = frozenset({"identity", *urllib3.response.HTTPResponse.CONTENT_DECODERS})
 _READ_SIZE = 64 * 1024
 _BROKEN = (requests.RequestException, urllib3.exceptions.HTTPError, OSError)
 
 
 class _BoundedBody:
     """``response.raw`` that counts the bytes read through it, after decompression, and raises
-    ``LlmError`` once they pass ``limit``: a huge or endless reply fails as it arrives, whether
-    it is read by ``response.content``, ``iter_content`` or ``read1``. Everything else is the
-    wrapped object's own."""
+    ``LlmError`` once they pass ``limit``: a huge or endless reply, or a compressed one that
+    unpacks to more, fails as it arrives, whether it is read by ``response.content``,
+    ``iter_content`` or ``read1``. A body that is not the data its Content-Encoding says raises
+    ``LlmError`` too. Everything else is the wrapped object's own."""
 
     def __init__(self, raw: Any, limit: int, label: str, status: int) -> None:
         self._raw = raw
@@ -80,20 +93,30 @@ class _BoundedBody:
             raise _too_large(self._label, self._limit, self._status)
         return data
 
+    def _read(self, read: Callable[..., bytes], *args: Any, **kwargs: Any) -> bytes:
+        """Return what ``read(*args, **kwargs)`` unpacks, counted; corrupt data is ``LlmError``."""
+        try:
+            return self._count(read(*args, **kwargs))
+        except urllib3.exceptions.DecodeError as exc:
+            raise _corrupt(self._label, self._raw, exc, self._status) from None
+
     def read(self, *args: Any, **kwargs: Any) -> bytes:
         """The wrapped ``read``, counted."""
-        return self._count(self._raw.read(*args, **kwargs))
+        return self._read(self._raw.read, *args, **kwargs)
 
     def stream(self, *args: Any, **kwargs: Any) -> Iterator[bytes]:
         """The wrapped ``stream``, each chunk counted as it comes."""
-        for chunk in self._raw.stream(*args, **kwargs):
-            yield self._count(chunk)
+        try:
+            for chunk in self._raw.stream(*args, **kwargs):
+                yield self._count(chunk)
+        except urllib3.exceptions.DecodeError as exc:
+            raise _corrupt(self._label, self._raw, exc, self._status) from None
 
     def __getattr__(self, name: str) -> Any:
         """The wrapped object's attribute; its ``read1``, where it has one, counted."""
         value = getattr(self._raw, name)
         if name == "read1":  # only where urllib3 has it (2.x): _byte_chunks looks for it
-            return lambda *args, **kwargs: self._count(value(*args, **kwargs))
+            return lambda *args, **kwargs: self._read(value, *args, **kwargs)
         return value
 
 
@@ -103,6 +126,29 @@ def _too_large(label: str, limit: int, status: int, declared: str = "") -> LlmEr
     said = f" (its Content-Length says {declared})" if declared else ""
     return LlmError(f"{label} reply is larger than max_response_bytes ({limit} bytes){said}; "
                     "not read any further", status=status)
+
+
+def _corrupt(label: str, raw: Any, exc: urllib3.exceptions.DecodeError, status: int) -> LlmError:
+    """Return the final ``LlmError`` of a body that does not unpack as its Content-Encoding says
+    (a retry would get the same mislabelled body), in the decompressor's own words (urllib3's
+    when it refused the encodings themselves, such as too long a chain of them)."""
+    coding = excerpt(raw.headers.get("content-encoding", "").strip(), 100)
+    detail = exc.args[1] if len(exc.args) > 1 else exc.args[0] if exc.args else "no details"
+    return LlmError(f"{label} reply cannot be decompressed as its Content-Encoding ({coding}) "
+                    f"says: {detail}; the server, or a proxy on the way, labels its replies "
+                    "wrongly", status=status)
+
+
+def _check_encoding(response: requests.Response, label: str) -> None:
+    """Raise the final ``LlmError`` of a reply compressed in a way the client cannot unpack (a
+    server that ignored ``Accept-Encoding``): read as it is, it would only look like garbage."""
+    codings = response.headers.get("content-encoding", "").lower().split(",")
+    unknown = [c.strip() for c in codings if c.strip() and c.strip() not in _DECODABLE]
+    if unknown:
+        shown = excerpt(", ".join(unknown), 100)
+        raise LlmError(f"{label} reply is compressed with {shown}, which the client cannot "
+                       f"decompress (it asks for {ACCEPT_ENCODING}); the server, or a proxy on "
+                       "the way, ignored the request's Accept-Encoding", status=response.status_code)
 
 
 def _bound(response: requests.Response, limit: int, label: str) -> None:
@@ -122,7 +168,9 @@ def _byte_chunks(response: requests.Response) -> Iterator[bytes]:
         yield from response.iter_content(chunk_size=None)
         return
     while True:
-        data = read1(_READ_SIZE)
+        # requests leaves the raw body's own decoding off (it unpacks in iter_content), so read1
+        # must ask for it: without it a compressed stream arrives as its packed bytes.
+        data = read1(_READ_SIZE, decode_content=True)
         if not data:
             return
         yield data
@@ -390,6 +438,7 @@ class _Attempt:
                     raise _redirect_error(response, self._transport.label)
                 if response.status_code >= 400:
                     raise _http_error(response, self._transport.label, self._transport.secret)
+                _check_encoding(response, self._transport.label)
                 _bound(response, self._transport.max_response_bytes, self._transport.label)
                 outcome = ("done", self._read(response, self._emit))
         except BaseException as exc:  # converted here, so only a fresh, scrubbed error travels
@@ -404,9 +453,9 @@ class HttpTransport:
 
     ``timeout`` bounds the wait to connect and for each next piece of the reply; ``deadline_s``
     (when set) a whole call, retries and their waits included; ``max_response_bytes`` the size
-    of a reply, counted as it arrives. Errors are ``LlmError`` subclasses whose text never holds
-    the api key; nothing here logs headers. Raises ``ValueError`` for a limit that is not
-    positive.
+    of a reply, unpacked when it comes compressed, counted as it arrives. Errors are ``LlmError``
+    subclasses whose text never holds the api key; nothing here logs headers. Raises
+    ``ValueError`` for a limit that is not positive.
     """
 
     def __init__(self, label: str, *, timeout: float, retry: RetryPolicy, secret: Secret,
@@ -426,6 +475,7 @@ class HttpTransport:
         self.secret = secret
         self.session = interruptible_session()
         self.session.auth = auth  # adds the key to each request; no header dict ever holds it
+        self.session.headers["Accept-Encoding"] = ACCEPT_ENCODING
         self._lock = threading.Lock()
         self._attempts: set[_Attempt] = set()
 
