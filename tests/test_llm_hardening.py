@@ -22,8 +22,12 @@ from llm_helpers import (
 )
 from llm_server import Recorded, Reply, ScriptedServer, sse_bytes
 
+from yiemagent.content import TextContent
 from yiemagent.llm import LlmClient, LlmError, create_llm_call, parse_llm_spec
 from yiemagent.llm.redact import Secret, excerpt
+from yiemagent.messages import UserMessage
+from yiemagent.tool_types import AgentContext
+from yiemagent.utils import format_msg_for_llm
 
 ClientFactory = Callable[..., LlmClient]
 CLIENTS = [pytest.param(openai_client, id="openai"), pytest.param(anthropic_client, id="anthropic")]
@@ -195,3 +199,11 @@ def test_a_spec_with_an_unusable_url_part_is_refused(spec: str) -> None:
 ])
 def test_a_model_name_may_hold_an_at_sign(spec: str, model: str) -> None:
     assert parse_llm_spec(spec) == (spec.partition(":")[0], model, None)
+
+
+def test_a_lone_surrogate_in_the_history_is_sent_as_a_json_escape(server: ScriptedServer) -> None:
+    server.json(openai_completion("ok"))
+    request = format_msg_for_llm(AgentContext("", [UserMessage("half an emoji: \ud83d")], []))
+    reply = openai_client(server)(request)
+    assert reply.content == [TextContent("ok")]
+    assert b'"half an emoji: \\ud83d"' in server.requests[0].raw

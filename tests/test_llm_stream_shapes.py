@@ -514,3 +514,15 @@ def test_the_anthropic_client_reports_a_malformed_delta(server: ScriptedServer) 
         "Anthropic stream sent a malformed event: index must be a whole number from 0 up, but is "
         "[1] (event: " + json.dumps(bad) + ")")
     assert len(server.requests) == 1
+
+
+DEEP = "[" * 100_000 + "]" * 100_000  # deeper than json.loads can go: RecursionError
+
+
+def test_a_chunk_nested_too_deep_to_parse_is_a_stream_error(server: ScriptedServer) -> None:
+    server.sse([sse_bytes([DEEP], done=True)])
+    with pytest.raises(LlmStreamError, match="OpenAI stream sent a chunk that is not JSON"):
+        openai_client(server, stream=True)(simple_request())
+    server.sse([sse_bytes([TEXT_START, DEEP], named=False)])
+    with pytest.raises(LlmStreamError, match="Anthropic stream sent an event that is not JSON"):
+        anthropic_client(server, stream=True)(simple_request())

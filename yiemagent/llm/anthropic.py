@@ -135,7 +135,7 @@ class AnthropicMessagesClient(LlmClient):
         for event in iter_response_sse(response, self.label):
             try:
                 data = json.loads(event.data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise LlmStreamError(f"{self.label} stream sent an event that is not JSON: "
                                      f"{excerpt(event.data, 200)}") from None
             if assembler.handle(data):

@@ -207,7 +207,7 @@ class OpenAIChatClient(LlmClient):
                 return assembler.finish()
             try:
                 chunk = json.loads(data)
-            except ValueError:
+            except (ValueError, RecursionError):
                 raise LlmStreamError(f"{self.label} stream sent a chunk that is not JSON: "
                                      f"{excerpt(data, 200)}") from None
             assembler.add_chunk(chunk)

@@ -320,10 +320,15 @@ def connection_problem(exc: BaseException, server: str, timeout: float) -> LlmEr
 
 
 def _encode(body: Mapping[str, Any], label: str) -> bytes:
-    """Return ``body`` as strict JSON: NaN and infinity, which ``json.dumps`` would write as bare
-    tokens no provider parses, raise ``ValueError`` instead."""
+    """Return ``body`` as strict JSON in UTF-8: NaN and infinity, which ``json.dumps`` would write
+    as bare tokens no provider parses, raise ``ValueError`` instead; text with a lone surrogate
+    is sent with JSON escapes."""
     try:
         return json.dumps(body, ensure_ascii=False, allow_nan=False).encode("utf-8")
+    except UnicodeEncodeError:
+        # A lone surrogate (half an emoji from a model, a file name decoded with
+        # surrogateescape) has no UTF-8 form; as a JSON escape it still travels.
+        return json.dumps(body, ensure_ascii=True, allow_nan=False).encode("ascii")
     except ValueError:
         json.dumps(body)  # re-raises any other problem (a cycle) as it is
         raise ValueError(f"{label} request not sent: its body holds NaN or infinity, which JSON "
