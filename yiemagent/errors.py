@@ -151,7 +151,9 @@ class LlmTimeoutError(LlmError):
 
 
 class LlmStreamError(LlmError):
-    """A streamed reply broke off before its terminator (``[DONE]`` or ``message_stop``)."""
+    """A streamed reply that cannot be used: it broke off before its terminator (``[DONE]`` or
+    ``message_stop``; retryable when nothing was streamed yet), or sent a chunk that is not JSON
+    or holds a field of the wrong kind (final: the text names the field)."""
 
 
 def describe_error(exc: BaseException) -> str:
