@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import jsonschema.exceptions
+import referencing.exceptions
 
 from yiemagent.content import AgentToolCall
 from yiemagent.error_kinds import PREPARE_FAILED, SCHEMA_VIOLATION
@@ -55,10 +56,17 @@ def _error_path(error: jsonschema.exceptions.ValidationError) -> str:
 
 
 def _violations(validator: Validator, args: Any) -> str | None:
-    if validator.is_valid(args):
-        return None
-    errors: Iterable[jsonschema.exceptions.ValidationError] = validator.iter_errors(args)
-    lines = sorted(f"{_error_path(e)}: {e.message}" for e in errors)
+    """The violations of ``args`` as sorted lines ``  - <path>: <message>``, or ``None`` when
+    it is valid. A reference that cannot be resolved (the tool was checked when built, so only
+    one reached in a way no check foresaw) is one violation, never a fetch."""
+    try:
+        if validator.is_valid(args):
+            return None
+        errors: Iterable[jsonschema.exceptions.ValidationError] = validator.iter_errors(args)
+        lines = sorted(f"{_error_path(e)}: {e.message}" for e in errors)
+    except referencing.exceptions.Unresolvable as exc:
+        return (f"  - the tool's input schema has a reference that does not resolve within it "
+                f"({clip(str(exc), 50)}); schemas are never fetched")
     return "\n".join(f"  - {line}" for line in lines)
 
 
@@ -66,7 +74,8 @@ def validate_required_args(args: Any, input_schema: Mapping[str, Any]) -> str | 
     """Check ``args`` against the whole ``input_schema``; return ``None`` or every violation.
 
     Each violation is one line ``  - <path>: <message>`` with paths like ``args.items[0].name``.
-    Never raises for invalid arguments; raises ``ValueError`` only if the schema itself is invalid.
+    Never raises for invalid arguments; raises ``ValueError`` only if the schema itself is invalid
+    or has a reference that does not resolve within it.
     """
     return _violations(_validator_for(input_schema), args)
 
