@@ -6,6 +6,7 @@
 2. ``pattern`` is matched with RE2, in linear time: a backtracking pattern cannot freeze the
    process (run in a child process, which the test can kill if it hangs), and a pattern RE2
    cannot run is refused from an untrusted source (an MCP server written with the SDK).
+6. However large or wrong the arguments, the error text for the model stays within a few KB.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from yiemagent.tool_types import compile_schema_validator
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "schema_pattern_child.py"
 HOSTILE = "a" * 40 + "!"  # with ^(a+)+$, Python's re backtracks for hours
+FEW_KB = 8 * 1024  # the most an argument error text may be
 
 
 def tool(name: str, schema: dict[str, Any], **options: Any) -> AgentTool:
@@ -374,6 +376,47 @@ def test_an_mcp_server_with_hostile_schemas_loads_the_rest_when_not_strict(silen
     assert results["c1"] == [False, 'called backtrack with {"word": "aaaa"}']
     assert results["c2"] == [False, 'called echo with {"text": "hi"}']
     assert not silent.was_connected()
+
+
+# -- item 6: error texts stay small ----------------------------------------------------------------
+
+
+SIZES: dict[str, Any] = {
+    "type": "object",
+    "properties": {"n": {"type": "integer"}, "xs": {"type": "array", "items": {"type": "integer"}}},
+    "additionalProperties": False,
+}
+
+
+def test_a_10_mb_bad_value_makes_an_error_text_of_a_few_kb() -> None:
+    sizes = tool("sizes", SIZES)
+    llm = ScriptedLLM(call("sizes", {"n": "x" * 10_000_000}), reply("done"))
+    with YiemAgent(llm_call=llm, tools=[sizes]) as agent:
+        agent.prompt("go", timeout=3 * WAIT)
+        result = next(m for m in agent.messages if isinstance(m, ToolResultMessage))
+    message = result.content[0].text  # type: ignore[union-attr]
+    assert result.is_error and len(message) <= FEW_KB, len(message)
+    violation = message.splitlines()[1]
+    assert violation.startswith("  - args.n: 'xxxxx") and violation.endswith("is not of type 'integer'")
+    assert "(9999952 more characters not shown)" in violation
+
+
+def test_ten_thousand_violations_make_an_error_text_of_a_few_kb() -> None:
+    message = argument_error(tool("sizes", SIZES), {"xs": ["a"] * 10_000})
+    assert len(message) <= FEW_KB, len(message)
+    lines = message.split("\n\nReceived arguments:\n")[0].splitlines()
+    assert lines[1:] == [f"  - args.xs[{i}]: 'a' is not of type 'integer'" for i in range(10)] + [
+        "  ... and 9990 more violations (not shown)"]
+
+
+def test_huge_names_and_custom_problems_are_cut_too() -> None:
+    message = argument_error(tool("sizes", SIZES), {"k" * 1_000_000: 1})
+    assert len(message) <= FEW_KB, len(message)
+    assert "characters left out" in message and message.splitlines()[1].endswith("' was unexpected)")
+
+    custom = tool("custom", SIZES, validate_required_args=lambda args: "bad: " + "y" * 1_000_000)
+    message = argument_error(custom, {"n": 1})
+    assert len(message) <= FEW_KB and "more characters not shown" in message
 
 
 def test_the_validator_is_compiled_once_per_kind_of_schema() -> None:
