@@ -802,6 +802,7 @@ class McpConnection:
             input_schema=dict(tool.input_schema),
             execute=execute,
             parallel_tool_execute=self._parallel,
+            untrusted_schema=True,  # the server chose the schema: no pattern RE2 cannot bound
         )
 
     def _discard(self, session: _Session) -> None:

@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import copy
 import numbers
-import re
 from collections.abc import Callable, Mapping, Sized
 from typing import Any
+
+from yiemagent.schema_patterns import PatternRefused, linear_pattern
 
 __all__ = ["compile_fast_check", "json_copy"]
 
@@ -68,7 +69,7 @@ def compile_fast_check(schema: Any) -> Check | None:
         return None
     try:
         return _compile(schema)
-    except (_Unsupported, TypeError, ValueError, re.error, RecursionError):
+    except (_Unsupported, TypeError, ValueError, RecursionError):
         return None
 
 
@@ -216,10 +217,15 @@ def _length(kind: type[Sized], compare: Callable[[int, int], bool]
 
 
 def _pattern(value: Any, _schema: Mapping[str, Any]) -> Check:
+    # The engine the validators use (RE2, linear time); a pattern RE2 refuses, or a text too
+    # long to match, is left to the validator, which knows what to do with it.
     if not isinstance(value, str):
         raise _Unsupported("pattern")
-    regex = re.compile(value)
-    return lambda x: not isinstance(x, str) or regex.search(x) is not None
+    try:
+        accepts = linear_pattern(value).accepts
+    except PatternRefused:
+        raise _Unsupported("pattern") from None
+    return lambda x: not isinstance(x, str) or accepts(x)
 
 
 _BUILDERS: dict[str, Callable[[Any, Mapping[str, Any]], Check | None]] = {

@@ -18,7 +18,7 @@ import jsonschema.exceptions
 import jsonschema.validators
 
 from yiemagent.content import AgentToolCall, ContentBlock, content_list, content_to_dict
-from yiemagent.json_safety import json_ready
+from yiemagent.json_safety import clip, json_ready
 from yiemagent.messages import (
     AgentMessage,
     AssistantMessage,
@@ -29,6 +29,7 @@ from yiemagent.messages import (
 )
 from yiemagent.repeated_calls import RepeatedCalls
 from yiemagent.schema_check import compile_fast_check
+from yiemagent.schema_safety import NO_FETCH_REGISTRY, safe_validator_class, schema_problem
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -82,19 +83,30 @@ class AgentToolResult:
         }
 
 
-def compile_schema_validator(name: str | None, schema: Any) -> Validator:
-    """Return a jsonschema validator for ``schema``; raise ``ValueError`` if it is not a valid
-    JSON Schema, naming the tool when ``name`` is given."""
+def compile_schema_validator(name: str | None, schema: Any, *, untrusted: bool = False) -> Validator:
+    """Return a validator for ``schema`` that never fetches anything and matches patterns with
+    RE2 (see ``schema_safety``); raise ``ValueError``, naming the tool when ``name`` is given, if
+    ``schema`` is not a valid JSON Schema or has a reference that does not resolve within it.
+    With ``untrusted`` (a schema from an MCP server), a pattern RE2 cannot run in linear time is
+    refused too, instead of being matched with Python's ``re``."""
     owner = f'Tool "{name}": input_schema' if name is not None else "input_schema"
     if not isinstance(schema, Mapping):
         raise ValueError(f"{owner} must be a JSON Schema object (a dict), got {type(schema).__name__}")
-    cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
+    schema = dict(schema)
+    stock = jsonschema.validators.validator_for(schema, default=jsonschema.Draft202012Validator)
     try:
-        cls.check_schema(dict(schema))
+        stock.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise ValueError(f"{owner} is not a valid JSON Schema: {exc.message} (at {where})") from None
-    return cls(dict(schema))
+        raise ValueError(f"{owner} is not a valid JSON Schema: {clip(exc.message, 400)} "
+                         f"(at {clip(where, 200)})") from None
+    except RecursionError:
+        raise ValueError(f"{owner} is nested too deeply to be checked") from None
+    cls = safe_validator_class(stock, untrusted=untrusted)
+    problem = schema_problem(cls, schema, untrusted=untrusted)
+    if problem is not None:
+        raise ValueError(f"{owner} {problem}")
+    return cls(schema, registry=NO_FETCH_REGISTRY)
 
 
 def _check_name(_inst: Any, _attr: Any, value: Any) -> None:
@@ -112,9 +124,12 @@ class AgentTool:
     """A tool the model may call (spec ``agentTool``), compared by identity.
 
     ``execute(tool_call_id, args, signal, on_partial_result)`` returns an ``AgentToolResult``.
-    ``input_schema`` is checked when the tool is created: an invalid schema raises ``ValueError``
-    naming the tool. ``timeout_s`` bounds one call (beyond the spec); ``None`` uses the loop's
-    default.
+    ``input_schema`` is checked when the tool is created: an invalid schema, or one with a
+    ``$ref`` that does not resolve within it, raises ``ValueError`` naming the tool (nothing is
+    ever fetched). ``timeout_s`` bounds one call (beyond the spec); ``None`` uses the loop's
+    default. ``untrusted_schema`` (beyond the spec; MCP tools set it) marks a schema from a
+    source you do not control: a pattern in it that RE2 cannot match in linear time is refused
+    here instead of being matched with Python's ``re``.
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -130,13 +145,15 @@ class AgentTool:
     )
     parallel_tool_execute: bool = False
     timeout_s: float | None = None
+    untrusted_schema: bool = attrs.field(default=False, kw_only=True)
     schema_validator: Validator = attrs.field(init=False, repr=False)
     fast_check: Callable[[Any], bool] | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         positive_seconds(f'Tool "{self.name}": timeout_s', self.timeout_s)
         object.__setattr__(
-            self, "schema_validator", compile_schema_validator(self.name, self.input_schema)
+            self, "schema_validator",
+            compile_schema_validator(self.name, self.input_schema, untrusted=self.untrusted_schema),
         )
         object.__setattr__(self, "fast_check", compile_fast_check(self.input_schema))
 

@@ -1,7 +1,10 @@
 """Argument preparation and validation for tool calls (spec section 8.1, DESIGN point 3).
 
-The default validator checks the whole JSON Schema and lists every violation with its path, then
-the arguments received, so the model can correct its call.
+The default validator checks the whole JSON Schema and lists the violations with their paths,
+then the arguments received, so the model can correct its call. However large or wrong the
+arguments, that text stays within a few KB: at most ``MAX_VIOLATIONS`` lines (and how many more
+there were), each at most ``MAX_VIOLATION_CHARS`` characters with the bad value quoted in at most
+``MAX_QUOTED_CHARS``, and the echo of the arguments cut to ``MAX_ECHO_CHARS``.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 import attrs
 import jsonschema.exceptions
+import referencing.exceptions
 
 from yiemagent.content import AgentToolCall
 from yiemagent.error_kinds import PREPARE_FAILED, SCHEMA_VIOLATION
@@ -24,6 +28,11 @@ from yiemagent.tool_types import AgentTool, compile_schema_validator
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
+
+MAX_VIOLATIONS = 10  # violation lines one error text lists; the rest are counted
+MAX_VIOLATION_CHARS = 240  # characters of one violation line (path and message)
+MAX_QUOTED_CHARS = 50  # characters of the bad value a violation line quotes
+MAX_PROBLEM_CHARS = 2000  # characters of what a tool's own validate_required_args returned
 
 __all__ = [
     "ToolArgumentError",
@@ -54,19 +63,68 @@ def _error_path(error: jsonschema.exceptions.ValidationError) -> str:
     return path
 
 
+def _cut_middle(text: str, limit: int) -> str:
+    """``text`` in at most about ``limit`` characters: its start and its end (where a message
+    says what is wrong), with the number of characters left out between them."""
+    if len(text) <= limit:
+        return text
+    head = limit * 2 // 3
+    tail = limit - head
+    return f"{text[:head]}… ({len(text) - head - tail} characters left out) …{text[-tail:]}"
+
+
+def _violation_line(error: jsonschema.exceptions.ValidationError) -> str:
+    """One violation as ``<path>: <message>``, short whatever the value: ``jsonschema`` quotes
+    the whole bad value (its ``repr``) in the message, so a long quote is cut first, then the
+    whole line."""
+    message = error.message
+    if len(message) > MAX_VIOLATION_CHARS:
+        quoted = _safe_repr(error.instance)
+        if len(quoted) > MAX_QUOTED_CHARS and quoted in message:
+            message = message.replace(quoted, clip(quoted, MAX_QUOTED_CHARS))
+    return _cut_middle(f"{_error_path(error)}: {message}", MAX_VIOLATION_CHARS)
+
+
+def _safe_repr(value: Any) -> str:
+    """``repr(value)`` as ``jsonschema`` writes it into messages, or ``""`` if it fails."""
+    try:
+        return repr(value)
+    except Exception:  # a value that is not JSON may have a broken __repr__
+        return ""
+
+
+def _order(error: jsonschema.exceptions.ValidationError) -> tuple[Any, ...]:
+    """Where a violation sorts: by its path, indexes as numbers (``[2]`` before ``[10]``)."""
+    return tuple((0, part, "") if isinstance(part, int) else (1, 0, str(part))
+                 for part in error.absolute_path)
+
+
 def _violations(validator: Validator, args: Any) -> str | None:
-    if validator.is_valid(args):
-        return None
-    errors: Iterable[jsonschema.exceptions.ValidationError] = validator.iter_errors(args)
-    lines = sorted(f"{_error_path(e)}: {e.message}" for e in errors)
-    return "\n".join(f"  - {line}" for line in lines)
+    """The violations of ``args`` as lines ``  - <path>: <message>``, sorted by path, at most
+    ``MAX_VIOLATIONS`` of them (then how many more there were), each cut to
+    ``MAX_VIOLATION_CHARS``; ``None`` when ``args`` is valid. A reference that cannot be
+    resolved (the tool was checked when built, so only one reached in a way no check foresaw)
+    is one violation, never a fetch."""
+    try:
+        if validator.is_valid(args):
+            return None
+        errors: Iterable[jsonschema.exceptions.ValidationError] = validator.iter_errors(args)
+        lines = [line for _key, line in sorted((_order(e), _violation_line(e)) for e in errors)]
+    except referencing.exceptions.Unresolvable as exc:
+        return (f"  - the tool's input schema has a reference that does not resolve within it "
+                f"({clip(str(exc), MAX_QUOTED_CHARS)}); schemas are never fetched")
+    shown = [f"  - {line}" for line in lines[:MAX_VIOLATIONS]]
+    if len(lines) > MAX_VIOLATIONS:
+        shown.append(f"  ... and {len(lines) - MAX_VIOLATIONS} more violations (not shown)")
+    return "\n".join(shown)
 
 
 def validate_required_args(args: Any, input_schema: Mapping[str, Any]) -> str | None:
-    """Check ``args`` against the whole ``input_schema``; return ``None`` or every violation.
+    """Check ``args`` against the whole ``input_schema``; return ``None`` or the violations.
 
-    Each violation is one line ``  - <path>: <message>`` with paths like ``args.items[0].name``.
-    Never raises for invalid arguments; raises ``ValueError`` only if the schema itself is invalid.
+    Each violation is one line ``  - <path>: <message>`` with paths like ``args.items[0].name``,
+    capped as the module docstring says. Never raises for invalid arguments; raises
+    ``ValueError`` only if the schema itself is invalid or has a reference that does not resolve.
     """
     return _violations(_validator_for(input_schema), args)
 
@@ -116,7 +174,7 @@ def validate_tool_arguments(tool: AgentTool, tool_call: AgentToolCall) -> dict[s
     args = json_copy(tool_call.arguments)
     if tool.validate_required_args is not None:
         problem: Any = tool.validate_required_args(args)
-        detail = f"  - {problem}" if problem else None
+        detail = f"  - {clip(str(problem), MAX_PROBLEM_CHARS)}" if problem else None
     elif tool.fast_check is not None and tool.fast_check(args):
         return args if type(args) is dict else dict(args)
     else:
