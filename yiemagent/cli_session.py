@@ -105,12 +105,12 @@ def _mentions_get_tool(path: Path) -> bool:
         return True  # loading reports the file as unreadable, with its name
 
 
-def check_tools_folder(folder: str, mcp_servers: Sequence[str] = ()) -> None:
+def check_tools_folder(folder: str) -> None:
     """Refuse a tool folder whose loading would run scripts that are not tool files, before
     anything runs: an empty value (``--tools "$DIR"`` with ``DIR`` unset; the path "" is the
-    working folder) and a folder where no ``.py`` file is a tool file (none names
-    ``get_tool``: a mistyped path, a home or project folder). A folder with no ``.py`` file at
-    all is accepted with ``mcp_servers`` (the tools come from the servers). ``CliError``
+    working folder), and a folder whose ``.py`` files are none of them a tool file (none
+    names ``get_tool``: a mistyped path, a home or project folder). A folder without ``.py``
+    files runs nothing and is accepted (tools from ``--mcp`` only, or none). ``CliError``
     (exit 2) saying what to give instead."""
     if not folder.strip():
         raise CliError(f"the tool folder's path is empty ({folder!r}; an unset variable in --tools "
@@ -118,17 +118,12 @@ def check_tools_folder(folder: str, mcp_servers: Sequence[str] = ()) -> None:
                        "run every .py file there. Give a folder of tool files, or none for the "
                        "example tools")
     files = _python_files(folder)
-    if not os.path.isdir(folder) or any(_mentions_get_tool(f) for f in files):
-        return  # a missing folder is reported by the loader; a folder with a tool file loads
-    if not files and mcp_servers:
-        return
-    if files:
-        found = f"none of its .py files ({len(files)}) defines get_tool(), so none was run"
-    else:
-        found = "it holds no .py files to load"
-    raise CliError(f"tool folder {shown_path(folder)!r} holds no tool files: {found}. Give the "
-                   "folder your tool files (.py files defining get_tool()) are in, or none for "
-                   "the example tools")
+    if not files or any(_mentions_get_tool(f) for f in files):
+        return  # nothing runs, or a tool file does; a missing folder is reported by the loader
+    raise CliError(f"tool folder {shown_path(folder)!r} holds no tool files: none of its .py "
+                   f"files ({len(files)}) defines get_tool(), so none was run. Give the folder "
+                   "your tool files (.py files defining get_tool()) are in, or none for the "
+                   "example tools")
 
 
 def load_folder(store: ToolStore, folder: str | os.PathLike[str]) -> list[tuple[str, str]]:
@@ -165,7 +160,7 @@ def open_tools(folder: str | None, mcp_servers: Sequence[str] = ()) -> Iterator[
     """
     with ToolStore("cli") as store:
         if folder is not None:
-            check_tools_folder(folder, mcp_servers)
+            check_tools_folder(folder)
             problems = load_folder(store, folder)
             load_mcp(store, mcp_servers)
             yield Tools(store, folder, problems)
