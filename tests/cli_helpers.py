@@ -15,6 +15,7 @@ import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,12 +79,40 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def _child_setup(closed: Sequence[int], memory_limit: int | None) -> Callable[[], None] | None:
+    """What the child does before it becomes the command: cap its address space (so that a
+    command that reads without end fails instead of eating the machine) and close the
+    descriptors ``closed``, as ``>&-`` in a shell does. ``None`` when there is nothing to do."""
+    if not closed and memory_limit is None:
+        return None
+
+    def setup() -> None:
+        if memory_limit is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+        for fd in closed:
+            os.close(fd)
+
+    return setup
+
+
 def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
-            stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    """Run ``python -m yiemagent ARGS`` to its end (bounded by ``WAIT``) and return it."""
-    return subprocess.run([sys.executable, "-m", "yiemagent", *args], cwd=cwd,
-                          env=env if env is not None else clean_env(), input=stdin,
-                          capture_output=True, text=True, encoding="utf-8", timeout=WAIT)
+            stdin: str | bytes | None = None, closed: Sequence[int] = (),
+            memory_limit: int | None = None) -> subprocess.CompletedProcess[str]:
+    """Run ``python -m yiemagent ARGS`` to its end (bounded by ``WAIT``) and return it, its
+    output decoded as UTF-8 (undecodable bytes replaced). ``stdin`` is its input (bytes as
+    they are; none: an empty stdin); ``closed`` lists descriptors closed in the child before it
+    starts (0, 1, 2: POSIX only), ``memory_limit`` caps its address space (POSIX only)."""
+    data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
+    done = subprocess.run([sys.executable, "-m", "yiemagent", *args], cwd=cwd,
+                          env=env if env is not None else clean_env(), input=data,
+                          stdin=subprocess.DEVNULL if data is None else None,
+                          capture_output=True, timeout=WAIT,
+                          preexec_fn=_child_setup(closed, memory_limit))
+    return subprocess.CompletedProcess(done.args, done.returncode,
+                                       done.stdout.decode("utf-8", "replace"),
+                                       done.stderr.decode("utf-8", "replace"))
 
 
 # Makes the pseudo-terminal on stdin the controlling terminal of a new session, then becomes

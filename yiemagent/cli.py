@@ -3,10 +3,12 @@
 ``yiemagent chat`` talks with an agent in the terminal, ``yiemagent run "PROMPT"`` answers one
 prompt (the answer on stdout, tool activity on stderr, every event as JSON lines with
 ``--events jsonl``), ``yiemagent tools [FOLDER]`` lists or checks a folder of tool files. The
-README's "The yiemagent command" section describes every option. Exit status: 0 on an answer,
-1 when the run ended in an error, was aborted or ran out of turns (or ``tools`` found problems),
-2 when the command cannot start as asked (bad options, no model), 130 on a second Ctrl-C,
-128 + the signal's number on SIGTERM or SIGHUP (after cleaning up, as for Ctrl-C).
+README's "The yiemagent command" section describes every option. In ``run``, stdout holds the
+command's results only: what tools print goes to stderr. Exit status: 0 on an answer, 1 when
+the run ended in an error, was aborted or ran out of turns, or its answer or events could not
+be written (or ``tools`` found problems), 2 when the command cannot start as asked (bad options
+or input, no model, a closed stdout), 130 on a second Ctrl-C, 128 + the signal's number on
+SIGTERM or SIGHUP (after cleaning up, as for Ctrl-C).
 """
 
 from __future__ import annotations
@@ -19,15 +21,17 @@ import os
 import signal
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TextIO
 
 from yiemagent.cli_chat import run_chat
+from yiemagent.cli_io import read_prompt, reopen_closed_descriptors, stdout_to_stderr
 from yiemagent.cli_model import CliError, choose_model
 from yiemagent.cli_render import Renderer
 from yiemagent.cli_session import (
     Sink,
     answer_text,
     build_agent,
+    check_tools_folder,
     example_tools_folder,
     failure,
     load_folder,
@@ -40,6 +44,7 @@ from yiemagent.cli_session import (
     warn_problems,
 )
 from yiemagent.event_log import JsonlEventWriter
+from yiemagent.messages import AssistantMessage
 from yiemagent.tool_registry import ToolStore
 
 __all__ = ["build_parser", "main"]
@@ -55,16 +60,44 @@ def _say_aborting() -> None:
     sys.stderr.write("\naborting the run (Ctrl-C again quits at once)\n")
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    """``yiemagent run PROMPT``: one run; see the module docstring for outputs and exit codes."""
-    prompt = sys.stdin.read() if args.prompt == "-" else args.prompt
-    if not prompt.strip():
-        raise CliError("the prompt is empty; give it as an argument, or '-' to read it from stdin")
-    events = args.events or ("jsonl" if args.events_file else None)
-    events_to_stdout = events is not None and args.events_file in (None, "-")
-    if events_to_stdout and args.json:
+def _settle_events(args: argparse.Namespace) -> bool:
+    """Set ``args.events`` to ``"jsonl"`` when ``--events-file`` asks for the events, and return
+    whether ``run`` writes them to stdout (``--events jsonl`` without a file, or
+    ``--events-file -``); ``CliError`` for options that cannot go together."""
+    if args.events_file is not None and not args.events_file.strip():
+        raise CliError("--events-file is empty; give a file name, or '-' for stdout")
+    if args.events_file is not None:
+        args.events = "jsonl"
+    to_stdout = args.events is not None and args.events_file in (None, "-")
+    if to_stdout and args.json:
         raise CliError("--json and --events jsonl both write to stdout; send the events to a "
                        "file with --events-file FILE")
+    return to_stdout
+
+
+def _open_events_file(args: argparse.Namespace, stack: contextlib.ExitStack) -> TextIO:
+    """The ``--events-file``, open for writing and closed with ``stack`` (a write error is
+    reported from ``writer.broken``, not again when it closes). Opened before stdout moves,
+    so that ``/dev/stdout`` still names the real one."""
+    try:
+        stream = open(args.events_file, "w", encoding="utf-8")  # noqa: SIM115 (closed by stack)
+    except (OSError, ValueError) as exc:  # ValueError: a NUL character in the name
+        raise CliError(f"--events-file {args.events_file}: cannot write it: "
+                       f"{getattr(exc, 'strerror', None) or exc}") from None
+    stack.callback(_close_quietly, stream)
+    return stream
+
+
+def _close_quietly(stream: TextIO) -> None:
+    """Close ``stream``, ignoring a write error: the events writer has reported it already."""
+    with contextlib.suppress(OSError):
+        stream.close()
+
+
+def _answer(args: argparse.Namespace, prompt: str,
+            events: TextIO | None) -> tuple[AssistantMessage, JsonlEventWriter | None]:
+    """Run the agent once on ``prompt`` and return its response, with the writer of the events
+    to ``events`` when there is one (its ``broken`` says whether every event was written)."""
     choice = choose_model(args.model, args.base_url)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
@@ -75,27 +108,55 @@ def cmd_run(args: argparse.Namespace) -> int:
         if not args.quiet:
             sinks.append(Renderer(sys.stderr, show_text=False))
         if events is not None:
-            stream = sys.stdout
-            if not events_to_stdout:
-                try:
-                    stream = stack.enter_context(open(args.events_file, "w", encoding="utf-8"))
-                except OSError as exc:
-                    raise CliError(f"--events-file {args.events_file}: cannot write it: "
-                                   f"{exc.strerror or exc}") from None
-            writer = JsonlEventWriter(stream)
+            writer = JsonlEventWriter(events)
             sinks.append(writer)
         agent = build_agent(args, choice, tools.store, sinks)
         stack.push(shutdown_on_exit(agent))
         agent.run_agent(prompt)
-        response = wait_for_response(agent, _say_aborting)
-    if writer is not None and events_to_stdout and writer.broken is not None:
-        raise BrokenPipeError(writer.broken.errno, "stdout was closed")
-    if args.json:
-        print(json.dumps(response.to_dict(), indent=2))
-    elif not events_to_stdout:
-        text = answer_text(response)
-        if text:
-            print(text)
+        return wait_for_response(agent, _say_aborting), writer
+
+
+def _deliver(args: argparse.Namespace, response: AssistantMessage, out: TextIO,
+             writer: JsonlEventWriter | None, to_stdout: bool) -> None:
+    """Write the answer (or ``--json``) to ``out`` and make sure it and the events got there:
+    a reader of stdout that went away is ``BrokenPipeError`` (exit 1, silently, as for
+    ``| head -1``); another write error is ``CliError`` (exit 1) saying where and why."""
+    try:
+        if args.json:
+            print(json.dumps(response.to_dict(), indent=2), file=out)
+        elif not to_stdout:
+            text = answer_text(response)
+            if text:
+                print(text, file=out)
+        out.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise CliError(f"the answer could not be written to stdout: {exc.strerror or exc}",
+                       exit_code=1) from None
+    broken = writer.broken if writer is not None else None
+    if broken is None:
+        return
+    if to_stdout and isinstance(broken, BrokenPipeError):
+        raise broken
+    where = "stdout" if to_stdout else f"--events-file {args.events_file}"
+    raise CliError(f"the events could not all be written to {where}: {broken.strerror or broken}",
+                   exit_code=1)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """``yiemagent run PROMPT``: one run; see the module docstring for outputs and exit codes.
+    Only the command's results reach stdout: whatever tools print goes to stderr."""
+    prompt = read_prompt(args.prompt)
+    if not prompt.strip():
+        raise CliError("the prompt is empty; give it as an argument, or '-' to read it from stdin")
+    to_stdout = _settle_events(args)
+    with contextlib.ExitStack() as stack:
+        to_file = args.events is not None and not to_stdout
+        events = _open_events_file(args, stack) if to_file else None
+        out = stack.enter_context(stdout_to_stderr())
+        response, writer = _answer(args, prompt, out if to_stdout else events)
+        _deliver(args, response, out, writer, to_stdout)
     problem = failure(response, args.max_turns)
     if problem is not None:
         print(problem, file=sys.stderr)
@@ -125,10 +186,15 @@ def _describe_tools(store: ToolStore, as_json: bool) -> str:
 def cmd_tools(args: argparse.Namespace) -> int:
     """``yiemagent tools [FOLDER]``: list the tools with their schemas, or ``--check`` every
     file and name each problem with its file and line (exit 1 when there is one)."""
-    folder = args.folder or args.tools or example_tools_folder()
+    folder = next((f for f in (args.folder, args.tools) if f is not None), None)
+    if folder is None:
+        folder = example_tools_folder()
+    else:
+        check_tools_folder(folder)
     with ToolStore("cli-tools") as store:
-        problems = load_folder(store, folder)
-        load_mcp(store, args.mcp)
+        with stdout_to_stderr():  # what tool files print as they load must not mix with the list
+            problems = load_folder(store, folder)
+            load_mcp(store, args.mcp)
         return _report_tools(args, store, folder, problems)
 
 
@@ -151,7 +217,12 @@ def _report_tools(args: argparse.Namespace, store: ToolStore, folder: Any,
 
 
 def cmd_chat(args: argparse.Namespace) -> int:
-    """``yiemagent chat``: the interactive session (see ``cli_chat``)."""
+    """``yiemagent chat``: the interactive session (see ``cli_chat``); ``CliError`` when stdin
+    is closed, as there is nothing to read the messages from."""
+    if sys.stdin is None:
+        raise CliError("stdin is closed: yiemagent chat reads your messages from it; run it in "
+                       "a terminal, or give it input (yiemagent chat < messages.txt), or use "
+                       "yiemagent run PROMPT")
     choice = choose_model(args.model, args.base_url)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
@@ -278,6 +349,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the ``yiemagent`` command with ``argv`` (default: the process arguments) and return
     its exit status. Problems the user can fix are one ``yiemagent: error: ...`` message on
     stderr (exit 2), never a traceback."""
+    closed = reopen_closed_descriptors()
+    if "stdout" in closed:
+        sys.stderr.write("yiemagent: error: stdout is closed, so the output would be lost; "
+                         "redirect it instead (>/dev/null to drop it)\n")
+        return 2
     parser = build_parser()
     args = parser.parse_args(argv)
     if getattr(args, "handler", None) is None:

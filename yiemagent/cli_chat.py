@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import stat
 import sys
 from collections.abc import Callable
 
@@ -100,8 +101,8 @@ class ChatSession:
         path = os.path.expanduser(arg)
         try:
             self.agent.save(path)
-        except OSError as exc:
-            self.note(f"cannot save to {arg}: {exc.strerror or exc}", "31")
+        except (OSError, ValueError) as exc:  # ValueError: a NUL character in the name
+            self.note(f"cannot save to {arg!r}: {getattr(exc, 'strerror', None) or exc}", "31")
             return
         self.note(f"saved {len(self.agent.messages)} messages to {arg}")
 
@@ -111,10 +112,13 @@ class ChatSession:
         if not arg:
             self.note("usage: /load FILE", "31")
             return
+        path = os.path.expanduser(arg)
         try:
-            data = load_session(os.path.expanduser(arg))
-        except (SessionError, OSError) as exc:
-            self.note(f"cannot load {arg}: {exc}", "31")
+            if _not_a_file(path):  # a device or a pipe could be read for ever
+                raise SessionError(f"{path}: not a file; /load reads a file saved with /save")
+            data = load_session(path)
+        except (SessionError, OSError, ValueError) as exc:
+            self.note(f"cannot load {arg!r}: {exc}", "31")
             return
         self.agent.messages = data.messages
         self.agent.system_prompt = data.system_prompt
@@ -127,6 +131,24 @@ class ChatSession:
         for usage, what in COMMANDS.items():
             self.out.line(f"  {usage:<12} {what}")
         self.note("  Ctrl-C stops the current answer; anything else is a message to the agent")
+
+
+def _not_a_file(path: str) -> bool:
+    """Whether ``path`` exists but is no regular file (a folder, a device, a pipe), following
+    links; ``ValueError`` for a name ``open`` would refuse too (a NUL character)."""
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False  # missing or unreadable: load_session says which
+
+
+def _tolerant_input() -> None:
+    """Let ``input()`` replace bytes that are not text in stdin's encoding (a terminal set to
+    another one, a binary file piped in) instead of ending the chat with a traceback."""
+    reconfigure = getattr(sys.stdin, "reconfigure", None)
+    if callable(reconfigure):
+        with contextlib.suppress(ValueError, OSError):
+            reconfigure(errors="replace")
 
 
 def _line_editing() -> None:
@@ -146,6 +168,7 @@ def run_chat(agent: YiemAgent, renderer: Renderer, choice: ModelChoice, tools_la
         f" {style.dot} model {choice.spec} ({choice.reason}) {style.dot} tools: "
         f"{', '.join(agent.tools)}", "2"))
     session.note("/help lists the commands; Ctrl-C stops an answer; /exit or Ctrl-D quits")
+    _tolerant_input()
     _line_editing()
     while True:
         renderer.end_line()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import importlib
 import os
+import urllib.parse
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -104,17 +105,43 @@ def _scripted(spec: str) -> LlmCall:
     try:
         return ScriptedModel.from_file(os.path.expanduser(path))
     except ScriptError as exc:
-        raise CliError(f"--model {spec}: {exc}") from None
+        raise CliError(_one_line(f"--model {spec}: {exc}")) from None
+    except Exception as exc:  # a malformed reply the script reader let through is still the file's
+        raise CliError(_one_line(f"--model {spec}: the script cannot be used: "
+                                 f"{describe_error(exc)}")) from None
+
+
+def _one_line(text: str) -> str:
+    """``text`` on one line: each line break becomes a space (a message is one line on stderr)."""
+    return " ".join(text.splitlines())
+
+
+def _check_url(url: str, what: str) -> None:
+    """``CliError`` unless ``url`` is an http(s) URL with a host and a valid port: a typo found
+    now, not after the client's retries. ``what`` names the option in the message."""
+    try:
+        parts = urllib.parse.urlsplit(url.strip())
+        port = parts.port  # ValueError for a port that is not a number or out of range
+        valid = parts.scheme in ("http", "https") and bool(parts.hostname) and port != 0
+    except ValueError:
+        valid = False
+    if not valid:
+        raise CliError(f"{what} {url!r} is not a server URL: give http:// or https://, a host "
+                       "and, if needed, a port from 1 to 65535, e.g. http://localhost:8080/v1")
 
 
 def _provider(spec: str, base_url: str | None, env: Mapping[str, str], stream: bool) -> LlmCall:
     """A provider client for ``spec`` (``create_llm_call``'s forms); with ``base_url``, a spec
     without a provider is the model name on that server."""
     options: dict[str, Any] = {"stream": stream}
+    if base_url is not None:
+        _check_url(base_url, "--base-url")
     try:
         if base_url is not None and ":" not in spec:
             return create_llm_call(base_url, model=spec, **options)
         provider, _model, url = parse_llm_spec(spec)
+        if url is not None:
+            _check_url(url, f"--model {spec}: the server")
         if base_url is not None:
             if url is not None:
                 raise CliError(f"--model {spec} already names a server (after '@'); drop "

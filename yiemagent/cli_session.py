@@ -22,9 +22,9 @@ from yiemagent.content import TextContent
 from yiemagent.errors import ToolLoadError
 from yiemagent.events import AgentEvent
 from yiemagent.messages import AssistantMessage
-from yiemagent.tool_registry import ToolStore, get_tools, load_tools
+from yiemagent.tool_registry import ToolStore, get_tools, is_tool_file_name, load_tools
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "Tools", "answer_text", "build_agent",
+__all__ = ["DEFAULT_SYSTEM_PROMPT", "Tools", "answer_text", "build_agent", "check_tools_folder",
            "example_tools_folder", "failure", "load_folder", "load_mcp", "open_tools", "problem_line",
            "shown_path", "shutdown_on_exit", "wait_for_response", "warn_problems"]
 
@@ -86,6 +86,46 @@ def shutdown_on_exit(agent: YiemAgent) -> Callable[..., bool]:
     return exit_callback
 
 
+def _python_files(folder: str) -> list[Path]:
+    """The files of ``folder`` that loading would run (``is_tool_file_name``, regular files;
+    links are never followed), or ``[]`` when it cannot be listed (loading says why)."""
+    try:
+        with os.scandir(folder) as entries:
+            return [Path(e.path) for e in entries
+                    if is_tool_file_name(e.name) and e.is_file(follow_symlinks=False)]
+    except OSError:
+        return []
+
+
+def _mentions_get_tool(path: Path) -> bool:
+    """Whether the file's text names ``get_tool`` (every tool file defines it); read, not run."""
+    try:
+        return b"get_tool" in path.read_bytes()
+    except OSError:
+        return True  # loading reports the file as unreadable, with its name
+
+
+def check_tools_folder(folder: str) -> None:
+    """Refuse a tool folder whose loading would run scripts that are not tool files, before
+    anything runs: an empty value (``--tools "$DIR"`` with ``DIR`` unset; the path "" is the
+    working folder), and a folder whose ``.py`` files are none of them a tool file (none
+    names ``get_tool``: a mistyped path, a home or project folder). A folder without ``.py``
+    files runs nothing and is accepted (tools from ``--mcp`` only, or none). ``CliError``
+    (exit 2) saying what to give instead."""
+    if not folder.strip():
+        raise CliError(f"the tool folder's path is empty ({folder!r}; an unset variable in --tools "
+                       "\"$DIR\"?): an empty path means the working folder, and loading it would "
+                       "run every .py file there. Give a folder of tool files, or none for the "
+                       "example tools")
+    files = _python_files(folder)
+    if not files or any(_mentions_get_tool(f) for f in files):
+        return  # nothing runs, or a tool file does; a missing folder is reported by the loader
+    raise CliError(f"tool folder {shown_path(folder)!r} holds no tool files: none of its .py "
+                   f"files ({len(files)}) defines get_tool(), so none was run. Give the folder "
+                   "your tool files (.py files defining get_tool()) are in, or none for the "
+                   "example tools")
+
+
 def load_folder(store: ToolStore, folder: str | os.PathLike[str]) -> list[tuple[str, str]]:
     """Load ``folder`` into ``store``; return the problems of the files that did not load (the
     good ones are loaded anyway). ``CliError`` when ``folder`` is not a folder."""
@@ -120,6 +160,7 @@ def open_tools(folder: str | None, mcp_servers: Sequence[str] = ()) -> Iterator[
     """
     with ToolStore("cli") as store:
         if folder is not None:
+            check_tools_folder(folder)
             problems = load_folder(store, folder)
             load_mcp(store, mcp_servers)
             yield Tools(store, folder, problems)
