@@ -76,10 +76,11 @@ def tools(tmp_path: Path) -> Path:
     return tools_folder(tmp_path / "tools")
 
 
-def assert_size_limit(stderr: str) -> None:
-    """The message refuses the input for its size (not for running out of memory)."""
-    assert "MemoryError" not in stderr and any(
-        word in stderr for word in ("limit", "MiB", "bytes", "larger", "too big")), stderr
+def assert_refused_unread(stderr: str, kind: str) -> None:
+    """The message refuses the script for what it is (a device or FIFO, which would never end),
+    before reading it: not for running out of memory."""
+    assert "MemoryError" not in stderr, stderr
+    assert f"it is {kind}, not a regular file" in stderr, stderr
 
 
 def assert_one_line_error(done: subprocess.CompletedProcess[str], status: int, *says: str) -> None:
@@ -136,18 +137,18 @@ def test_a_script_that_is_not_utf8_is_one_line_and_exit_2(tmp_path: Path, tools:
 
 
 @posix
-def test_an_endless_script_device_is_refused_with_its_size_limit(tmp_path: Path, tools: Path) -> None:
-    """Needs ``ScriptedModel.from_file``'s size limit (scripted.py, another branch)."""
+def test_an_endless_script_device_is_refused_unread(tmp_path: Path, tools: Path) -> None:
+    """``ScriptedModel.from_file`` reads only regular files: ``/dev/zero`` would never end."""
     done = run_cli("run", "Hi", "--model", "scripted:/dev/zero", "--tools", str(tools),
                    cwd=tmp_path, memory_limit=MEMORY)
     assert_one_line_error(done, 2, "--model scripted:/dev/zero")
-    assert_size_limit(done.stderr)
+    assert_refused_unread(done.stderr, "a character device")
 
 
 @posix
 def test_a_fifo_that_never_ends_is_refused(tmp_path: Path, tools: Path) -> None:
-    """A writer that never stops, behind a FIFO: the command stops reading at the script size
-    limit (``ScriptedModel.from_file``, another branch) and says so."""
+    """A writer that never stops, behind a FIFO: the command refuses the FIFO without reading
+    it, and says why."""
     fifo = tmp_path / "replies.json"
     os.mkfifo(fifo)
     writer = threading.Thread(target=_write_for_ever, args=(fifo,), daemon=True)
@@ -161,7 +162,7 @@ def test_a_fifo_that_never_ends_is_refused(tmp_path: Path, tools: Path) -> None:
         os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
         writer.join(WAIT)
     assert_one_line_error(done, 2, f"--model scripted:{fifo}")
-    assert_size_limit(done.stderr)
+    assert_refused_unread(done.stderr, "a FIFO (named pipe)")
 
 
 def _write_for_ever(fifo: Path) -> None:
