@@ -6,8 +6,9 @@ server's tools and registers each as an ``AgentTool`` whose ``execute`` calls th
 is asyncio-based, so each connection runs its session on an event loop in a background thread of
 its own and callers stay synchronous. A call can be aborted and has a timeout; progress
 notifications become partial results; a server that dies gives error results and is reconnected
-on the next call; a server's notice that its tool list changed refreshes the store. ``close()``
-(the connection's, or the store's) ends it all and leaves no thread or process behind.
+on the next call; a server's notice that its tool list changed refreshes the store. Tool names
+providers would refuse are mapped to ones they accept (``mcp_names``). ``close()`` (the
+connection's, or the store's) ends it all and leaves no thread or process behind.
 
 Importing this module imports the SDK; ``import yiemagent`` does not.
 """
@@ -46,6 +47,7 @@ from mcp.shared.exceptions import MCPError
 
 from yiemagent.content import ContentBlock, ImageContent, TextContent
 from yiemagent.errors import McpToolError, describe_error
+from yiemagent.mcp_names import check_prefix, tool_name
 from yiemagent.tool_registry import ToolStore, register_tool, unregister_tool
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult, positive_seconds
 
@@ -226,8 +228,11 @@ class McpConnection:
     """A connection to one MCP server whose tools are registered in a ``ToolStore``.
 
     Made by ``load_mcp_tools``. Each server tool becomes an ``AgentTool`` named ``prefix + name``
-    (``prefix`` is prepended as given, e.g. ``"time_"``), labelled with its title, described by its
-    description and validated against its input schema by the tool pipeline; ``parallel`` sets
+    (``prefix``, at most 32 of ``A-Za-z0-9_-``, is prepended as given, e.g. ``"time_"``) when that
+    is a name providers accept (``^[a-zA-Z0-9_-]{1,64}$``), else a mapped one (see
+    ``mcp_names.tool_name``; ``server_names`` maps each registered name back, and calls reach the
+    server's tool under its own name); labelled with its title, described by its description and
+    validated against its input schema by the tool pipeline; ``parallel`` sets
     ``parallel_tool_execute`` (calls share the connection and may run at once). A name the store
     already uses for another tool is a problem: with ``strict`` the load fails naming it, else it
     is logged and skipped (as on every later refresh). ``timeout_s`` bounds each call (``None``: no
@@ -271,6 +276,7 @@ class McpConnection:
             raise ValueError("connect_timeout_s must be a positive number of seconds")
         if mode not in ("auto", "legacy"):
             raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
+        self.prefix = check_prefix(prefix)
         self._url = server if isinstance(server, str) and server.startswith(("http://", "https://")) else None
         self._argv = None if self._url is not None else _command(server)
         if self._url is None and headers is not None:
@@ -279,7 +285,6 @@ class McpConnection:
             raise ValueError("env, cwd and errlog apply to a command, not to an http(s):// server")
         self.store = store
         self.name = name or _label_for(server)
-        self.prefix = prefix or ""
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._env = dict(env) if env is not None else None
@@ -292,6 +297,7 @@ class McpConnection:
         self._mode = mode
         # What this connection registered: our name -> (tool, the server definition it came from).
         self._tools: dict[str, tuple[AgentTool, str]] = {}
+        self._server_names: dict[str, str] = {}  # our name -> the server's name for that tool
         self._closed = False
         self._close_lock = threading.Lock()
         self._waiting: set[concurrent.futures.Future[Any]] = set()  # callers' futures, for close()
@@ -334,6 +340,13 @@ class McpConnection:
             return list(self._tools)
 
     @property
+    def server_names(self) -> dict[str, str]:
+        """For each registered name, the server's own name of that tool (the same name unless it
+        was mapped to one providers accept)."""
+        with self.store.lock:
+            return {name: self._server_names[name] for name in self._tools}
+
+    @property
     def closed(self) -> bool:
         """Whether ``close()`` was called."""
         return self._closed
@@ -359,6 +372,7 @@ class McpConnection:
             for tool_name, (tool, _definition) in self._tools.items():
                 unregister_tool(self.store, tool_name, tool)
             self._tools.clear()
+            self._server_names.clear()
         if threading.current_thread() is self._thread:
             # Called from on_tools_changed: the loop cannot wait for itself; it ends afterwards.
             self._loop.create_task(self._shutdown()).add_done_callback(lambda _t: self._loop.stop())
@@ -755,10 +769,7 @@ class McpConnection:
     def _apply(self, listed: list[mcp_types.Tool]) -> tuple[bool, list[str]]:
         """Register the listed tools, replace changed ones, remove those no longer listed; leave
         every tool this connection did not register alone. Returns (changed, problems)."""
-        problems: list[str] = []
-        wanted: dict[str, mcp_types.Tool] = {}
-        for tool in listed:
-            wanted.setdefault(self.prefix + tool.name, tool)
+        wanted, problems = self._wanted(listed)
         changed = False
         store = self.store
         with store.lock:
@@ -768,6 +779,7 @@ class McpConnection:
                 if tool_name not in wanted or store.tools.get(tool_name) is not mine:
                     unregister_tool(store, tool_name, mine)
                     del self._tools[tool_name]
+                    del self._server_names[tool_name]
                     changed = True
             for tool_name, tool in wanted.items():
                 definition = tool.model_dump_json(by_alias=True)
@@ -784,8 +796,29 @@ class McpConnection:
                     continue
                 register_tool(store, agent_tool)
                 self._tools[tool_name] = (agent_tool, definition)
+                self._server_names[tool_name] = tool.name
                 changed = True
         return changed, problems
+
+    def _wanted(self, listed: list[mcp_types.Tool]) -> tuple[dict[str, mcp_types.Tool], list[str]]:
+        """The listed tools by the name each is to be registered under (``tool_name``), and the
+        problems: when two tools get one name, the one whose name was not mapped keeps it, else
+        the one whose server name sorts first, whatever the server's order; the other is not
+        registered. A name listed twice counts once."""
+        candidates: dict[str, list[mcp_types.Tool]] = {}
+        for tool in listed:
+            same = candidates.setdefault(tool_name(self.prefix, tool.name), [])
+            if all(other.name != tool.name for other in same):
+                same.append(tool)
+        wanted: dict[str, mcp_types.Tool] = {}
+        problems: list[str] = []
+        for name, tools in candidates.items():
+            keeper, *others = sorted(tools, key=lambda t: (self.prefix + t.name != name, t.name))
+            wanted[name] = keeper
+            problems.extend(f'"{name}": the server\'s tools {keeper.name!r} and {other.name!r} both '
+                            f"map to this name; {keeper.name!r} keeps it and {other.name!r} is not "
+                            "registered" for other in others)
+        return wanted, problems
 
     def _agent_tool(self, tool_name: str, tool: mcp_types.Tool) -> AgentTool:
         server_name = tool.name
