@@ -1,12 +1,18 @@
 """The edges of MCP servers, against real servers written with the SDK: tool names providers
-refuse (``tests/mcp_edge_server.py`` over stdio).
+refuse (``tests/mcp_edge_server.py`` over stdio), results larger than ``max_result_bytes`` over
+stdio and over streamable HTTP (``tests/mcp_http_server.py``, as one JSON body and as an event
+stream), and a stdio server's own child process, which must not outlive the connection.
 """
 
 from __future__ import annotations
 
 import hashlib
+import os
 import re
+import select
 import sys
+import time
+import tracemalloc
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -15,9 +21,9 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from agent_helpers import WAIT, ScriptedLLM, reply
+from agent_helpers import WAIT, ScriptedLLM, call, reply
 from mcp_edge_server import CLASH, ODD_NAMES
-from mcp_helpers import nothing_left_behind
+from mcp_helpers import HttpServer, nothing_left_behind
 
 from yiemagent import (
     AgentToolCall,
@@ -59,6 +65,13 @@ def mapped(prefix: str, name: str) -> str:
 def no_leaks() -> Iterator[None]:
     with nothing_left_behind():
         yield
+
+
+@pytest.fixture(scope="module")
+def http_server() -> Iterator[HttpServer]:
+    server = HttpServer()
+    yield server
+    server.kill()
 
 
 def results_by_id(messages: list[Any]) -> dict[str, ToolResultMessage]:
@@ -128,3 +141,145 @@ def test_a_prefix_providers_would_refuse_is_refused_at_once() -> None:
     for prefix in ("my tools.", "x" * 33, "zeit/"):
         with pytest.raises(ValueError, match="prefix must be at most 32 ASCII letters, digits"):
             load_mcp_tools(ToolStore(), EDGE_SERVER, prefix=prefix)
+
+
+# -- a stdio server's own processes --------------------------------------------------------------
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` runs: ``os.kill(pid, 0)`` finds it and it is not a zombie (dead,
+    only waiting for its parent, here init, to collect it)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except OSError:
+        return False
+    return state != "Z"
+
+
+def wait_for_exit(pid: int, timeout: float) -> bool:
+    """Wait up to ``timeout`` seconds for ``pid`` to end: on its pidfd, which becomes readable
+    when the process exits (Linux 5.3 and later), else by looking at its state until then."""
+    deadline = time.monotonic() + timeout
+    try:
+        pidfd = os.pidfd_open(pid)
+    except (AttributeError, OSError):
+        while running(pid) and time.monotonic() < deadline:
+            select.select([], [], [], 0.01)  # a bounded poll of /proc, not a synchronisation
+        return not running(pid)
+    try:
+        select.select([pidfd], [], [], timeout)
+    finally:
+        os.close(pidfd)
+    return not running(pid)
+
+
+def test_a_process_the_server_started_ends_with_the_connection(tmp_path: Path, no_leaks: None) -> None:
+    pidfile = tmp_path / "child.pid"
+    connection = load_mcp_tools(ToolStore(), [*EDGE_SERVER, "--child", str(pidfile)])
+    helper = int(pidfile.read_text())  # written before the server started serving
+    try:
+        assert running(helper)
+        connection.close()
+        assert wait_for_exit(helper, WAIT), f"the server's child {helper} outlived close()"
+    finally:
+        if running(helper):
+            os.kill(helper, 9)
+
+
+# -- results over the limit ----------------------------------------------------------------------
+
+
+def peak_bytes_of(work: Any) -> tuple[Any, int]:
+    """Run ``work()`` with allocations traced (on every thread); return its value and the peak
+    of traced memory above what was there before."""
+    tracemalloc.start()
+    try:
+        before, _ = tracemalloc.get_traced_memory()
+        value = work()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return value, peak - before
+
+
+def assert_too_large(message: str, before: str = "") -> None:
+    """``message`` says the 50 MiB answer to ``big`` was over the default limit, how big it was,
+    and how to raise the limit."""
+    said = re.fullmatch(
+        re.escape(before) + r'MCP tool "big": the server\'s answer is larger than max_result_bytes '
+        rf"\({16 * MIB} bytes; it was (\d+) bytes\) and was dropped unread; pass a larger "
+        r"max_result_bytes to load_mcp_tools to accept it", message)
+    assert said is not None, message
+    assert 50 * MIB < int(said[1]) < 50 * MIB + 200  # the text and its JSON-RPC envelope
+
+
+def test_a_50_mb_result_over_stdio_is_an_error_result_without_holding_it(no_leaks: None) -> None:
+    with ToolStore() as store:
+        # The timeout is the deadline: the old reader took minutes over a 50 MB line.
+        load_mcp_tools(store, EDGE_SERVER, timeout_s=3 * WAIT)
+        llm = ScriptedLLM(call("big", {"mb": 50}), call("echo", {"text": "still here"}, "c2"),
+                          reply("done"))
+        with YiemAgent(llm_call=llm, tool_store=store) as agent:
+            _, peak = peak_bytes_of(lambda: agent.prompt("go", timeout=6 * WAIT))
+            results = results_by_id(agent.messages)
+    too_big = results["call_1"]
+    assert too_big.is_error
+    assert_too_large(result_text(too_big), 'Tool "big" failed: McpToolError: ')
+    assert peak < 24 * MIB  # the line is held up to the limit only (it was 50 MB, read whole)
+    assert result_text(results["c2"]) == "still here"  # the session went on
+
+
+def test_the_limit_can_be_raised_and_a_result_within_it_is_whole(no_leaks: None) -> None:
+    with ToolStore() as store:
+        load_mcp_tools(store, EDGE_SERVER, max_result_bytes=3 * MIB)
+        big = store.tools["big"]
+        assert big.execute("c1", {"mb": 2}, None, None).content == [TextContent("x" * 2 * MIB)]
+        with pytest.raises(McpToolError, match=rf"larger than max_result_bytes \({3 * MIB} bytes"):
+            big.execute("c2", {"mb": 4}, None, None)
+
+
+def test_max_result_bytes_must_be_a_positive_number_of_bytes() -> None:
+    for bad in (0, -1, 1.5, True, "16M"):
+        with pytest.raises(ValueError, match="max_result_bytes must be a positive whole number"):
+            load_mcp_tools(ToolStore(), EDGE_SERVER, max_result_bytes=bad)  # type: ignore[arg-type]
+
+
+def test_a_50_mb_json_answer_over_http_is_refused_unread(http_server: HttpServer,
+                                                         no_leaks: None) -> None:
+    with ToolStore() as store:  # the 2026-07-28 protocol answers a call without progress in JSON
+        load_mcp_tools(store, http_server.url, mode="auto", timeout_s=3 * WAIT)
+        big = store.tools["big"]
+
+        def refused() -> str:
+            with pytest.raises(McpToolError) as info:
+                big.execute("c1", {"mb": 50}, None, None)
+            return str(info.value)
+
+        message, peak = peak_bytes_of(refused)
+        assert_too_large(message)
+        assert peak < 8 * MIB  # its Content-Length said so: not one byte of it was kept
+        assert store.tools["echo"].execute("c2", {"text": "hi"}, None, None).content == [
+            TextContent("hi")]
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_an_event_stream_answer_is_bounded_by_max_result_bytes(http_server: HttpServer, mode: Any,
+                                                               no_leaks: None) -> None:
+    with ToolStore() as store:
+        load_mcp_tools(store, http_server.url, mode=mode)
+        big = store.tools["big"]
+        # Over 1 MiB (the SDK's own bound on an event, which failed such a call as a lost server)
+        # and within the default limit: it gets through.
+        whole = big.execute("c1", {"mb": 2, "stream": True}, None, None)
+        assert whole.content == [TextContent("x" * 2 * MIB)]
+    with ToolStore() as store:
+        load_mcp_tools(store, http_server.url, mode=mode, max_result_bytes=MIB)
+        with pytest.raises(McpToolError, match=rf"larger than max_result_bytes \({MIB} bytes; it "
+                                               r"was more\) and was dropped unread"):
+            store.tools["big"].execute("c2", {"mb": 2, "stream": True}, None, None)
+        assert store.tools["echo"].execute("c3", {"text": "hi"}, None, None).content == [
+            TextContent("hi")]

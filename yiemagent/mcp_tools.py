@@ -7,8 +7,10 @@ is asyncio-based, so each connection runs its session on an event loop in a back
 its own and callers stay synchronous. A call can be aborted and has a timeout; progress
 notifications become partial results; a server that dies gives error results and is reconnected
 on the next call; a server's notice that its tool list changed refreshes the store. Tool names
-providers would refuse are mapped to ones they accept (``mcp_names``). ``close()`` (the
-connection's, or the store's) ends it all and leaves no thread or process behind.
+providers would refuse are mapped to ones they accept (``mcp_names``); each message from the
+server is read only up to ``max_result_bytes`` (``mcp_stdio``, ``mcp_http``). ``close()`` (the
+connection's, or the store's) ends it all and leaves no thread or process behind: a stdio
+server's whole process group is ended.
 
 Importing this module imports the SDK; ``import yiemagent`` does not.
 """
@@ -40,14 +42,16 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the extra is installed 
     raise ImportError("MCP tools need the official MCP SDK: pip install 'yiemagent[mcp]'") from exc
 import anyio
 from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
 from yiemagent.content import ContentBlock, ImageContent, TextContent
 from yiemagent.errors import McpToolError, describe_error
+from yiemagent.mcp_bounds import DEFAULT_MAX_RESULT_BYTES, RESULT_TOO_LARGE, check_limit
+from yiemagent.mcp_http import SSE_FRAMING_BYTES, bounded_http_client
 from yiemagent.mcp_names import check_prefix, tool_name
+from yiemagent.mcp_stdio import stdio_transport
 from yiemagent.tool_registry import ToolStore, register_tool, unregister_tool
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult, positive_seconds
 
@@ -94,6 +98,7 @@ def load_mcp_tools(
     errlog: TextIO | None = None,
     on_tools_changed: ToolsChanged | None = None,
     mode: Literal["auto", "legacy"] = "auto",
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> McpConnection:
     """Connect to the MCP server ``server``, register its tools in ``store`` and return the open
     connection (a context manager; the store's ``close()`` closes it too).
@@ -108,6 +113,7 @@ def load_mcp_tools(
         store, server, prefix=prefix, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s,
         env=env, cwd=cwd, headers=headers, name=name, parallel=parallel, strict=strict,
         errlog=errlog, on_tools_changed=on_tools_changed, mode=mode,
+        max_result_bytes=max_result_bytes,
     )
 
 
@@ -236,7 +242,9 @@ class McpConnection:
     ``parallel_tool_execute`` (calls share the connection and may run at once). A name the store
     already uses for another tool is a problem: with ``strict`` the load fails naming it, else it
     is logged and skipped (as on every later refresh). ``timeout_s`` bounds each call (``None``: no
-    bound), ``connect_timeout_s`` each connect and listing. For a command, ``env`` adds variables
+    bound), ``connect_timeout_s`` each connect and listing. ``max_result_bytes`` (16 MiB) bounds
+    each message the server sends: a larger answer is dropped unread and its call raises
+    ``McpToolError`` saying so (the tool's error result). For a command, ``env`` adds variables
     to the SDK's safe default environment (``PATH``, ``HOME``, ...: not the whole of
     ``os.environ``), ``cwd`` sets its working directory and ``errlog`` (a file with a descriptor)
     receives its stderr (default ``sys.stderr``); for a URL, ``headers`` go with every request.
@@ -267,6 +275,7 @@ class McpConnection:
         errlog: TextIO | None = None,
         on_tools_changed: ToolsChanged | None = None,
         mode: Literal["auto", "legacy"] = "auto",
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         if not isinstance(store, ToolStore):
             raise TypeError(f"load_mcp_tools expects a ToolStore, got {type(store).__name__}")
@@ -276,6 +285,7 @@ class McpConnection:
             raise ValueError("connect_timeout_s must be a positive number of seconds")
         if mode not in ("auto", "legacy"):
             raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
+        self.max_result_bytes = check_limit(max_result_bytes)
         self.prefix = check_prefix(prefix)
         self._url = server if isinstance(server, str) and server.startswith(("http://", "https://")) else None
         self._argv = None if self._url is not None else _command(server)
@@ -572,6 +582,8 @@ class McpConnection:
         except TimeoutError:
             raise McpToolError(f'MCP tool "{tool_name}" timed out after {self.timeout_s:g} s') from None
         except MCPError as exc:
+            if exc.code == RESULT_TOO_LARGE:  # our transport's stand-in for an answer over the limit
+                raise McpToolError(f'MCP tool "{tool_name}": {exc.message}') from None
             if may_retry and self._url is not None and exc.code == mcp_types.INVALID_REQUEST:
                 raise _SessionRefused from None
             if exc.code in _SESSION_LOST or session.ended:
@@ -673,26 +685,23 @@ class McpConnection:
                     yield _EndWatch(read, session), write
             else:
                 assert self._argv is not None
-                params = StdioServerParameters(command=self._argv[0], args=self._argv[1:],
-                                               env=self._env, cwd=self._cwd)
                 if self._errlog is None:
                     self._errlog = self._default_errlog()
-                async with stdio_client(params, errlog=self._errlog) as (read, write):
+                async with stdio_transport(self._argv, env=self._env, cwd=self._cwd,
+                                           errlog=self._errlog, limit=self.max_result_bytes,
+                                           label=self.name) as (read, write):
                     yield _EndWatch(read, session), write
 
         return transport()
 
     @asynccontextmanager
     async def _http_streams(self, url: str) -> AsyncIterator[tuple[Any, Any]]:
-        if self._headers is None:
-            async with streamable_http_client(url) as streams:
-                yield streams
-            return
-        # The SDK's own client factory, so requests keep its timeouts (long reads for streams).
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        async with create_mcp_http_client(headers=self._headers) as http, \
-                streamable_http_client(url, http_client=http) as streams:
+        # The SDK's own client (its timeouts: long reads for streams), reading each message only
+        # up to the limit; the SDK's own bound on events is set past ours, so ours speaks first.
+        limit = self.max_result_bytes
+        async with bounded_http_client(self._headers, limit, self.name) as http, \
+                streamable_http_client(url, http_client=http,
+                                       max_sse_event_size=limit + 2 * SSE_FRAMING_BYTES) as streams:
             yield streams
 
     async def _handle(self, message: IncomingMessage) -> None:
