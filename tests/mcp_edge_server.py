@@ -6,8 +6,9 @@ Run as ``python tests/mcp_edge_server.py [--child PIDFILE] [--clash] [--clash-fi
 
 Tools: one per name in ``ODD_NAMES`` (each answers ``called <its own name>``, so a test can tell
 which tool a call reached; the one named with an escape sequence also answers with escape
-sequences), ``echo``, and ``big`` (a text of ``mb`` MiB). ``--clash`` adds a tool whose plain
-name is the mapped name of ``"a b"`` (listed after the others, or first with ``--clash-first``).
+sequences), ``echo``, ``big`` (a text of ``mb`` MiB) and ``noisy`` (reports ``mb`` MiB of progress first).
+``--clash`` adds a tool whose plain name is the mapped name of ``"a b"`` (listed after the
+others, or first with ``--clash-first``).
 ``--child PIDFILE`` starts a child process before serving (it inherits the server's pipes, as a
 helper process does) and writes its pid to ``PIDFILE``.
 """
@@ -21,7 +22,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 
 ESCAPES = "\x1b[31m\x1b]0;owned\x07\x1b[2J\x9b1m"  # colour, window title, clear screen, 8-bit CSI
 ODD_NAMES = [
@@ -61,6 +62,14 @@ def _add_odd_tools(clash: bool, clash_first: bool) -> None:
 def echo(text: str) -> str:
     """Return the text unchanged."""
     return text
+
+
+@server.tool()
+async def noisy(mb: int, ctx: Context) -> str:
+    """Report progress with a message of ``mb`` MiB (a notification, which answers nothing),
+    then answer."""
+    await ctx.report_progress(0, 1, "x" * (mb * 2**20))
+    return "after the noise"
 
 
 @server.tool(structured_output=False)

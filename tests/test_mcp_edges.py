@@ -1,7 +1,8 @@
 """The edges of MCP servers, against real servers written with the SDK: tool names providers
-refuse (``tests/mcp_edge_server.py`` over stdio), results larger than ``max_result_bytes`` over
-stdio and over streamable HTTP (``tests/mcp_http_server.py``, as one JSON body and as an event
-stream), and a stdio server's own child process, which must not outlive the connection.
+refuse (``tests/mcp_edge_server.py`` over stdio), results and notifications larger than
+``max_result_bytes`` over stdio and over streamable HTTP (``tests/mcp_http_server.py``, as one
+JSON body and as an event stream), and a stdio server's own child process, which must not outlive
+the connection.
 """
 
 from __future__ import annotations
@@ -42,6 +43,7 @@ EDGE_SERVER = [sys.executable, str(HERE / "mcp_edge_server.py")]
 # The rule of OpenAI's function names and of Anthropic's tool names (both their API references).
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 MIB = 2**20
+PLAIN_TOOLS = ["echo", "noisy", "big"]  # the edge server's tools with names that fit
 # What each odd name reads as once mapped (README: accents dropped, each run of other characters
 # one "_", cut to fit); the mapped name is that, "_" and 8 hex digits of the name's SHA-256.
 READABLE = {
@@ -88,12 +90,12 @@ def result_text(message: ToolResultMessage) -> str:
 def test_names_providers_refuse_are_mapped_and_reach_the_servers_tools(no_leaks: None) -> None:
     with ToolStore() as store:
         connection = load_mcp_tools(store, EDGE_SERVER, prefix="edge_")
-        assert len(connection.tool_names) == 2 + len(ODD_NAMES)
+        assert len(connection.tool_names) == len(PLAIN_TOOLS) + len(ODD_NAMES)
         assert [name for name in connection.tool_names if not PROVIDER_NAME.match(name)] == []
         by_server = {server: ours for ours, server in connection.server_names.items()}
-        assert set(by_server) == {"echo", "big", *ODD_NAMES}
+        assert set(by_server) == {*PLAIN_TOOLS, *ODD_NAMES}
         # The documented mapping, nothing else: a fitting name as it is, any other mapped.
-        assert by_server["echo"] == "edge_echo" and by_server["big"] == "edge_big"
+        assert all(by_server[name] == f"edge_{name}" for name in PLAIN_TOOLS)
         assert {name: by_server[name] for name in ODD_NAMES} == {
             name: mapped("edge_", name) for name in ODD_NAMES}
         assert by_server["get time"] == "edge_get_time_343b1418"
@@ -283,3 +285,25 @@ def test_an_event_stream_answer_is_bounded_by_max_result_bytes(http_server: Http
             store.tools["big"].execute("c2", {"mb": 2, "stream": True}, None, None)
         assert store.tools["echo"].execute("c3", {"text": "hi"}, None, None).content == [
             TextContent("hi")]
+
+
+def test_a_notification_over_the_limit_is_dropped_and_the_call_goes_on_over_stdio(
+        caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
+    with ToolStore() as store:
+        load_mcp_tools(store, EDGE_SERVER, max_result_bytes=MIB)
+        result = store.tools["noisy"].execute("c1", {"mb": 2}, None, None)
+    assert result.content == [TextContent("after the noise")]
+    assert re.search(r"dropped a message of \d+ bytes, over max_result_bytes \(1048576 bytes\), "
+                     "that answered no call", caplog.text)
+
+
+@pytest.mark.parametrize("mode", ["auto", "legacy"])
+def test_a_notification_over_the_limit_is_dropped_and_the_call_goes_on_over_http(
+        http_server: HttpServer, mode: Any, caplog: pytest.LogCaptureFixture,
+        no_leaks: None) -> None:
+    with ToolStore() as store:
+        load_mcp_tools(store, http_server.url, mode=mode, max_result_bytes=MIB)
+        result = store.tools["noisy"].execute("c1", {"mb": 2}, None, None)
+    assert result.content == [TextContent("after the noise")]
+    assert "dropped a message larger than max_result_bytes (1048576 bytes) that answered no call" \
+        in caplog.text

@@ -16,7 +16,7 @@ from typing import Any
 from mcp_types import ErrorData, JSONRPCError
 
 __all__ = ["DEFAULT_MAX_RESULT_BYTES", "EDGE_BYTES", "RESULT_TOO_LARGE", "answer_id", "check_limit",
-           "too_large", "too_large_text"]
+           "is_answer", "too_large", "too_large_text"]
 
 # Far above any result a model could use (16 MiB of text is millions of tokens), far below a
 # memory problem; a message bigger than this is almost always a mistake of the server.
@@ -81,6 +81,16 @@ def answer_id(head: bytes, tail: bytes) -> str | int | None:
     except ValueError:
         return None
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def is_answer(head: bytes) -> bool | None:
+    """Whether the JSON-RPC message whose first bytes are ``head`` answers a request (``result``
+    or ``error``: ``True``) or is a request or notification of the server's (``method`` or
+    ``params``: ``False``); ``None`` when its start does not tell."""
+    keys = _head_members(head).keys()
+    if keys & {b"method", b"params"}:
+        return False
+    return True if keys & {b"result", b"error"} else None
 
 
 def _head_members(head: bytes) -> dict[bytes, bytes | None]:

@@ -4,10 +4,11 @@ caller's headers), with every response read only up to ``max_result_bytes`` per 
 The SDK reads a JSON response whole (``aread``) and bounds an event stream only at 1 MiB per
 event, failing it as if the connection were lost. Here a response hook wraps each body before
 the SDK reads it: a JSON body is held up to the limit, an event stream is passed on one whole
-event at a time, each held up to the limit. A message over the limit is dropped unread and the
-request whose response it was gets a ``RESULT_TOO_LARGE`` error instead (``mcp_bounds``), so the
-call fails at once and the session stays usable. Bodies are asked for uncompressed, so that the
-bytes counted are the bytes the SDK will hold.
+event at a time, each held up to the limit. A message over the limit is dropped unread. When it
+is the answer of the request that opened the stream, that request gets a ``RESULT_TOO_LARGE``
+error instead (``mcp_bounds``), so the call fails at once and the session stays usable; any other
+(a notification, a request of the server's) is skipped with a warning and the stream goes on.
+Bodies are asked for uncompressed, so that the bytes counted are the bytes the SDK will hold.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import AsyncIterator, Mapping
 import httpx2
 from mcp.shared._httpx_utils import create_mcp_http_client
 
-from yiemagent.mcp_bounds import too_large
+from yiemagent.mcp_bounds import EDGE_BYTES, is_answer, too_large
 
 __all__ = ["SSE_FRAMING_BYTES", "bounded_http_client"]
 
@@ -116,9 +117,10 @@ class _JsonBody(httpx2.AsyncByteStream):
 
 
 class _EventStreamBody(httpx2.AsyncByteStream):
-    """An event-stream body passed on one whole event at a time. An event over the limit ends the
-    stream of a request with the error for it; on a stream of no request (the session's GET
-    stream) it is skipped with a warning."""
+    """An event-stream body passed on one whole event at a time. An event over the limit that
+    answers the stream's request (or may: its start does not tell) ends the stream with the error
+    for it; any other, and any on a stream of no request (the session's GET stream), is skipped
+    with a warning."""
 
     def __init__(self, inner: httpx2.AsyncByteStream, limit: int, request_id: str | int | None,
                  label: str) -> None:
@@ -131,9 +133,9 @@ class _EventStreamBody(httpx2.AsyncByteStream):
         events = _Events(self._limit + SSE_FRAMING_BYTES)
         async for chunk in self._inner:
             for event in events.feed(chunk):
-                if event is not None:
+                if not isinstance(event, _Dropped):
                     yield event
-                elif self._request_id is not None:
+                elif self._request_id is not None and is_answer(event.data_head) is not False:
                     await self._inner.aclose()
                     error = _error_body(self._request_id, self._limit, None)
                     yield b"event: message\ndata: " + error + b"\n\n"
@@ -150,12 +152,22 @@ class _EventStreamBody(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+class _Dropped:
+    """An event that grew over the limit; ``data_head`` is the start of its ``data``."""
+
+    def __init__(self, start: bytes) -> None:
+        found = start.find(b"data:")
+        head = start[found + 5:] if found >= 0 else b""
+        self.data_head = head[1:] if head.startswith(b" ") else head
+
+
 class _Events:
     """Splits event-stream bytes into whole events, each ending with its blank line.
 
     Line ends are written as ``\\n`` whatever the server used (``\\r\\n`` and ``\\r`` end lines
     too), which the SDK's parser reads the same. ``feed`` returns the events completed, in
-    order, with ``None`` where an event grew over ``limit``: its bytes are skipped up to its end.
+    order, with a ``_Dropped`` where an event grew over ``limit``: its bytes are skipped up to its
+    end.
     """
 
     def __init__(self, limit: int) -> None:
@@ -165,14 +177,14 @@ class _Events:
         self._held_cr = False  # the last piece ended with "\r", which may start a "\r\n"
         self._at_line_end = False  # the last byte passed was a line end
 
-    def feed(self, chunk: bytes) -> list[bytes | None]:
-        """Take the next ``chunk``; return the events it completed (``None``: one dropped)."""
+    def feed(self, chunk: bytes) -> list[bytes | _Dropped]:
+        """Take the next ``chunk``; return the events it completed or began to drop."""
         if self._held_cr:
             chunk, self._held_cr = b"\r" + chunk, False
         if chunk.endswith(b"\r"):
             chunk, self._held_cr = chunk[:-1], True
         text = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
-        done: list[bytes | None] = []
+        done: list[bytes | _Dropped] = []
         start = 0
         while (end := self._event_end(text, start)) >= 0:
             self._take(text[start:end], done)
@@ -198,12 +210,13 @@ class _Events:
         found = text.find(b"\n\n", start)
         return -1 if found < 0 else found + 2
 
-    def _take(self, piece: bytes, done: list[bytes | None]) -> None:
+    def _take(self, piece: bytes, done: list[bytes | _Dropped]) -> None:
         """Add ``piece`` to the event going on, or start skipping it when it grows over the limit."""
         if self._skipping or not piece:
             return
         if len(self._event) + len(piece) > self._limit:
+            start = (bytes(self._event[:EDGE_BYTES]) + piece[:EDGE_BYTES])[:EDGE_BYTES]
             self._event, self._skipping = bytearray(), True
-            done.append(None)
+            done.append(_Dropped(start))
             return
         self._event += piece
