@@ -9,8 +9,10 @@ one.
 
 Tools: ``echo``, ``progress`` (reports each step), ``fail`` (an ``isError`` result), ``picture``
 (an image and a text), ``slow`` (reports that it started, then waits until cancelled),
-``slow_state`` (how many ``slow`` calls were cancelled), and ``add_tool`` and ``remove_tool``
-(change the tool list and tell the clients so).
+``slow_state`` (how many ``slow`` calls were cancelled), ``add_tool`` and ``remove_tool``
+(change the tool list and tell the clients so), ``big`` (a text of any size, sent as one JSON
+body or, when it reports progress first, as an event stream) and ``noisy`` (a progress message of
+any size, then a short answer).
 """
 
 from __future__ import annotations
@@ -64,6 +66,24 @@ def fail(reason: str) -> str:
 def picture() -> list[object]:
     """Return a tiny PNG and a caption."""
     return [Image(data=PIXEL, format="png"), "a transparent pixel"]
+
+
+@server.tool()
+async def noisy(mb: int, ctx: Context) -> str:
+    """Report progress with a message of ``mb`` MiB (a notification, which answers nothing),
+    then answer."""
+    await ctx.report_progress(0, 1, "x" * (mb * 2**20))
+    return "after the noise"
+
+
+@server.tool(structured_output=False)
+async def big(mb: int, ctx: Context, stream: bool = False) -> str:
+    """Return a text of ``mb`` MiB; with ``stream``, report progress first, which makes the answer
+    an event stream (under the 2026-07-28 protocol an answer without notifications is one JSON
+    body; under the initialize handshake every answer is an event stream)."""
+    if stream:
+        await ctx.report_progress(0, 1, "making it")
+    return "x" * (mb * 2**20)
 
 
 @server.tool()

@@ -43,6 +43,7 @@ from yiemagent.cli_session import (
     wait_for_response,
     warn_problems,
 )
+from yiemagent.cli_text import printable
 from yiemagent.event_log import JsonlEventWriter
 from yiemagent.messages import AssistantMessage
 from yiemagent.tool_registry import ToolStore
@@ -166,9 +167,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
 def _describe_tools(store: ToolStore, as_json: bool) -> str:
     """The store's tools for ``yiemagent tools``: each with its label, file, description and
-    input schema as indented text, or (``as_json``) as a JSON list of objects."""
+    input schema as indented text, or (``as_json``) as a JSON list of objects. Neither holds a
+    control character: the JSON escapes them, the text leaves them out (``printable``; tabs
+    become spaces), so a tool's name or description cannot send escape sequences to the
+    terminal."""
     tools = list(store.tools.values())
-    if as_json:
+    if as_json:  # ensure_ascii: every control character is written as a \u escape
         return json.dumps([{"name": t.name, "label": t.label, "description": t.description,
                             "input_schema": t.input_schema, "parallel": t.parallel_tool_execute,
                             "file": store.source_of(t.name)} for t in tools], indent=2)
@@ -177,10 +181,10 @@ def _describe_tools(store: ToolStore, as_json: bool) -> str:
         source = store.source_of(tool.name)
         origin = f"  ({os.path.basename(source)})" if source else "  (built in)"
         schema = json.dumps(tool.input_schema, indent=2, ensure_ascii=False)
-        body = "\n".join("    " + line for line in [tool.description, "input schema:",
-                                                     *schema.splitlines()])
+        lines = [*tool.description.splitlines(), "input schema:", *schema.splitlines()]
+        body = "\n".join("    " + line for line in lines)
         parts.append(f"{tool.name}: {tool.label}{origin}\n{body}")
-    return "\n\n".join(parts)
+    return printable("\n\n".join(parts)).expandtabs(4)
 
 
 def cmd_tools(args: argparse.Namespace) -> int:

@@ -3,7 +3,9 @@ tool call live (its name and arguments, progress, then the result with its durat
 
 ``Renderer`` is an event sink. The agent's emitter calls it from the worker thread (one event at
 a time, even with parallel tools); the command's own lines (prompts, notes) go through the same
-``Renderer`` so that the two never write half lines into each other.
+``Renderer`` so that the two never write half lines into each other. What comes from outside
+(the model's text, tool names, arguments, results and progress) is written through
+``cli_text.printable``: no escape sequence of a tool, a server or a model reaches the terminal.
 """
 
 from __future__ import annotations
@@ -15,6 +17,7 @@ import threading
 import time
 from typing import Any, TextIO
 
+from yiemagent.cli_text import printable
 from yiemagent.content import TextContent, ThinkingContent
 from yiemagent.events import (
     AgentEvent,
@@ -33,9 +36,9 @@ __all__ = ["Renderer", "Style", "duration", "one_line", "result_text"]
 
 
 def one_line(text: str, limit: int) -> str:
-    """``text`` on one line (whitespace runs become one space), cut to ``limit`` characters
-    with an ellipsis when longer."""
-    flat = " ".join(text.split())
+    """``text`` on one line (whitespace runs become one space), without escape sequences or
+    control characters (``printable``), cut to ``limit`` characters with an ellipsis when longer."""
+    flat = " ".join(printable(text).split())
     return flat if len(flat) <= limit else flat[: max(limit - 1, 0)] + "…"
 
 
@@ -147,12 +150,12 @@ class Renderer:
             elif isinstance(event, ToolExecStartEvent):
                 self._started[event.tool_call_id] = time.monotonic()
                 args = json.dumps(json_ready(event.arguments), ensure_ascii=False)
-                self.line(self.style.paint(
-                    f"  {self.style.call} {event.tool_name} {one_line(args, self.width())}", "2"))
+                self.line(self.style.paint(f"  {self.style.call} {printable(event.tool_name)} "
+                                           f"{one_line(args, self.width())}", "2"))
             elif isinstance(event, ToolExecUpdateEvent):
                 text = one_line(result_text(event.partial_result), self.width())
                 self.line(self.style.paint(
-                    f"  {self.style.progress} {event.tool_name}: {text}", "2"))
+                    f"  {self.style.progress} {printable(event.tool_name)}: {text}", "2"))
             elif isinstance(event, ToolExecEndEvent):
                 self._tool_end(event)
 
@@ -165,20 +168,21 @@ class Renderer:
             if not self._in_thinking:
                 self.end_line()
                 self._in_thinking = True
-            self.write(self.style.paint(event.delta, "2"))
+            self.write(self.style.paint(printable(event.delta), "2"))
             return
         if self._in_thinking:
             self.end_line()
             self._in_thinking = False
         self._streamed = True
-        self.write(event.delta)
+        self.write(printable(event.delta))
 
     def _reply_end(self, message: AssistantMessage) -> None:
         """Finish a reply: print its text (and thinking) when none of it streamed, end the line."""
         self._in_thinking = False
         if self.show_text and not self._streamed:
-            text = "".join(b.text for b in message.content if isinstance(b, TextContent))
-            thinking = "".join(b.thinking for b in message.content if isinstance(b, ThinkingContent))
+            text = printable("".join(b.text for b in message.content if isinstance(b, TextContent)))
+            thinking = printable("".join(
+                b.thinking for b in message.content if isinstance(b, ThinkingContent)))
             if thinking.strip():
                 self.line(self.style.paint(thinking.strip(), "2"))
             if text:
@@ -193,8 +197,8 @@ class Renderer:
         started = self._started.pop(event.tool_call_id, None)
         took = f" ({duration(time.monotonic() - started)})" if started is not None else ""
         text = one_line(result_text(event.result), self.width())
-        style = self.style
+        style, name = self.style, printable(event.tool_name)
         if event.is_error:
-            self.line(style.paint(f"  {style.fail} {event.tool_name}{took} error: {text}", "31"))
+            self.line(style.paint(f"  {style.fail} {name}{took} error: {text}", "31"))
         else:
-            self.line(style.paint(f"  {style.ok} {event.tool_name}{took}: {text}", "2"))
+            self.line(style.paint(f"  {style.ok} {name}{took}: {text}", "2"))

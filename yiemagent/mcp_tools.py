@@ -6,8 +6,11 @@ server's tools and registers each as an ``AgentTool`` whose ``execute`` calls th
 is asyncio-based, so each connection runs its session on an event loop in a background thread of
 its own and callers stay synchronous. A call can be aborted and has a timeout; progress
 notifications become partial results; a server that dies gives error results and is reconnected
-on the next call; a server's notice that its tool list changed refreshes the store. ``close()``
-(the connection's, or the store's) ends it all and leaves no thread or process behind.
+on the next call; a server's notice that its tool list changed refreshes the store. Tool names
+providers would refuse are mapped to ones they accept (``mcp_names``); each message from the
+server is read only up to ``max_result_bytes`` (``mcp_stdio``, ``mcp_http``). ``close()`` (the
+connection's, or the store's) ends it all and leaves no thread or process behind: a stdio
+server's whole process group is ended.
 
 Importing this module imports the SDK; ``import yiemagent`` does not.
 """
@@ -39,13 +42,16 @@ except ModuleNotFoundError as exc:  # pragma: no cover - the extra is installed 
     raise ImportError("MCP tools need the official MCP SDK: pip install 'yiemagent[mcp]'") from exc
 import anyio
 from mcp.client.client import Client
-from mcp.client.stdio import StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
 from yiemagent.content import ContentBlock, ImageContent, TextContent
 from yiemagent.errors import McpToolError, describe_error
+from yiemagent.mcp_bounds import DEFAULT_MAX_RESULT_BYTES, RESULT_TOO_LARGE, check_limit
+from yiemagent.mcp_http import SSE_FRAMING_BYTES, bounded_http_client
+from yiemagent.mcp_names import check_prefix, tool_name
+from yiemagent.mcp_stdio import stdio_transport
 from yiemagent.tool_registry import ToolStore, register_tool, unregister_tool
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult, positive_seconds
 
@@ -92,6 +98,7 @@ def load_mcp_tools(
     errlog: TextIO | None = None,
     on_tools_changed: ToolsChanged | None = None,
     mode: Literal["auto", "legacy"] = "auto",
+    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
 ) -> McpConnection:
     """Connect to the MCP server ``server``, register its tools in ``store`` and return the open
     connection (a context manager; the store's ``close()`` closes it too).
@@ -106,6 +113,7 @@ def load_mcp_tools(
         store, server, prefix=prefix, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s,
         env=env, cwd=cwd, headers=headers, name=name, parallel=parallel, strict=strict,
         errlog=errlog, on_tools_changed=on_tools_changed, mode=mode,
+        max_result_bytes=max_result_bytes,
     )
 
 
@@ -226,12 +234,17 @@ class McpConnection:
     """A connection to one MCP server whose tools are registered in a ``ToolStore``.
 
     Made by ``load_mcp_tools``. Each server tool becomes an ``AgentTool`` named ``prefix + name``
-    (``prefix`` is prepended as given, e.g. ``"time_"``), labelled with its title, described by its
-    description and validated against its input schema by the tool pipeline; ``parallel`` sets
+    (``prefix``, at most 32 of ``A-Za-z0-9_-``, is prepended as given, e.g. ``"time_"``) when that
+    is a name providers accept (``^[a-zA-Z0-9_-]{1,64}$``), else a mapped one (see
+    ``mcp_names.tool_name``; ``server_names`` maps each registered name back, and calls reach the
+    server's tool under its own name); labelled with its title, described by its description and
+    validated against its input schema by the tool pipeline; ``parallel`` sets
     ``parallel_tool_execute`` (calls share the connection and may run at once). A name the store
     already uses for another tool is a problem: with ``strict`` the load fails naming it, else it
     is logged and skipped (as on every later refresh). ``timeout_s`` bounds each call (``None``: no
-    bound), ``connect_timeout_s`` each connect and listing. For a command, ``env`` adds variables
+    bound), ``connect_timeout_s`` each connect and listing. ``max_result_bytes`` (16 MiB) bounds
+    each message the server sends: a larger answer is dropped unread and its call raises
+    ``McpToolError`` saying so (the tool's error result). For a command, ``env`` adds variables
     to the SDK's safe default environment (``PATH``, ``HOME``, ...: not the whole of
     ``os.environ``), ``cwd`` sets its working directory and ``errlog`` (a file with a descriptor)
     receives its stderr (default ``sys.stderr``); for a URL, ``headers`` go with every request.
@@ -262,6 +275,7 @@ class McpConnection:
         errlog: TextIO | None = None,
         on_tools_changed: ToolsChanged | None = None,
         mode: Literal["auto", "legacy"] = "auto",
+        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
     ) -> None:
         if not isinstance(store, ToolStore):
             raise TypeError(f"load_mcp_tools expects a ToolStore, got {type(store).__name__}")
@@ -271,6 +285,8 @@ class McpConnection:
             raise ValueError("connect_timeout_s must be a positive number of seconds")
         if mode not in ("auto", "legacy"):
             raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
+        self.max_result_bytes = check_limit(max_result_bytes)
+        self.prefix = check_prefix(prefix)
         self._url = server if isinstance(server, str) and server.startswith(("http://", "https://")) else None
         self._argv = None if self._url is not None else _command(server)
         if self._url is None and headers is not None:
@@ -279,7 +295,6 @@ class McpConnection:
             raise ValueError("env, cwd and errlog apply to a command, not to an http(s):// server")
         self.store = store
         self.name = name or _label_for(server)
-        self.prefix = prefix or ""
         self.timeout_s = timeout_s
         self.connect_timeout_s = connect_timeout_s
         self._env = dict(env) if env is not None else None
@@ -292,6 +307,7 @@ class McpConnection:
         self._mode = mode
         # What this connection registered: our name -> (tool, the server definition it came from).
         self._tools: dict[str, tuple[AgentTool, str]] = {}
+        self._server_names: dict[str, str] = {}  # our name -> the server's name for that tool
         self._closed = False
         self._close_lock = threading.Lock()
         self._waiting: set[concurrent.futures.Future[Any]] = set()  # callers' futures, for close()
@@ -334,6 +350,13 @@ class McpConnection:
             return list(self._tools)
 
     @property
+    def server_names(self) -> dict[str, str]:
+        """For each registered name, the server's own name of that tool (the same name unless it
+        was mapped to one providers accept)."""
+        with self.store.lock:
+            return {name: self._server_names[name] for name in self._tools}
+
+    @property
     def closed(self) -> bool:
         """Whether ``close()`` was called."""
         return self._closed
@@ -359,6 +382,7 @@ class McpConnection:
             for tool_name, (tool, _definition) in self._tools.items():
                 unregister_tool(self.store, tool_name, tool)
             self._tools.clear()
+            self._server_names.clear()
         if threading.current_thread() is self._thread:
             # Called from on_tools_changed: the loop cannot wait for itself; it ends afterwards.
             self._loop.create_task(self._shutdown()).add_done_callback(lambda _t: self._loop.stop())
@@ -558,6 +582,8 @@ class McpConnection:
         except TimeoutError:
             raise McpToolError(f'MCP tool "{tool_name}" timed out after {self.timeout_s:g} s') from None
         except MCPError as exc:
+            if exc.code == RESULT_TOO_LARGE:  # our transport's stand-in for an answer over the limit
+                raise McpToolError(f'MCP tool "{tool_name}": {exc.message}') from None
             if may_retry and self._url is not None and exc.code == mcp_types.INVALID_REQUEST:
                 raise _SessionRefused from None
             if exc.code in _SESSION_LOST or session.ended:
@@ -659,26 +685,23 @@ class McpConnection:
                     yield _EndWatch(read, session), write
             else:
                 assert self._argv is not None
-                params = StdioServerParameters(command=self._argv[0], args=self._argv[1:],
-                                               env=self._env, cwd=self._cwd)
                 if self._errlog is None:
                     self._errlog = self._default_errlog()
-                async with stdio_client(params, errlog=self._errlog) as (read, write):
+                async with stdio_transport(self._argv, env=self._env, cwd=self._cwd,
+                                           errlog=self._errlog, limit=self.max_result_bytes,
+                                           label=self.name) as (read, write):
                     yield _EndWatch(read, session), write
 
         return transport()
 
     @asynccontextmanager
     async def _http_streams(self, url: str) -> AsyncIterator[tuple[Any, Any]]:
-        if self._headers is None:
-            async with streamable_http_client(url) as streams:
-                yield streams
-            return
-        # The SDK's own client factory, so requests keep its timeouts (long reads for streams).
-        from mcp.shared._httpx_utils import create_mcp_http_client
-
-        async with create_mcp_http_client(headers=self._headers) as http, \
-                streamable_http_client(url, http_client=http) as streams:
+        # The SDK's own client (its timeouts: long reads for streams), reading each message only
+        # up to the limit; the SDK's own bound on events is set past ours, so ours speaks first.
+        limit = self.max_result_bytes
+        async with bounded_http_client(self._headers, limit, self.name) as http, \
+                streamable_http_client(url, http_client=http,
+                                       max_sse_event_size=limit + 2 * SSE_FRAMING_BYTES) as streams:
             yield streams
 
     async def _handle(self, message: IncomingMessage) -> None:
@@ -755,10 +778,7 @@ class McpConnection:
     def _apply(self, listed: list[mcp_types.Tool]) -> tuple[bool, list[str]]:
         """Register the listed tools, replace changed ones, remove those no longer listed; leave
         every tool this connection did not register alone. Returns (changed, problems)."""
-        problems: list[str] = []
-        wanted: dict[str, mcp_types.Tool] = {}
-        for tool in listed:
-            wanted.setdefault(self.prefix + tool.name, tool)
+        wanted, problems = self._wanted(listed)
         changed = False
         store = self.store
         with store.lock:
@@ -768,6 +788,7 @@ class McpConnection:
                 if tool_name not in wanted or store.tools.get(tool_name) is not mine:
                     unregister_tool(store, tool_name, mine)
                     del self._tools[tool_name]
+                    del self._server_names[tool_name]
                     changed = True
             for tool_name, tool in wanted.items():
                 definition = tool.model_dump_json(by_alias=True)
@@ -784,8 +805,29 @@ class McpConnection:
                     continue
                 register_tool(store, agent_tool)
                 self._tools[tool_name] = (agent_tool, definition)
+                self._server_names[tool_name] = tool.name
                 changed = True
         return changed, problems
+
+    def _wanted(self, listed: list[mcp_types.Tool]) -> tuple[dict[str, mcp_types.Tool], list[str]]:
+        """The listed tools by the name each is to be registered under (``tool_name``), and the
+        problems: when two tools get one name, the one whose name was not mapped keeps it, else
+        the one whose server name sorts first, whatever the server's order; the other is not
+        registered. A name listed twice counts once."""
+        candidates: dict[str, list[mcp_types.Tool]] = {}
+        for tool in listed:
+            same = candidates.setdefault(tool_name(self.prefix, tool.name), [])
+            if all(other.name != tool.name for other in same):
+                same.append(tool)
+        wanted: dict[str, mcp_types.Tool] = {}
+        problems: list[str] = []
+        for name, tools in candidates.items():
+            keeper, *others = sorted(tools, key=lambda t: (self.prefix + t.name != name, t.name))
+            wanted[name] = keeper
+            problems.extend(f'"{name}": the server\'s tools {keeper.name!r} and {other.name!r} both '
+                            f"map to this name; {keeper.name!r} keeps it and {other.name!r} is not "
+                            "registered" for other in others)
+        return wanted, problems
 
     def _agent_tool(self, tool_name: str, tool: mcp_types.Tool) -> AgentTool:
         server_name = tool.name
