@@ -8,7 +8,9 @@ Run as ``python tests/mcp_schema_server.py URL``. Tools:
 - ``lookahead``: a ``pattern`` with a lookahead, which RE2 cannot run;
 - ``backtrack``: ``word`` must match ``^(a+)+$``, which makes Python's ``re`` backtrack for
   ever on forty ``a`` and a ``!``;
-- ``echo``: a plain tool.
+- ``echo``: a plain tool;
+- ``structured``: returns its ``word`` as structured content, under an output schema whose
+  ``word`` must match ``^(a+)+$`` (the SDK's own check of it would backtrack for ever).
 
 Every call answers ``called <name> with <arguments as JSON>``.
 """
@@ -35,6 +37,11 @@ def _tools(url: str) -> list[types.Tool]:
         tool("lookahead", {"code": {"type": "string", "pattern": "^(?=.*[0-9]).+$"}}),
         tool("backtrack", {"word": {"type": "string", "pattern": "^(a+)+$"}}),
         tool("echo", {"text": {"type": "string"}}),
+        types.Tool(name="structured", description="the structured tool",
+                   input_schema={"type": "object", "properties": {"word": {"type": "string"}}},
+                   output_schema={"type": "object", "required": ["word"],
+                                  "properties": {"word": {"type": "string",
+                                                          "pattern": "^(a+)+$"}}}),
     ]
 
 
@@ -46,7 +53,9 @@ def main(url: str) -> None:
 
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         text = f"called {params.name} with {json.dumps(params.arguments, sort_keys=True)}"
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
+        structured = dict(params.arguments or {}) if params.name == "structured" else None
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                    structured_content=structured)
 
     server: Server[Any] = Server("yiem-hostile-schemas", on_list_tools=list_tools,
                                  on_call_tool=call_tool)

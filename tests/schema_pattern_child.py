@@ -84,7 +84,8 @@ def mcp(url: str) -> dict[str, Any]:
     from yiemagent.mcp_tools import load_mcp_tools
 
     server = [sys.executable, str(Path(__file__).with_name("mcp_schema_server.py")), url]
-    calls = [("backtrack", {"word": HOSTILE}), ("backtrack", {"word": "aaaa"}), ("echo", {"text": "hi"})]
+    calls = [("backtrack", {"word": HOSTILE}), ("backtrack", {"word": "aaaa"}), ("echo", {"text": "hi"}),
+             ("structured", {"word": HOSTILE}), ("structured", {"word": "aaaa"})]
     with ToolStore() as store, load_mcp_tools(store, server, strict=False,
                                               connect_timeout_s=WAIT) as connection:
         names = connection.tool_names

@@ -368,13 +368,18 @@ def test_an_mcp_server_with_hostile_schemas_is_refused_naming_the_tools(counting
 
 def test_an_mcp_server_with_hostile_schemas_loads_the_rest_when_not_strict(silent: SilentServer) -> None:
     answer = run_child("mcp", silent.url + "/city.json")
-    assert answer["tool_names"] == ["backtrack", "echo"]
+    assert answer["tool_names"] == ["backtrack", "echo", "structured"]
     warned = answer["stderr"]
     assert '"remote_ref": Tool "remote_ref"' in warned and '"lookahead": Tool "lookahead"' in warned
     results = answer["results"]
     assert results["c0"][0] and "does not match '^(a+)+$'" in results["c0"][1]
     assert results["c1"] == [False, 'called backtrack with {"word": "aaaa"}']
     assert results["c2"] == [False, 'called echo with {"text": "hi"}']
+    # The output schema is checked too, and with RE2: the SDK's own check, with Python's re,
+    # would have frozen the process on this result.
+    assert results["c3"][0] and "Invalid structured content returned by tool structured" in results["c3"][1]
+    assert "does not match '^(a+)+$'" in results["c3"][1]
+    assert results["c4"][0] is False and 'called structured with {"word": "aaaa"}' in results["c4"][1]
     assert not silent.was_connected()
 
 

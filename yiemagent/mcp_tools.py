@@ -51,6 +51,7 @@ from yiemagent.errors import McpToolError, describe_error
 from yiemagent.mcp_bounds import DEFAULT_MAX_RESULT_BYTES, RESULT_TOO_LARGE, check_limit
 from yiemagent.mcp_http import SSE_FRAMING_BYTES, bounded_http_client
 from yiemagent.mcp_names import check_prefix, tool_name
+from yiemagent.mcp_output import OutputSchemas
 from yiemagent.mcp_stdio import stdio_transport
 from yiemagent.tool_registry import ToolStore, register_tool, unregister_tool
 from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult, positive_seconds
@@ -308,6 +309,7 @@ class McpConnection:
         # What this connection registered: our name -> (tool, the server definition it came from).
         self._tools: dict[str, tuple[AgentTool, str]] = {}
         self._server_names: dict[str, str] = {}  # our name -> the server's name for that tool
+        self._output_schemas = OutputSchemas()  # checked with RE2, never with the SDK's re
         self._closed = False
         self._close_lock = threading.Lock()
         self._waiting: set[concurrent.futures.Future[Any]] = set()  # callers' futures, for close()
@@ -651,6 +653,7 @@ class McpConnection:
                 client = Client(self._transport(session), message_handler=self._handle,
                                 mode=self._mode)
                 async with client:
+                    self._output_schemas.install(client.session)
                     session.client = client
                     async with anyio.create_task_group() as tasks:
                         capabilities = client.server_capabilities
@@ -765,6 +768,7 @@ class McpConnection:
             cursor = page.next_cursor
             if cursor is None:
                 break
+        self._output_schemas.absorb(listed)
         changed, problems = self._apply(listed)
         for problem in problems:
             logger.warning('MCP server "%s": %s', self.name, problem)
