@@ -164,8 +164,8 @@ def test_sigterm_stops_the_run_and_cleans_up(tmp_path: Path) -> None:
     ])
     temp = tmp_path / "temp"
     temp.mkdir()
-    term = Terminal("run", "Wait", "--model", f"scripted:{script}", cwd=tmp_path,
-                    env=clean_env(TMPDIR=str(temp)))
+    term = Terminal("run", "Wait", "--model", f"scripted:{script}", "--allow-write-tool", "--yes",
+                    cwd=tmp_path, env=clean_env(TMPDIR=str(temp)))
     try:
         term.expect("waiting for an abort")  # the model wrote a tool into the copy and runs it
         assert len(list(temp.iterdir())) == 1

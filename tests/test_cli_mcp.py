@@ -53,7 +53,9 @@ def test_tools_shows_a_servers_names_and_descriptions_without_escapes(tmp_path: 
     done = run_cli("tools", str(tmp_path), "--mcp", EDGE_SERVER, cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert controls(done.stdout) == []
-    assert f"\n{ESCAPE_TOOL}: Title  (built in)\n" in done.stdout
+    # MCP tools are labelled with their server (they were "(built in)", like listTools).
+    assert f"\n{ESCAPE_TOOL}: Title  (MCP server {EDGE_SERVER})\n" in done.stdout
+    assert done.stdout.startswith("listTools: List Tools  (built in)\n")
     assert "    Says which tool was called. Harmless    text\n    over two lines.\n" in done.stdout
 
     as_json = run_cli("tools", str(tmp_path), "--mcp", EDGE_SERVER, "--json", cwd=tmp_path)

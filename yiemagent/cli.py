@@ -29,6 +29,7 @@ from yiemagent.cli_model import CliError, choose_model
 from yiemagent.cli_render import Renderer
 from yiemagent.cli_session import (
     Sink,
+    Tools,
     answer_text,
     build_agent,
     check_tools_folder,
@@ -99,22 +100,30 @@ def _answer(args: argparse.Namespace, prompt: str,
             events: TextIO | None) -> tuple[AssistantMessage, JsonlEventWriter | None]:
     """Run the agent once on ``prompt`` and return its response, with the writer of the events
     to ``events`` when there is one (its ``broken`` says whether every event was written)."""
-    choice = choose_model(args.model, args.base_url)
+    choice = choose_model(args.model, args.base_url, stream=not args.no_stream)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
-        tools = stack.enter_context(open_tools(args.tools, args.mcp))
+        tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
         warn_problems(tools.problems, sys.stderr)
         sinks: list[Sink] = []
         writer: JsonlEventWriter | None = None
+        say = _write_to_stderr
         if not args.quiet:
-            sinks.append(Renderer(sys.stderr, show_text=False))
+            renderer = Renderer(sys.stderr, show_text=False, status=sys.stderr)
+            sinks.append(renderer)
+            say = renderer.write
         if events is not None:
             writer = JsonlEventWriter(events)
             sinks.append(writer)
-        agent = build_agent(args, choice, tools.store, sinks)
+        agent = build_agent(args, choice, tools.store, sinks, say)
         stack.push(shutdown_on_exit(agent))
         agent.run_agent(prompt)
         return wait_for_response(agent, _say_aborting), writer
+
+
+def _write_to_stderr(text: str) -> None:
+    sys.stderr.write(text)
+    sys.stderr.flush()
 
 
 def _deliver(args: argparse.Namespace, response: AssistantMessage, out: TextIO,
@@ -158,14 +167,23 @@ def cmd_run(args: argparse.Namespace) -> int:
         out = stack.enter_context(stdout_to_stderr())
         response, writer = _answer(args, prompt, out if to_stdout else events)
         _deliver(args, response, out, writer, to_stdout)
-    problem = failure(response, args.max_turns)
+    problem = failure(response, args.max_turns) or _empty(response)
     if problem is not None:
         print(problem, file=sys.stderr)
         return 1
     return 0
 
 
-def _describe_tools(store: ToolStore, as_json: bool) -> str:
+def _empty(response: AssistantMessage) -> str | None:
+    """Why an answer with no text at all is no answer for the user, or ``None`` when it has
+    text (a run a tool ended with ``terminate`` counts as answered)."""
+    if answer_text(response).strip() or response.stop_reason == "tool_use_terminated":
+        return None
+    return ("the model's reply was empty (no text, stop reason "
+            f"{response.stop_reason!r}); ask again, or try another model (--model)")
+
+
+def _describe_tools(store: ToolStore, as_json: bool, origin: Callable[[str], str]) -> str:
     """The store's tools for ``yiemagent tools``: each with its label, file, description and
     input schema as indented text, or (``as_json``) as a JSON list of objects. Neither holds a
     control character: the JSON escapes them, the text leaves them out (``printable``; tabs
@@ -175,15 +193,14 @@ def _describe_tools(store: ToolStore, as_json: bool) -> str:
     if as_json:  # ensure_ascii: every control character is written as a \u escape
         return json.dumps([{"name": t.name, "label": t.label, "description": t.description,
                             "input_schema": t.input_schema, "parallel": t.parallel_tool_execute,
-                            "file": store.source_of(t.name)} for t in tools], indent=2)
+                            "file": store.source_of(t.name), "from": origin(t.name)}
+                           for t in tools], indent=2)
     parts = []
     for tool in tools:
-        source = store.source_of(tool.name)
-        origin = f"  ({os.path.basename(source)})" if source else "  (built in)"
         schema = json.dumps(tool.input_schema, indent=2, ensure_ascii=False)
         lines = [*tool.description.splitlines(), "input schema:", *schema.splitlines()]
         body = "\n".join("    " + line for line in lines)
-        parts.append(f"{tool.name}: {tool.label}{origin}\n{body}")
+        parts.append(f"{tool.name}: {tool.label}  ({origin(tool.name)})\n{body}")
     return printable("\n\n".join(parts)).expandtabs(4)
 
 
@@ -198,13 +215,13 @@ def cmd_tools(args: argparse.Namespace) -> int:
     with ToolStore("cli-tools") as store:
         with stdout_to_stderr():  # what tool files print as they load must not mix with the list
             problems = load_folder(store, folder)
-            load_mcp(store, args.mcp)
-        return _report_tools(args, store, folder, problems)
+            servers = load_mcp(store, args.mcp)
+        return _report_tools(args, Tools(store, shown_path(folder), problems, servers), folder)
 
 
-def _report_tools(args: argparse.Namespace, store: ToolStore, folder: Any,
-                  problems: list[tuple[str, str]]) -> int:
+def _report_tools(args: argparse.Namespace, tools: Tools, folder: Any) -> int:
     """``tools``' output: the problems with ``--check``, else the tools and their schemas."""
+    store, problems = tools.store, tools.problems
     if args.check:
         for path, message in problems:
             print(problem_line(path, message))
@@ -215,7 +232,7 @@ def _report_tools(args: argparse.Namespace, store: ToolStore, folder: Any,
             return 1
         print(f"ok: {loaded}")
         return 0
-    print(_describe_tools(store, args.json))
+    print(_describe_tools(store, args.json, tools.origin))
     warn_problems(problems, sys.stderr)
     return 1 if problems else 0
 
@@ -227,15 +244,15 @@ def cmd_chat(args: argparse.Namespace) -> int:
         raise CliError("stdin is closed: yiemagent chat reads your messages from it; run it in "
                        "a terminal, or give it input (yiemagent chat < messages.txt), or use "
                        "yiemagent run PROMPT")
-    choice = choose_model(args.model, args.base_url)
+    choice = choose_model(args.model, args.base_url, stream=not args.no_stream)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
-        tools = stack.enter_context(open_tools(args.tools, args.mcp))
+        tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
         warn_problems(tools.problems, sys.stderr)
-        renderer = Renderer(sys.stdout)
-        agent = build_agent(args, choice, tools.store, [renderer])
+        renderer = Renderer(sys.stdout, status=sys.stderr)
+        agent = build_agent(args, choice, tools.store, [renderer], renderer.write)
         stack.push(shutdown_on_exit(agent))
-        return run_chat(agent, renderer, choice, tools.label, args.max_turns)
+        return run_chat(agent, renderer, choice, tools, args.max_turns)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -259,6 +276,9 @@ def build_parser() -> argparse.ArgumentParser:
     from yiemagent import __version__
 
     tools_opt = argparse.ArgumentParser(add_help=False)
+    tools_opt.add_argument("-v", "--verbose", action="store_true",
+                           help="log what the library does on stderr, tracebacks of failing "
+                                "tools included")
     tools_opt.add_argument("--tools", metavar="FOLDER",
                            help="folder of tool files (default: the example tools)")
     tools_opt.add_argument("--mcp", metavar="SERVER", action="append", default=[],
@@ -280,6 +300,16 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the tool calls of one reply in parallel")
     group.add_argument("--max-turns", metavar="N", type=_positive_int, default=50,
                        help="LLM calls per run before it stops (default: 50)")
+    group.add_argument("--no-stream", action="store_true",
+                       help="ask the model for whole replies, not streamed ones (for servers that "
+                            "cannot stream; one that sends an empty stream is asked again this "
+                            "way by itself)")
+    group.add_argument("--allow-write-tool", action="store_true",
+                       help="offer the example writeTool, with which the model writes and runs "
+                            "new tools (Python code); every call of it is asked about first")
+    group.add_argument("--yes", action="store_true",
+                       help="allow every call of a tool that is asked about (writeTool) without "
+                            "asking")
 
     parser = argparse.ArgumentParser(
         prog="yiemagent", description="Talk to an LLM agent that calls tools.",
@@ -366,6 +396,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     _tolerant(sys.stdout)
     _tolerant(sys.stderr)
     logging.basicConfig(format="yiemagent: %(levelname)s: %(message)s", level=logging.WARNING)
+    if args.verbose:  # the library's own loggers only: not every HTTP library's chatter
+        logging.getLogger("yiemagent").setLevel(logging.DEBUG)
     previous_handlers = _stop_cleanly_on_signals()
     try:
         handler: Callable[[argparse.Namespace], int] = args.handler

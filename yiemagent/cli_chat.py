@@ -1,9 +1,11 @@
 """``yiemagent chat``: the interactive session, its slash commands and its Ctrl-C handling.
 
 Each line the user types is a message to the agent, shown back as it streams, with the tool
-calls live. ``/tools``, ``/reset``, ``/save FILE``, ``/load FILE``, ``/help`` and ``/exit`` act
-on the session instead. Ctrl-C during an answer aborts that run only (``agent.abort()``); at
-the prompt it clears the line; Ctrl-D or ``/exit`` ends the session.
+calls live; the lines between ``!multi`` and ``!end``, or a paste of several lines (in a
+terminal that marks pastes), are one message. ``/tools``, ``/reset``, ``/save FILE``,
+``/load FILE``, ``/help`` and ``/exit`` act on the session instead. Ctrl-C during an answer
+aborts that run only (``agent.abort()``); at the prompt it clears the line; Ctrl-D or ``/exit``
+ends the session.
 """
 
 from __future__ import annotations
@@ -12,24 +14,29 @@ import contextlib
 import os
 import stat
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 
 from yiemagent.agent import YiemAgent
 from yiemagent.cli_model import ModelChoice
 from yiemagent.cli_render import Renderer, one_line
-from yiemagent.cli_session import failure, wait_for_response
+from yiemagent.cli_session import Tools, answer_text, failure, wait_for_response
 from yiemagent.errors import SessionError
 from yiemagent.session import load_session
 
-__all__ = ["COMMANDS", "PROMPT", "ChatSession", "run_chat"]
+__all__ = ["COMMANDS", "PROMPT", "ChatSession", "read_message", "run_chat"]
 
 PROMPT = "you> "
+MULTI_PROMPT = "...  "
+MULTI_START, MULTI_END = "!multi", "!end"  # as Simon Willison's `llm chat` spells them
+PASTE_START, PASTE_END = "\x1b[200~", "\x1b[201~"  # how a terminal marks pasted text
+PASTE_ON, PASTE_OFF = "\x1b[?2004h", "\x1b[?2004l"
 COMMANDS = {
     "/tools": "list the agent's tools",
     "/reset": "start a new conversation (the history is cleared)",
     "/save FILE": "save the conversation to FILE (JSON)",
     "/load FILE": "continue a conversation saved with /save",
     "/help": "show this list",
+    "!multi": "start a message of several lines; a line !end sends it",
     "/exit": "end the session (also /quit or Ctrl-D)",
 }
 
@@ -42,11 +49,11 @@ class ChatSession:
     """
 
     def __init__(self, agent: YiemAgent, renderer: Renderer, max_turns: int,
-                 tools_label: str) -> None:
+                 tools: Tools) -> None:
         self.agent = agent
         self.out = renderer
         self.max_turns = max_turns
-        self.tools_label = tools_label
+        self.tools = tools
 
     def note(self, text: str, style: str = "2") -> None:
         """Show a line of the session's own (not the model's), dimmed by default."""
@@ -58,6 +65,9 @@ class ChatSession:
         response = wait_for_response(
             self.agent, lambda: self.note("stopping the answer (Ctrl-C again quits)", "33"))
         problem = failure(response, self.max_turns)
+        if problem is None and not answer_text(response).strip() and (
+                response.stop_reason != "tool_use_terminated"):
+            problem = "(the model's reply was empty; ask again, or try another model with --model)"
         if problem is not None:
             self.note(problem, "31")
         self.out.end_line()
@@ -84,9 +94,12 @@ class ChatSession:
         """``/tools``: each tool with its label and description, on one line."""
         width = self.out.width()
         for tool in self.agent.tools.values():
-            summary = one_line(f"{tool.label} - {tool.description}", width - len(tool.name))
-            self.out.line(f"  {tool.name}: {summary}")
-        self.note(f"  from {self.tools_label}")
+            name = one_line(tool.name, 64)
+            origin = f" ({one_line(self.tools.origin(tool.name), 60)})"
+            summary = one_line(f"{tool.label} - {tool.description}",
+                               width - len(name) - len(origin))
+            self.out.line(f"  {name}: {summary}" + self.out.style.paint(origin, "2"))
+        self.note(f"  files from {self.tools.label}")
 
     def reset(self, _arg: str) -> None:
         """``/reset``: clear the history."""
@@ -159,21 +172,28 @@ def _line_editing() -> None:
             import readline  # noqa: F401  (importing it is what enables it)
 
 
-def run_chat(agent: YiemAgent, renderer: Renderer, choice: ModelChoice, tools_label: str,
+def run_chat(agent: YiemAgent, renderer: Renderer, choice: ModelChoice, tools: Tools,
              max_turns: int) -> int:
     """Run the chat until ``/exit`` or end of input; return the exit status (0)."""
-    session = ChatSession(agent, renderer, max_turns, tools_label)
+    session = ChatSession(agent, renderer, max_turns, tools)
     style = renderer.style
     renderer.line(style.paint("yiemagent chat", "1") + style.paint(
         f" {style.dot} model {choice.spec} ({choice.reason}) {style.dot} tools: "
-        f"{', '.join(agent.tools)}", "2"))
-    session.note("/help lists the commands; Ctrl-C stops an answer; /exit or Ctrl-D quits")
+        f"{one_line(', '.join(agent.tools), 400)}", "2"))
+    session.note("/help lists the commands; !multi starts a message of several lines; Ctrl-C "
+                 "stops an answer; /exit or Ctrl-D quits")
     _tolerant_input()
     _line_editing()
+    with _bracketed_paste(renderer):
+        return _converse(session, renderer)
+
+
+def _converse(session: ChatSession, renderer: Renderer) -> int:
+    """Read messages and commands until ``/exit`` or the end of input; return 0."""
     while True:
         renderer.end_line()
         try:
-            line = input(PROMPT)
+            message = read_message(input, renderer.write)
         except EOFError:
             renderer.write("\n")
             return 0
@@ -181,13 +201,55 @@ def run_chat(agent: YiemAgent, renderer: Renderer, choice: ModelChoice, tools_la
             renderer.write("\n")
             session.note("(/exit or Ctrl-D quits)")
             continue
-        if not sys.stdin.isatty():  # nothing echoed the line: show it, for a readable transcript
-            renderer.write(line + "\n")
-        line = line.strip()
-        if not line:
+        if message is None:
             continue
-        if line.startswith("/") and not line.startswith("//"):
-            if not session.command(line):
+        if not sys.stdin.isatty():  # nothing echoed the lines: show them, for a readable transcript
+            renderer.write(message + "\n")
+        if "\n" not in message and message.startswith("/") and not message.startswith("//"):
+            if not session.command(message):
                 return 0
             continue
-        session.ask(line[1:] if line.startswith("//") else line)
+        session.ask(message[1:] if message.startswith("//") else message)
+
+
+def read_message(read_line: Callable[[str], str], write: Callable[[str], None]) -> str | None:
+    """The next message: one line; the lines between ``!multi`` and ``!end``; or, in a terminal
+    with bracketed paste, everything pasted at once (several lines are one message). ``None``
+    for a blank line. ``EOFError`` at the end of input; inside ``!multi``, the end of input ends
+    the message instead."""
+    line = read_line(PROMPT)
+    if line.strip() == MULTI_START:
+        lines: list[str] = []
+        try:
+            while (more := read_line(MULTI_PROMPT)).strip() != MULTI_END:
+                lines.append(more)
+        except EOFError:
+            write("\n")
+        text = "\n".join(lines).strip("\n")
+        return text if text.strip() else None
+    if PASTE_START in line:
+        text = line.replace(PASTE_START, "")
+        while PASTE_END not in text:
+            try:
+                text += "\n" + read_line("")
+            except EOFError:
+                break
+        line = text.replace(PASTE_END, "")
+    line = line.strip()
+    return line or None
+
+
+@contextlib.contextmanager
+def _bracketed_paste(renderer: Renderer) -> Iterator[None]:
+    """Ask the terminal to mark pasted text (so that a paste of several lines is one message)
+    while the chat runs, when a person types into a terminal that can do it."""
+    wanted = (sys.stdin.isatty() and renderer.stream.isatty()
+              and os.environ.get("TERM", "") not in ("", "dumb"))
+    if wanted:
+        renderer.write(PASTE_ON)
+    try:
+        yield
+    finally:
+        if wanted:
+            with contextlib.suppress(OSError, ValueError):
+                renderer.write(PASTE_OFF)

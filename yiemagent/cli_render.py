@@ -17,16 +17,20 @@ import threading
 import time
 from typing import Any, TextIO
 
+from yiemagent.cli_status import StatusLine, wants_status
 from yiemagent.cli_text import printable
 from yiemagent.content import TextContent, ThinkingContent
 from yiemagent.events import (
+    AgentEndEvent,
     AgentEvent,
+    AgentStartEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
     ToolExecEndEvent,
     ToolExecStartEvent,
     ToolExecUpdateEvent,
+    TurnStartEvent,
 )
 from yiemagent.json_safety import json_ready
 from yiemagent.messages import AssistantMessage
@@ -96,7 +100,8 @@ class Renderer:
     tool activity only. Thread-safe; every write is flushed at once.
     """
 
-    def __init__(self, stream: TextIO, *, show_text: bool = True, color: bool | None = None) -> None:
+    def __init__(self, stream: TextIO, *, show_text: bool = True, color: bool | None = None,
+                 status: TextIO | None = None) -> None:
         self.stream = stream
         self.show_text = show_text
         self.style = Style(stream, wants_color(stream) if color is None else color)
@@ -105,6 +110,11 @@ class Renderer:
         self._streamed = False  # whether text of the current reply arrived as updates
         self._in_thinking = False
         self._started: dict[str, float] = {}
+        self._running: dict[str, str] = {}  # tool call id -> tool name, for the status line
+        # The status line (what the agent is doing while nothing else shows) goes to ``status``
+        # (the command's stderr) when that is a terminal.
+        self.status = (StatusLine(status, self._lock) if status is not None and wants_status(status)
+                       else None)
 
     # -- output --------------------------------------------------------------------------
 
@@ -113,9 +123,15 @@ class Renderer:
         if not text:
             return
         with self._lock:
+            status = self.status
+            if status is not None:
+                status.hide()
             self.stream.write(text)
             self.stream.flush()
             self._at_line_start = text.endswith("\n")
+            if status is not None:
+                status.may_show = self._at_line_start
+                status.draw()
 
     def line(self, text: str) -> None:
         """Write ``text`` as a line of its own (ending an open line first)."""
@@ -139,6 +155,7 @@ class Renderer:
     def __call__(self, event: AgentEvent) -> None:
         """Show one event (events this renderer has nothing to show for are skipped)."""
         with self._lock:
+            self._follow(event)
             if isinstance(event, MessageUpdateEvent):
                 self._update(event)
             elif isinstance(event, MessageStartEvent):
@@ -158,6 +175,29 @@ class Renderer:
                     f"  {self.style.progress} {printable(event.tool_name)}: {text}", "2"))
             elif isinstance(event, ToolExecEndEvent):
                 self._tool_end(event)
+
+    def _follow(self, event: AgentEvent) -> None:
+        """Keep the status line saying what the agent does: thinking (waiting for the model),
+        answering (``run``: the answer streams but is printed at the end), running a tool;
+        nothing once the answer shows or the run has ended."""
+        status = self.status
+        if status is None:
+            return
+        if isinstance(event, (AgentStartEvent, TurnStartEvent)) or (
+                isinstance(event, MessageStartEvent) and event.message is None):
+            status.set("thinking")
+        elif isinstance(event, MessageUpdateEvent) and event.kind != "tool_call":
+            status.set(None if self.show_text else "answering")
+        elif isinstance(event, ToolExecStartEvent):
+            self._running[event.tool_call_id] = event.tool_name
+            status.set("running " + ", ".join(printable(n) for n in self._running.values()))
+        elif isinstance(event, ToolExecEndEvent):
+            self._running.pop(event.tool_call_id, None)
+            status.set("running " + ", ".join(printable(n) for n in self._running.values())
+                       if self._running else "thinking")
+        elif isinstance(event, AgentEndEvent):
+            self._running.clear()
+            status.set(None)
 
     def _update(self, event: MessageUpdateEvent) -> None:
         """Write a streamed piece: text as it is, thinking dimmed on lines of its own;

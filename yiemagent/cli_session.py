@@ -17,6 +17,7 @@ from typing import TextIO
 import attrs
 
 from yiemagent.agent import YiemAgent
+from yiemagent.cli_confirm import Confirmation
 from yiemagent.cli_model import CliError, ModelChoice
 from yiemagent.content import TextContent
 from yiemagent.errors import ToolLoadError
@@ -140,53 +141,72 @@ def load_folder(store: ToolStore, folder: str | os.PathLike[str]) -> list[tuple[
 
 @attrs.define
 class Tools:
-    """The agent's tool store and where its files came from (``label``, for the banner)."""
+    """The agent's tool store and where its tools came from: ``label`` (for the banner), the
+    files that did not load, and the MCP server each MCP tool came from (by tool name)."""
 
     store: ToolStore
     label: str
     problems: list[tuple[str, str]]
+    servers: dict[str, str] = attrs.field(factory=dict)
+
+    def origin(self, name: str) -> str:
+        """Where tool ``name`` comes from: its file, ``MCP server <command or URL>``, or
+        ``built in`` (``listTools``, which the loader registers itself)."""
+        source = self.store.source_of(name)
+        if source:
+            return os.path.basename(source)
+        server = self.servers.get(name)
+        return f"MCP server {server}" if server is not None else "built in"
 
 
 @contextlib.contextmanager
-def open_tools(folder: str | None, mcp_servers: Sequence[str] = ()) -> Iterator[Tools]:
+def open_tools(folder: str | None, mcp_servers: Sequence[str] = (),
+               allow_write_tool: bool = False) -> Iterator[Tools]:
     """Load the tools for an agent: ``folder``, or a temporary copy of the example tools, plus
     the tools of each MCP server in ``mcp_servers`` (a command line or a URL).
 
-    The copy keeps ``writeTool`` from writing into the installed package (or the checkout);
-    tools the model writes there are gone when the command ends, which ``--tools DIR`` avoids.
-    Problems of files that did not load are returned for the command to report. The MCP
-    connections close (their servers stop) when the block ends; a server that cannot be reached
-    raises ``CliError`` naming it.
+    Of the example tools, ``writeTool`` (which writes and runs code the model wrote) is copied
+    only with ``allow_write_tool``; a ``folder`` the user names is loaded as it is. The copy
+    keeps ``writeTool`` from writing into the installed package (or the checkout); tools the
+    model writes there are gone when the command ends, which ``--tools DIR`` avoids. Problems of
+    files that did not load are returned for the command to report. The MCP connections close
+    (their servers stop) when the block ends; a server that cannot be reached raises
+    ``CliError`` naming it.
     """
     with ToolStore("cli") as store:
         if folder is not None:
             check_tools_folder(folder)
             problems = load_folder(store, folder)
-            load_mcp(store, mcp_servers)
-            yield Tools(store, folder, problems)
+            servers = load_mcp(store, mcp_servers)
+            yield Tools(store, folder, problems, servers)
             return
         source = example_tools_folder()
         with tempfile.TemporaryDirectory(prefix="yiemagent-tools-") as copy:
             for path in sorted(source.glob("*.py")):
-                shutil.copy2(path, copy)
+                if path.name != EXAMPLE_TOOL or allow_write_tool:
+                    shutil.copy2(path, copy)
             problems = load_folder(store, copy)
-            load_mcp(store, mcp_servers)
-            yield Tools(store, "the example tools (a temporary copy)", problems)
+            servers = load_mcp(store, mcp_servers)
+            yield Tools(store, "the example tools (a temporary copy)", problems, servers)
 
 
-def load_mcp(store: ToolStore, servers: Sequence[str]) -> None:
-    """Register the tools of each MCP server (the SDK is imported only when one is given)."""
+def load_mcp(store: ToolStore, servers: Sequence[str]) -> dict[str, str]:
+    """Register the tools of each MCP server (the SDK is imported only when one is given);
+    return the server each registered tool came from, by tool name."""
+    origins: dict[str, str] = {}
     if not servers:
-        return
+        return origins
     try:
         from yiemagent.mcp_tools import load_mcp_tools
     except ImportError as exc:
         raise CliError(f"--mcp needs the MCP SDK: pip install 'yiemagent[mcp]' ({exc})") from None
     for server in servers:
         try:
-            load_mcp_tools(store, server)
+            connection = load_mcp_tools(store, server)
         except Exception as exc:  # the command reports it; the store closes what did connect
             raise CliError(f"MCP server {server!r}: {exc}") from None
+        origins.update(dict.fromkeys(connection.tool_names, server))
+    return origins
 
 
 def warn_problems(problems: Sequence[tuple[str, str]], err: TextIO) -> None:
@@ -203,13 +223,15 @@ def warn_problems(problems: Sequence[tuple[str, str]], err: TextIO) -> None:
 
 
 def build_agent(args: argparse.Namespace, choice: ModelChoice, store: ToolStore,
-                sinks: Sequence[Sink]) -> YiemAgent:
+                sinks: Sequence[Sink], say: Callable[[str], None]) -> YiemAgent:
     """An agent for ``chat``/``run``: the model, the store's tools (followed as the model adds
-    some with writeTool), the options, and ``sinks`` subscribed in order."""
+    some with writeTool), the options, and ``sinks`` subscribed in order. Calls of a tool that
+    writes and runs code are asked about first (``Confirmation``; the question goes to
+    ``say``), unless ``--yes``."""
     agent = YiemAgent(llm_call=choice.llm_call, tools=get_tools(store), tool_store=store,
                       system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
                       tool_execution="parallel" if args.parallel else "sequential",
-                      max_turns=args.max_turns)
+                      max_turns=args.max_turns, before_tool_call=Confirmation(say, yes=args.yes))
     for sink in sinks:
         agent.subscribe(sink)
     return agent
