@@ -57,9 +57,7 @@ __all__ = ["build_parser", "main"]
 # ---------------------------------------------------------------------------------------------
 
 
-def _say_aborting() -> None:
-    """Tell the user on stderr that Ctrl-C is aborting the run, and how to quit at once."""
-    sys.stderr.write("\naborting the run (Ctrl-C again quits at once)\n")
+ABORTING = "\naborting the run (Ctrl-C again quits at once)\n"  # what Ctrl-C during a run says
 
 
 def _settle_events(args: argparse.Namespace) -> bool:
@@ -118,7 +116,8 @@ def _answer(args: argparse.Namespace, prompt: str,
         agent = build_agent(args, choice, tools.store, sinks, say)
         stack.push(shutdown_on_exit(agent))
         agent.run_agent(prompt)
-        return wait_for_response(agent, _say_aborting), writer
+        # Through the renderer: it erases the status line before the note is written.
+        return wait_for_response(agent, lambda: say(ABORTING)), writer
 
 
 def _write_to_stderr(text: str) -> None:
