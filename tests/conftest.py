@@ -1,11 +1,12 @@
-"""Fixtures shared by several test files: the scripted LLM server, and the loopback Open-Meteo
-server with getWeather pointed at it."""
+"""Fixtures shared by several test files: the scripted LLM server, the loopback Open-Meteo
+server with getWeather pointed at it, and the real llama-cpp-python server."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
 import pytest
+from llama_server import serve
 from llm_server import ScriptedServer
 from openmeteo_server import OpenMeteoServer
 
@@ -27,3 +28,10 @@ def meteo(monkeypatch: pytest.MonkeyPatch) -> Iterator[OpenMeteoServer]:
         monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
         monkeypatch.delenv("YIEM_WEATHER_TIMEOUT_S", raising=False)
         yield srv
+
+
+@pytest.fixture(scope="session")
+def server_url() -> Iterator[str]:
+    """``http://127.0.0.1:<port>/v1`` of the real llama-cpp-python server, started once for the
+    session (its tests and the CLI's share it) and stopped at the end."""
+    yield from serve()

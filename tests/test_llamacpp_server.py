@@ -16,82 +16,21 @@ trip below checks that the answer comes, not what it says.
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import tempfile
-import time
-from collections.abc import Iterator, Mapping
-from typing import IO, Any
-
-import pytest
-import requests
+from collections.abc import Mapping
+from typing import Any
 
 from yiemagent import AgentTool, AgentToolCall, AgentToolResult, TextContent, YiemAgent
 from yiemagent.events import MessageUpdateEvent
-from yiemagent.llm import OpenAIChatClient, default_model_path
+from yiemagent.llm import OpenAIChatClient
 from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.tool_types import AgentContext
 from yiemagent.utils import format_msg_for_llm
 
-READY_WITHIN_S = 90.0
 CALL_OPTIONS: dict[str, Any] = {
     "api_key_env": None, "timeout": 120.0, "deadline_s": 180.0, "max_retries": 1,
     "retry_base_delay_s": 0.01, "extra_body": {"temperature": 0, "max_tokens": 48},
 }
 TIME_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@pytest.fixture(scope="module")
-def server_url() -> Iterator[str]:
-    """``http://127.0.0.1:<port>/v1`` of a llama-cpp-python server, stopped after the module."""
-    port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
-               "--chat_format", "chatml-function-calling", "--n_ctx", "4096",
-               "--host", "127.0.0.1", "--port", str(port)]
-    # The log goes to a file: llama.cpp writes far more than a pipe holds, and a full pipe
-    # would stop the server before it ever answers.
-    with tempfile.TemporaryFile() as log, requests.Session() as probe:
-        probe.trust_env = False  # straight to loopback, whatever proxy the environment names
-        process = subprocess.Popen(command, stdout=log, stderr=subprocess.STDOUT)
-        try:
-            yield wait_until_ready(process, probe, f"http://127.0.0.1:{port}/v1", log)
-        finally:
-            process.terminate()
-            try:
-                process.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-
-
-def wait_until_ready(process: subprocess.Popen[bytes], probe: requests.Session, base: str,
-                     log: IO[bytes]) -> str:
-    """Return ``base`` once the server answers ``/models``: a poll bounded in time that ends at
-    the first answer; raise with the end of the server's log when it exits or takes too long."""
-
-    def tail() -> str:
-        log.seek(0)
-        return log.read().decode("utf-8", "replace")[-3000:]
-
-    deadline = time.monotonic() + READY_WITHIN_S
-    while True:
-        if process.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited at start:\n{tail()}")
-        try:
-            if probe.get(f"{base}/models", timeout=2).ok:
-                return base
-        except requests.ConnectionError:
-            pass
-        if time.monotonic() > deadline:
-            raise RuntimeError(f"llama_cpp.server not ready within {READY_WITHIN_S:g} s:\n{tail()}")
-        time.sleep(0.1)
 
 
 def get_time_tool() -> AgentTool:

@@ -98,7 +98,8 @@ def _answer(args: argparse.Namespace, prompt: str,
             events: TextIO | None) -> tuple[AssistantMessage, JsonlEventWriter | None]:
     """Run the agent once on ``prompt`` and return its response, with the writer of the events
     to ``events`` when there is one (its ``broken`` says whether every event was written)."""
-    choice = choose_model(args.model, args.base_url, stream=not args.no_stream)
+    choice = choose_model(args.model, args.base_url, stream=not args.no_stream,
+                          temperature=args.temperature)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
         tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
@@ -243,7 +244,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
         raise CliError("stdin is closed: yiemagent chat reads your messages from it; run it in "
                        "a terminal, or give it input (yiemagent chat < messages.txt), or use "
                        "yiemagent run PROMPT")
-    choice = choose_model(args.model, args.base_url, stream=not args.no_stream)
+    choice = choose_model(args.model, args.base_url, stream=not args.no_stream,
+                          temperature=args.temperature)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
         tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
@@ -267,6 +269,17 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be a whole number of at least 1, got {text!r}")
+    return value
+
+
+def _temperature(text: str) -> float:
+    """argparse type: a finite number from 0 to 2 (the range providers accept)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = -1.0
+    if not 0 <= value <= 2:  # also refuses nan
+        raise argparse.ArgumentTypeError(f"must be a number from 0 to 2, got {text!r}")
     return value
 
 
@@ -299,6 +312,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="run the tool calls of one reply in parallel")
     group.add_argument("--max-turns", metavar="N", type=_positive_int, default=50,
                        help="LLM calls per run before it stops (default: 50)")
+    group.add_argument("--temperature", metavar="T", type=_temperature,
+                       help="sampling temperature sent to the model (0: always the likeliest "
+                            "token; the server's default when not given)")
     group.add_argument("--no-stream", action="store_true",
                        help="ask the model for whole replies, not streamed ones (for servers that "
                             "cannot stream; one that sends an empty stream is asked again this "

@@ -72,7 +72,7 @@ def default_spec(env: Mapping[str, str]) -> tuple[str, str]:
     return "local", "no --model and no OPENAI_API_KEY or ANTHROPIC_API_KEY"
 
 
-def _local(spec: str) -> LlmCall:
+def _local(spec: str, temperature: float | None) -> LlmCall:
     """The embedded model for ``local`` or ``local:PATH.gguf``; ``CliError`` (exit 2) with the
     install command when llama-cpp-python (the ``local`` extra) or the client is missing."""
     path = spec.partition(":")[2]
@@ -87,8 +87,9 @@ def _local(spec: str) -> LlmCall:
     except ImportError:
         raise CliError(NO_MODEL) from None
     local = spec if not path else f"local:{os.path.expanduser(path)}"
+    options = {"temperature": temperature} if temperature is not None else {}
     try:
-        return create_llm_call(local)
+        return create_llm_call(local, **options)
     except ImportError:
         raise CliError(NO_MODEL) from None
     except Exception as exc:  # a missing or broken model file, a download that failed, ...
@@ -130,10 +131,13 @@ def _check_url(url: str, what: str) -> None:
                        "and, if needed, a port from 1 to 65535, e.g. http://localhost:8080/v1")
 
 
-def _provider(spec: str, base_url: str | None, env: Mapping[str, str], stream: bool) -> LlmCall:
+def _provider(spec: str, base_url: str | None, env: Mapping[str, str], stream: bool,
+              temperature: float | None) -> LlmCall:
     """A provider client for ``spec`` (``create_llm_call``'s forms); with ``base_url``, a spec
     without a provider is the model name on that server."""
     options: dict[str, Any] = {"stream": stream}
+    if temperature is not None:
+        options["extra_body"] = {"temperature": temperature}
     if base_url is not None:
         _check_url(base_url, "--base-url")
     try:
@@ -158,10 +162,12 @@ def _provider(spec: str, base_url: str | None, env: Mapping[str, str], stream: b
 
 
 def choose_model(spec: str | None, base_url: str | None, env: Mapping[str, str] | None = None,
-                 stream: bool = True) -> ModelChoice:
+                 stream: bool = True, temperature: float | None = None) -> ModelChoice:
     """The model for ``--model spec`` and ``--base-url``: ``local``/``local:PATH.gguf`` (the
     embedded model), ``scripted:FILE.json`` (replies replayed from a file), or any spec of
-    ``create_llm_call``; without ``spec``, see ``default_spec``. Raises ``CliError`` (exit 2)
+    ``create_llm_call``; without ``spec``, see ``default_spec``. ``stream`` and ``temperature``
+    (when given) go to the provider clients; the embedded model takes ``temperature`` (it
+    decodes greedily by default). Raises ``CliError`` (exit 2)
     saying what is wrong and what to do, never a traceback."""
     env = os.environ if env is None else env
     if spec is not None and not spec.strip():
@@ -177,7 +183,7 @@ def choose_model(spec: str | None, base_url: str | None, env: Mapping[str, str] 
     if kind in ("local", "scripted"):
         if base_url is not None:
             raise CliError(f"--base-url does not apply to --model {spec}: it talks to no server")
-        call = _local(spec) if kind == "local" else _scripted(spec)
+        call = _local(spec, temperature) if kind == "local" else _scripted(spec)
     else:
-        call = _provider(spec, base_url, env, stream)
+        call = _provider(spec, base_url, env, stream, temperature)
     return ModelChoice(call, spec, reason)
