@@ -127,17 +127,7 @@ class EventPump:
                     logger.warning("%d events were dropped before this caller took them (the "
                                    "actor keeps at most %d)", dropped - dropped_seen, BUFFER_LIMIT)
                     dropped_seen = dropped
-                for number, data in batch:
-                    with self._cond:  # checked under stop()'s lock: no call starts after stop()
-                        if self._stopping.is_set():
-                            return
-                    if number <= self._delivered:
-                        continue
-                    self._deliver(data)
-                    with self._cond:
-                        self._delivered = number
-                        self._cond.notify_all()
-                if closed and not batch:
+                if not self._hand_over(batch) or (closed and not batch):
                     break
         except Exception as exc:  # the actor is gone: nothing more will come
             if not self._stopping.is_set():
@@ -147,6 +137,21 @@ class EventPump:
             with self._cond:
                 self._finished = True
                 self._cond.notify_all()
+
+    def _hand_over(self, batch: list[Numbered]) -> bool:
+        """Hand the events of ``batch`` not yet delivered to the listeners, in order; ``False``
+        when ``stop`` came first (checked under its lock: no call starts after ``stop``)."""
+        for number, data in batch:
+            with self._cond:
+                if self._stopping.is_set():
+                    return False
+            if number <= self._delivered:
+                continue
+            self._deliver(data)
+            with self._cond:
+                self._delivered = number
+                self._cond.notify_all()
+        return True
 
     def _deliver(self, data: dict[str, Any]) -> None:
         try:
