@@ -21,6 +21,7 @@ import ray
 
 from yiemagent.errors import AgentClosedError, ClusterError, ResponseTimeout, SessionError, describe_error
 from yiemagent.messages import AgentMessage, AssistantMessage, UserMessage
+from yiemagent.ray_cluster.calls import remaining
 from yiemagent.ray_cluster.forwarder import SinkForwarder
 from yiemagent.ray_cluster.settings import AgentFactory, AgentSettings
 from yiemagent.ray_cluster.sink import EventSink, sink_deliverer
@@ -194,17 +195,17 @@ class AgentHost:
             return queued, [], False
         leftovers = self._untaken(deadline)
         if self._forwarder is not None:
-            self._forwarder.close(_remaining(deadline))
+            self._forwarder.close(remaining(deadline))
         self._buffer.close()
         return queued, leftovers, True
 
     def _untaken(self, deadline: float | None) -> list[AssistantMessage]:
         """The responses still on the finished agent's output channel, taken once the waiting
         calls have returned (each with its own response, or ``AgentClosedError``)."""
-        remaining = _remaining(deadline)
         # At least a moment even past the deadline: they are returning now, and the answer one
         # of them is about to take must not be taken here instead.
-        limit = CALLS_END_S if remaining is None else min(CALLS_END_S, max(remaining, 1.0))
+        left = remaining(deadline, 1.0)
+        limit = CALLS_END_S if left is None else min(CALLS_END_S, left)
         with self._calls:
             self._calls.wait_for(lambda: self._waiting == 0, limit)
         leftovers: list[AssistantMessage] = []
@@ -213,8 +214,3 @@ class AgentHost:
                 leftovers.append(self._agent.take_response(0))
             except (ResponseTimeout, AgentClosedError):
                 return leftovers
-
-
-def _remaining(deadline: float | None) -> float | None:
-    """Seconds until ``deadline`` (never below 0), or ``None`` for no deadline."""
-    return None if deadline is None else max(deadline - time.monotonic(), 0.0)

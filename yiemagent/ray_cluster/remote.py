@@ -24,7 +24,7 @@ from yiemagent.emit import Emit
 from yiemagent.errors import AgentActorDiedError, AgentClosedError, ResponseTimeout
 from yiemagent.messages import AgentMessage, AssistantMessage, UserMessage
 from yiemagent.ray_cluster.agent_host import CALLS_END_S, CONTROL_THREADS, AgentHost
-from yiemagent.ray_cluster.calls import get
+from yiemagent.ray_cluster.calls import get, remaining
 from yiemagent.ray_cluster.settings import AgentSettings
 from yiemagent.ray_cluster.sink import EventSink
 from yiemagent.ray_cluster.stream import EventPump, Numbered
@@ -44,11 +44,6 @@ READY_TIMEOUT_S = 300.0  # starting a worker process on a busy node can take a w
 
 def _grace(timeout: float | None) -> float | None:
     return None if timeout is None else timeout + GRACE_S
-
-
-def _remaining(deadline: float | None, floor: float = 0.0) -> float | None:
-    """Seconds until ``deadline`` (at least ``floor``), or ``None`` for no deadline."""
-    return None if deadline is None else max(deadline - time.monotonic(), floor)
 
 
 class RemoteAgent:
@@ -312,7 +307,7 @@ class RemoteAgent:
         with self._in_flight_lock:
             refs = list(self._in_flight)
         if refs:
-            limit = _remaining(deadline, 1.0)
+            limit = remaining(deadline, 1.0)
             ray.wait(refs, num_returns=len(refs), timeout=CALLS_END_S if limit is None else limit,
                      fetch_local=False)
 
@@ -320,7 +315,7 @@ class RemoteAgent:
         """Wait until the pump has handed the listeners every event (the finished actor closed
         its buffer, so the pump then ends); past the deadline, stop it."""
         pump = self._pump
-        if pump is not None and not pump.finish(_remaining(deadline)):
+        if pump is not None and not pump.finish(remaining(deadline)):
             pump.stop(0)
             logger.warning("shutdown(timeout=%s): the listeners had events %d and later still to "
                            "get; those are dropped", timeout, pump.delivered + 1)
