@@ -12,12 +12,14 @@ The scripted model answers from the request alone, so one model may serve many s
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import tempfile
 import threading
 import time
 import uuid
+from collections.abc import Iterator
 from typing import Any
 
 import attrs
@@ -104,6 +106,22 @@ class Latch:
             self._cond.notify_all()
             self._cond.wait_for(lambda: self._arrived[name] >= count, timeout)
             return self._arrived[name]
+
+
+@contextlib.contextmanager
+def local_cluster(tests_folder: str) -> Iterator[None]:
+    """A local Ray cluster (2 CPUs, no dashboard) whose workers have ``tests_folder`` on their
+    PYTHONPATH (so they import this module), with the latch actor; stopped on exit."""
+    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
+    path = os.pathsep.join(p for p in (tests_folder, os.environ.get("PYTHONPATH")) if p)
+    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
+             object_store_memory=128 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    try:
+        handle = Latch.options(name=LATCH_NAME).remote()
+        ray.get(handle.is_set.remote("ready"), timeout=WAIT_S)
+        yield
+    finally:
+        ray.shutdown()
 
 
 def latch() -> Any:
@@ -203,6 +221,29 @@ def file_sink(records: list[dict[str, Any]]) -> None:
     for record in records:
         with open(os.path.join(SINK_FOLDER, f"{record['source']}.jsonl"), "a", encoding="utf-8") as out:
             out.write(json.dumps(record) + "\n")
+
+
+def stalling_sink(records: list[dict[str, Any]]) -> None:
+    """An ``event_sink`` by name that stalls: like ``file_sink``, but its first batch from a
+    source sets ``sink-stalled:<source>`` and then waits for ``sink-go:<source>``."""
+    file_sink(records)
+    source = records[0]["source"]
+    if not ray.get(latch().is_set.remote(f"sink-stalled:{source}")):
+        latch_set(f"sink-stalled:{source}")
+        latch_wait(f"sink-go:{source}")
+
+
+def scripted_settings(**changes: Any) -> Any:
+    """``AgentSettings`` of the scripted model with the tools and hook above; ``changes``
+    override."""
+    from yiemagent.ray_cluster import AgentSettings
+
+    base: dict[str, Any] = {
+        "model_spec": "scripted", "llm_factory": "ray_helpers:make_llm",
+        "tool_imports": ("ray_helpers:all_tools",), "before_tool_call": "ray_helpers:block_forbidden",
+        "system_prompt": "You are a test.",
+    }
+    return AgentSettings(**{**base, **changes})
 
 
 def block_forbidden(ctx: Any, signal: Any) -> dict[str, Any] | None:

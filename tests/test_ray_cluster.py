@@ -70,26 +70,14 @@ RUN_EVENTS = [AgentStartEvent, MessageStartEvent, MessageEndEvent,  # the user m
 @pytest.fixture(scope="module", autouse=True)
 def cluster() -> Iterator[None]:
     """A local Ray cluster for this module, with the latch actor the helpers use."""
-    os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
-    path = os.pathsep.join(p for p in (TESTS, os.environ.get("PYTHONPATH")) if p)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             object_store_memory=128 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": path}})
-    try:
-        latch = helpers.Latch.options(name=helpers.LATCH_NAME).remote()
-        ray.get(latch.is_set.remote("ready"), timeout=W)
+    with helpers.local_cluster(TESTS):
         yield
-    finally:
-        ray.shutdown()
 
 
 def settings(**changes: Any) -> AgentSettings:
     """The scripted model with the helper tools and hook; ``changes`` override."""
-    base: dict[str, Any] = {
-        "model_spec": "scripted", "llm_factory": "ray_helpers:make_llm",
-        "tool_imports": ("ray_helpers:all_tools",), "before_tool_call": "ray_helpers:block_forbidden",
-        "system_prompt": "You are a test.",
-    }
-    return AgentSettings(**{**base, **changes})
+    result: AgentSettings = helpers.scripted_settings(**changes)
+    return result
 
 
 def text(message: AssistantMessage | ToolResultMessage | Any) -> str:

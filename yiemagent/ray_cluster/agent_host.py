@@ -3,27 +3,38 @@
 Its methods are the agent's own, called from the caller's handle. It is a threaded actor: calls
 that wait (``take_response``, ``prompt``, a send to a full channel) each hold a thread of the
 default group, while ``abort``, event polls, saves and ``shutdown`` run in the ``control`` group,
-so they are never stuck behind waiting calls.
+so they are never stuck behind waiting calls. ``shutdown`` collects the responses nobody took
+only once those waiting calls have returned, so it never takes the answer a ``prompt`` in flight
+is waiting for.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
+import threading
+import time
+from collections.abc import Iterator
 from typing import Any
 
 import ray
 
 from yiemagent.errors import AgentClosedError, ClusterError, ResponseTimeout, SessionError, describe_error
 from yiemagent.messages import AgentMessage, AssistantMessage, UserMessage
+from yiemagent.ray_cluster.calls import remaining
+from yiemagent.ray_cluster.forwarder import SinkForwarder
 from yiemagent.ray_cluster.settings import AgentFactory, AgentSettings
 from yiemagent.ray_cluster.sink import EventSink, sink_deliverer
-from yiemagent.ray_cluster.stream import EventBuffer, Numbered, SinkForwarder
+from yiemagent.ray_cluster.stream import EventBuffer, Numbered
 from yiemagent.session import SessionData, load_session
 from yiemagent.session_store import SessionStore
 
 __all__ = ["CONTROL_THREADS", "AgentHost"]
 
 CONTROL_THREADS = 8  # abort, event polls, flushes, saves and shutdown; a poll holds one for ~1 s
+# Once the agent has finished, a waiting call returns at once (with its response, or the
+# agent's AgentClosedError); this only bounds shutdown's wait for them should one not.
+CALLS_END_S = 30.0
 
 
 def read_session(source: str | os.PathLike[str] | SessionStore, session_id: str | None) -> SessionData:
@@ -52,6 +63,8 @@ class AgentHost:
         self._buffer = EventBuffer()
         self._streaming: Any = None
         self._forwarder: SinkForwarder | None = None
+        self._calls = threading.Condition()
+        self._waiting = 0  # calls of the default group in progress (they may hold a response)
         try:
             session = None if source is None else read_session(source, session_id)
             factory = AgentFactory(settings)
@@ -77,25 +90,38 @@ class AgentHost:
 
     # -- the agent's calls (default group: they may wait) ----------------------------------
 
-    def run_agent(self, msg: Any) -> None:
+    @contextlib.contextmanager
+    def _waiting_call(self) -> Iterator[None]:
+        """Count a call of the default group while it runs (``shutdown`` waits for them)."""
         self._check()
-        self._agent.run_agent(msg)
+        with self._calls:
+            self._waiting += 1
+        try:
+            yield
+        finally:
+            with self._calls:
+                self._waiting -= 1
+                self._calls.notify_all()
+
+    def run_agent(self, msg: Any) -> None:
+        with self._waiting_call():
+            self._agent.run_agent(msg)
 
     def follow_up(self, msg: Any) -> None:
-        self._check()
-        self._agent.follow_up(msg)
+        with self._waiting_call():
+            self._agent.follow_up(msg)
 
     def take_response(self, timeout: float | None) -> AssistantMessage:
-        self._check()
-        return self._agent.take_response(timeout)
+        with self._waiting_call():
+            return self._agent.take_response(timeout)
 
     def prompt(self, text: Any, timeout: float | None) -> AssistantMessage:
-        self._check()
-        return self._agent.prompt(text, timeout)
+        with self._waiting_call():
+            return self._agent.prompt(text, timeout)
 
     def wait_for_idle(self, timeout: float | None) -> bool:
-        self._check()
-        return self._agent.wait_for_idle(timeout)
+        with self._waiting_call():
+            return self._agent.wait_for_idle(timeout)
 
     # -- control (a group of its own: never behind a waiting call) -------------------------
 
@@ -158,20 +184,33 @@ class AgentHost:
     def shutdown(self, wait: bool, abort: bool,
                  timeout: float | None) -> tuple[list[UserMessage], list[AssistantMessage], bool]:
         """Shut the agent down; return the messages it never processed, the responses nobody
-        took (when it has finished) and whether it has finished."""
+        took (when it has finished) and whether it has finished. The responses are collected
+        after the calls in progress (a ``prompt`` waiting for its run) have taken theirs."""
         if self._failure is not None:
             return [], [], True
+        deadline = None if timeout is None else time.monotonic() + timeout
         queued = self._agent.shutdown(wait=wait, abort=abort, timeout=timeout)
         finished = wait and not self._agent.is_running
-        leftovers: list[AssistantMessage] = []
-        if finished:
-            while True:
-                try:
-                    leftovers.append(self._agent.take_response(0))
-                except (ResponseTimeout, AgentClosedError):
-                    break
+        if not finished:  # still running: its events keep flowing until the actor ends
+            return queued, [], False
+        leftovers = self._untaken(deadline)
         if self._forwarder is not None:
-            self._forwarder.close(timeout)
-        if finished:
-            self._buffer.close()
-        return queued, leftovers, finished
+            self._forwarder.close(remaining(deadline))
+        self._buffer.close()
+        return queued, leftovers, True
+
+    def _untaken(self, deadline: float | None) -> list[AssistantMessage]:
+        """The responses still on the finished agent's output channel, taken once the waiting
+        calls have returned (each with its own response, or ``AgentClosedError``)."""
+        # At least a moment even past the deadline: they are returning now, and the answer one
+        # of them is about to take must not be taken here instead.
+        left = remaining(deadline, 1.0)
+        limit = CALLS_END_S if left is None else min(CALLS_END_S, left)
+        with self._calls:
+            self._calls.wait_for(lambda: self._waiting == 0, limit)
+        leftovers: list[AssistantMessage] = []
+        while True:
+            try:
+                leftovers.append(self._agent.take_response(0))
+            except (ResponseTimeout, AgentClosedError):
+                return leftovers

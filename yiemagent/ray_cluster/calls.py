@@ -8,6 +8,7 @@ caller of a remote agent should see what a local agent would have raised (``Resp
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import ray
@@ -15,7 +16,13 @@ import ray.exceptions
 
 from yiemagent.errors import AgentActorDiedError, ResponseTimeout
 
-__all__ = ["get", "short_reason"]
+__all__ = ["get", "remaining", "short_reason"]
+
+
+def remaining(deadline: float | None, floor: float = 0.0) -> float | None:
+    """Seconds until ``deadline`` (a ``time.monotonic()`` value; at least ``floor``), or
+    ``None`` for no deadline."""
+    return None if deadline is None else max(deadline - time.monotonic(), floor)
 
 
 def short_reason(exc: BaseException, limit: int = 300) -> str:

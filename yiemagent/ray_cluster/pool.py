@@ -179,19 +179,28 @@ class AgentPool:
 
     def shutdown(self, timeout: float | None = 120.0) -> int:
         """Let the runs in progress finish, save the sessions whose last save failed, and end
-        the actors; return how many sessions could not be saved (0 normally)."""
+        the actors; return how many sessions could not be saved (0 normally). The actors close
+        at the same time, so this takes at most about ``timeout`` seconds in all: an actor that
+        has not closed by then is ended anyway (a warning names its slot), losing its runs in
+        progress and any session whose last save failed."""
         with self._lock:
             if self._closed:
                 return 0
             self._closed = True
             actors = list(self._actors)
-        lost = 0
         refs = [a.close.remote() for a in actors]
-        for ref in refs:
+        done, _ = ray.wait(refs, num_returns=len(refs), timeout=timeout, fetch_local=False)
+        finished = set(done)
+        lost = 0
+        for slot, ref in enumerate(refs):
+            if ref not in finished:
+                logger.warning("the pool's actor %d did not close within %s s; it is ended with its "
+                               "runs in progress", slot, timeout)
+                continue
             try:
-                lost += get(ref, timeout, what="shutdown()")
-            except (AgentActorDiedError, ResponseTimeout, ray.exceptions.RayError) as exc:
-                logger.warning("a pool actor did not close cleanly: %s", exc)
+                lost += get(ref, what="shutdown()")
+            except Exception as exc:  # dead, or failed: it is ended below all the same
+                logger.warning("the pool's actor %d did not close cleanly: %s", slot, short_reason(exc))
         for actor in actors:
             ray.kill(actor)
         return lost

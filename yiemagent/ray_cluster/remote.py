@@ -4,6 +4,8 @@ It has the agent's synchronous API; each call is a call to the actor, waited for
 listeners receive the agent's events in order through an ``EventPump`` thread that long-polls
 the actor; ``flush_events`` waits until they have every event so far (a run's events all come
 before its response, so after ``prompt`` returns, ``flush_events`` covers that whole run).
+``shutdown`` ends the actor only once the calls in flight have their answers and the listeners
+have every event.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 import weakref
 from collections.abc import Callable
 from typing import Any
@@ -20,11 +23,11 @@ import ray
 from yiemagent.emit import Emit
 from yiemagent.errors import AgentActorDiedError, AgentClosedError, ResponseTimeout
 from yiemagent.messages import AgentMessage, AssistantMessage, UserMessage
-from yiemagent.ray_cluster.agent_host import CONTROL_THREADS, AgentHost
-from yiemagent.ray_cluster.calls import get
+from yiemagent.ray_cluster.agent_host import CALLS_END_S, CONTROL_THREADS, AgentHost
+from yiemagent.ray_cluster.calls import get, remaining
 from yiemagent.ray_cluster.settings import AgentSettings
 from yiemagent.ray_cluster.sink import EventSink
-from yiemagent.ray_cluster.stream import POLL_S, EventPump, Numbered
+from yiemagent.ray_cluster.stream import EventPump, Numbered
 from yiemagent.session import SessionData
 from yiemagent.session_store import SessionStore
 
@@ -61,6 +64,10 @@ class RemoteAgent:
         self._lock = threading.Lock()
         self._pump: EventPump | None = None
         self._leftovers: list[AssistantMessage] = []
+        self._in_flight: set[Any] = set()  # refs of the calls waiting for the actor's answer
+        self._in_flight_lock = threading.Lock()  # not _lock: subscribe() calls out holding that
+        self._collecting = False  # a shutdown(wait=True) is collecting the untaken responses
+        self._collected = threading.Event()  # ...and has kept them in _leftovers
         self._killed = False
         if listener is not None:
             self.subscribe(listener)
@@ -123,7 +130,17 @@ class RemoteAgent:
     def _call(self, method: str, *args: Any, timeout: float | None = None) -> Any:
         if self._killed:
             raise AgentClosedError("the remote agent was shut down")
-        return get(getattr(self.actor, method).remote(*args), timeout, what=f"{method}()")
+        return self._wait(getattr(self.actor, method).remote(*args), timeout, f"{method}()")
+
+    def _wait(self, ref: Any, timeout: float | None, what: str) -> Any:
+        """The answer of the call ``ref``, which ``shutdown`` lets arrive before it ends the actor."""
+        with self._in_flight_lock:
+            self._in_flight.add(ref)
+        try:
+            return get(ref, timeout, what=what)
+        finally:
+            with self._in_flight_lock:
+                self._in_flight.discard(ref)
 
     def run_agent(self, msg: Any) -> None:
         """Send a user message (see ``YiemAgent.run_agent``); waits while the channel is full."""
@@ -146,15 +163,25 @@ class RemoteAgent:
         if self._killed:
             raise AgentClosedError("the remote agent was shut down and its responses are all taken")
         try:
-            response: AssistantMessage = get(self.actor.take_response.remote(timeout), _grace(timeout),
-                                             what="take_response()")
+            response: AssistantMessage = self._wait(self.actor.take_response.remote(timeout),
+                                                    _grace(timeout), "take_response()")
         except ResponseTimeout:
             raise ResponseTimeout(f"no response within {timeout} s") from None
+        except AgentClosedError:
+            # A shutdown took the responses while this call was on its way: they come back here.
+            if self._collecting:
+                self._collected.wait(GRACE_S)
+            with self._lock:
+                if self._leftovers:
+                    return self._leftovers.pop(0)
+            raise
         return response
 
     def prompt(self, text: Any, timeout: float | None = None) -> AssistantMessage:
         """Send ``text`` and return the response of the run that answered it (see
-        ``YiemAgent.prompt``)."""
+        ``YiemAgent.prompt``). A ``shutdown`` meanwhile lets that run finish (or aborts it) and
+        this still returns its response; when the message was still queued, shutdown hands it
+        back and this raises the local agent's ``RuntimeError`` (it never ran)."""
         response: AssistantMessage = self._call("prompt", text, timeout, timeout=_grace(timeout))
         return response
 
@@ -211,8 +238,10 @@ class RemoteAgent:
 
                 self._pump = EventPump(poll, self.session_id[:8])
                 # A handle dropped without shutdown() must not leave its pump polling forever
-                # (the pump holds the actor, which would then never end).
-                weakref.finalize(self, self._pump.stop)
+                # (the pump holds the actor, which would then never end), nor wait for a
+                # listener that is busy: the dropping thread, or the interpreter's exit, would
+                # wait with it.
+                weakref.finalize(self, self._pump.stop, 0)
             return self._pump.subscribe(listener)
 
     def flush_events(self, timeout: float | None = 60.0) -> None:
@@ -230,42 +259,74 @@ class RemoteAgent:
     def shutdown(self, wait: bool = True, abort: bool = False,
                  timeout: float | None = None) -> list[UserMessage]:
         """Stop the agent and return the messages it never processed (see
-        ``YiemAgent.shutdown``). With ``wait``, once the agent has finished, its last events
-        reach the listeners, the responses nobody took are kept here for ``take_response``,
-        and the actor is ended (past ``timeout`` it is ended anyway, with whatever it was still
-        running). Without ``wait`` the actor lives on until this handle is dropped or
-        ``kill()`` is called, so later responses can still be taken."""
+        ``YiemAgent.shutdown``; a ``prompt`` whose message is among them raises the local
+        agent's ``RuntimeError``). With ``wait``, once the agent has finished, the calls in
+        flight get their answers (a ``prompt`` its response), the responses nobody took are
+        kept here for ``take_response``, every event reaches the listeners (no listener call
+        happens after this returns), and the actor is ended. Past ``timeout`` seconds in all it
+        is ended anyway, with whatever it was still running, and events not yet delivered are
+        dropped (a warning says so). From a listener of this agent ``wait=True`` raises
+        ``RuntimeError``, as it would wait for itself. Without ``wait`` the actor lives on
+        until this handle is dropped or ``kill()`` is called, so later responses can still be
+        taken."""
         if self._killed:
             return []
-        try:
-            queued, leftovers, _finished = self._call("shutdown", wait, abort, timeout,
-                                                      timeout=_grace(timeout))
-        except AgentActorDiedError:
-            queued, leftovers = [], []
-        with self._lock:
-            self._leftovers.extend(leftovers)
+        pump = self._pump
+        if wait and pump is not None and pump.on_own_thread():
+            raise RuntimeError("shutdown(wait=True) from a listener of this agent would wait for "
+                               "that listener to return; use shutdown(wait=False) there")
+        deadline = None if timeout is None else time.monotonic() + timeout
+        queued, finished = self._stop_actor(wait, abort, timeout)
         if wait:
-            pump = self._pump
-            if pump is not None:
-                pump.wait_for(self._last_event(), POLL_S * 5 if timeout is None else timeout)
+            if finished:
+                self._let_calls_return(deadline)
+                self._drain_events(deadline, timeout)
             self.kill()
         return list(queued)
 
-    def _last_event(self) -> int:
+    def _stop_actor(self, wait: bool, abort: bool, timeout: float | None) -> tuple[list[UserMessage], bool]:
+        """The actor's ``shutdown``: keep the responses nobody took; return the messages never
+        processed and whether the agent has finished."""
+        if wait:
+            self._collecting = True
         try:
-            last: int = self._call("flush_events", 0.0)
-        except Exception:  # a dead actor or a sink that is behind: nothing more to wait for
-            return 0
-        return last
+            queued, leftovers, finished = self._call("shutdown", wait, abort, timeout,
+                                                     timeout=_grace(timeout))
+        except AgentActorDiedError:
+            queued, leftovers, finished = [], [], False
+        finally:
+            if wait:
+                self._collected.set()
+        with self._lock:
+            self._leftovers.extend(leftovers)
+        return queued, bool(finished)
+
+    def _let_calls_return(self, deadline: float | None) -> None:
+        """Wait until the answers of the calls in flight have arrived (the finished agent gave
+        them at once, but a reply still on its way would be lost with the actor)."""
+        with self._in_flight_lock:
+            refs = list(self._in_flight)
+        if refs:
+            limit = remaining(deadline, 1.0)
+            ray.wait(refs, num_returns=len(refs), timeout=CALLS_END_S if limit is None else limit,
+                     fetch_local=False)
+
+    def _drain_events(self, deadline: float | None, timeout: float | None) -> None:
+        """Wait until the pump has handed the listeners every event (the finished actor closed
+        its buffer, so the pump then ends); past the deadline, stop it."""
+        pump = self._pump
+        if pump is not None and not pump.finish(remaining(deadline)):
+            pump.stop(0)
+            logger.warning("shutdown(timeout=%s): the listeners had events %d and later still to "
+                           "get; those are dropped", timeout, pump.delivered + 1)
 
     def kill(self) -> None:
-        """End the actor now, whatever it is doing (its unsaved state is lost)."""
+        """End the actor now, whatever it is doing (its unsaved state is lost); no listener
+        call starts after this (one in progress may still finish)."""
         self._killed = True
         if self._pump is not None:
             self._pump.stop(0)
         ray.kill(self.actor)
-        if self._pump is not None:
-            self._pump.stop(POLL_S * 5)
 
     def __enter__(self) -> RemoteAgent:
         return self

@@ -21,9 +21,9 @@ import ray
 from yiemagent.agent import YiemAgent
 from yiemagent.errors import AgentClosedError, ClusterError, describe_error
 from yiemagent.messages import AssistantMessage
+from yiemagent.ray_cluster.forwarder import SinkForwarder
 from yiemagent.ray_cluster.settings import AgentFactory, AgentSettings
 from yiemagent.ray_cluster.sink import EventSink, sink_deliverer
-from yiemagent.ray_cluster.stream import SinkForwarder
 from yiemagent.session_store import SessionStore
 
 __all__ = ["SessionHost", "error_response"]

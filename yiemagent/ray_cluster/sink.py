@@ -6,6 +6,9 @@
 numbers the records across all sources, ``source`` is the session id, ``event`` the event as a
 dict (``yiemagent.event_wire``). Records from one agent keep their order: each agent's actor
 sends them from one thread and waits for each batch, and the sink actor runs one call at a time.
+While the sink is behind, each agent's actor keeps at most 10,000 records waiting (``forwarder``)
+and drops the oldest beyond that; the next batch then starts with a marker record
+``{"seq", "source", "time", "dropped": n}`` (no ``event``) per source that lost ``n`` records.
 To send events elsewhere (a log pipeline, a queue), give ``event_sink`` the importable name of a
 function instead; it is called with each batch of records on the agent's node.
 """
@@ -88,8 +91,9 @@ class EventSink:
         return result
 
     def events(self, source: str | None = None) -> list[AgentEvent]:
-        """The events of every record (from ``source`` only, when given), rebuilt, in order."""
-        return [event_from_dict(r["event"]) for r in self.records(0, source)]
+        """The events of every record (from ``source`` only, when given), rebuilt, in order;
+        the markers of dropped records are left out (``records`` has them)."""
+        return [event_from_dict(r["event"]) for r in self.records(0, source) if "event" in r]
 
     def shutdown(self) -> None:
         """Stop the sink actor; its records are gone."""

@@ -1,11 +1,10 @@
-"""Events on their way out of an actor: buffered for a caller that long-polls them, or forwarded
-to a shared sink, always in the order the agent emitted them.
+"""Events on their way from an actor to the caller's listeners, in the order the agent emitted
+them (the way to a shared sink is ``forwarder``).
 
 ``EventBuffer`` (actor side) numbers the agent's events as dicts and keeps them until the caller
 has taken them. ``EventPump`` (caller side) is one thread per remote agent that long-polls the
 buffer and hands the rebuilt events to the caller's listeners, one at a time, in order, like a
-local agent's listeners. ``SinkForwarder`` (actor side) sends records to a shared sink from a
-thread of its own, so a slow sink never slows a run.
+local agent's listeners.
 """
 
 from __future__ import annotations
@@ -13,7 +12,6 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-import time
 from collections.abc import Callable
 from typing import Any
 
@@ -21,7 +19,7 @@ from yiemagent.emit import Emit, SafeEmitter
 from yiemagent.event_wire import event_from_dict, event_to_dict
 from yiemagent.events import AgentEvent
 
-__all__ = ["EventBuffer", "EventPump", "SinkForwarder"]
+__all__ = ["BUFFER_LIMIT", "POLL_S", "EventBuffer", "EventPump", "Numbered"]
 
 logger = logging.getLogger("yiemagent.ray_cluster")
 
@@ -83,12 +81,12 @@ class EventPump:
     """Caller side: a thread that long-polls an actor's ``EventBuffer`` (through ``poll``, a
     function of ``(after, timeout)`` returning what ``EventBuffer.poll`` returns) and hands
     each event to the listeners, in order, never two at once; a listener that raises is logged
-    and skipped. It ends on ``stop``, when the buffer is closed, or when a poll fails (the
-    actor died)."""
+    and skipped. It ends when the buffer is closed and every event has been handed over, when a
+    poll fails (the actor died), or on ``stop``, after which no listener call starts."""
 
     def __init__(self, poll: Callable[[int, float], tuple[list[Numbered], int, bool]], name: str) -> None:
         self.listeners = SafeEmitter()
-        self._poll = poll
+        self._poll: Callable[[int, float], tuple[list[Numbered], int, bool]] | None = poll
         self._cond = threading.Condition()
         self._delivered = 0
         self._finished = False
@@ -101,23 +99,35 @@ class EventPump:
         """Add a listener after the others; return the function that removes it."""
         return self.listeners.subscribe(listener)
 
+    @property
+    def delivered(self) -> int:
+        """The number of the latest event handed to the listeners."""
+        with self._cond:
+            return self._delivered
+
+    def on_own_thread(self) -> bool:
+        """Whether the caller runs on the pump's thread (in one of its listeners)."""
+        return threading.current_thread() is self._thread
+
+    def _fetch(self) -> tuple[list[Numbered], int, bool] | None:
+        """One poll, or ``None`` once stopped. The poll function (which holds the actor's
+        handle) is only referenced from this frame while the poll runs, so a stopped pump whose
+        thread is still in a listener does not keep the actor alive."""
+        poll = self._poll
+        if poll is None or self._stopping.is_set():
+            return None
+        return poll(self._delivered, POLL_S)
+
     def _run(self) -> None:
         dropped_seen = 0
         try:
-            while not self._stopping.is_set():
-                batch, dropped, closed = self._poll(self._delivered, POLL_S)
+            while (polled := self._fetch()) is not None:
+                batch, dropped, closed = polled
                 if dropped > dropped_seen:
                     logger.warning("%d events were dropped before this caller took them (the "
                                    "actor keeps at most %d)", dropped - dropped_seen, BUFFER_LIMIT)
                     dropped_seen = dropped
-                for number, data in batch:
-                    if number <= self._delivered:
-                        continue
-                    self._deliver(data)
-                    with self._cond:
-                        self._delivered = number
-                        self._cond.notify_all()
-                if closed and not batch:
+                if not self._hand_over(batch) or (closed and not batch):
                     break
         except Exception as exc:  # the actor is gone: nothing more will come
             if not self._stopping.is_set():
@@ -127,6 +137,21 @@ class EventPump:
             with self._cond:
                 self._finished = True
                 self._cond.notify_all()
+
+    def _hand_over(self, batch: list[Numbered]) -> bool:
+        """Hand the events of ``batch`` not yet delivered to the listeners, in order; ``False``
+        when ``stop`` came first (checked under its lock: no call starts after ``stop``)."""
+        for number, data in batch:
+            with self._cond:
+                if self._stopping.is_set():
+                    return False
+            if number <= self._delivered:
+                continue
+            self._deliver(data)
+            with self._cond:
+                self._delivered = number
+                self._cond.notify_all()
+        return True
 
     def _deliver(self, data: dict[str, Any]) -> None:
         try:
@@ -143,75 +168,19 @@ class EventPump:
             self._cond.wait_for(lambda: self._delivered >= number or self._finished, timeout)
             return self._delivered >= number
 
-    def stop(self, timeout: float | None = None) -> None:
-        """Stop polling and wait (up to ``timeout``) for the thread to end."""
-        self._stopping.set()
-        if threading.current_thread() is not self._thread:
-            self._thread.join(timeout)
-
-
-class SinkForwarder:
-    """Actor side: sends event records (``{"source", "time", "event"}``) to ``deliver`` in
-    batches, in the order they were put, from a thread of its own. A failing ``deliver`` is
-    logged (once per run of failures) and its batch dropped: a broken sink must not stop agents."""
-
-    def __init__(self, deliver: Callable[[list[dict[str, Any]]], None], name: str = "sink") -> None:
-        self._deliver = deliver
-        self._cond = threading.Condition()
-        self._records: collections.deque[dict[str, Any]] = collections.deque()
-        self._put = 0
-        self._sent = 0
-        self._closed = False
-        self._failing = False
-        self._thread = threading.Thread(target=self._run, name=f"yiemagent-{name}", daemon=True)
-        self._thread.start()
-
-    def listener(self, source: str) -> Emit:
-        """An event listener that forwards each event as a record from ``source``."""
-
-        def forward(event: AgentEvent) -> None:
-            self.put({"source": source, "time": time.time(), "event": event_to_dict(event)})
-
-        return forward
-
-    def put(self, record: dict[str, Any]) -> None:
-        """Queue ``record`` for the sink."""
-        with self._cond:
-            if self._closed:
-                return
-            self._records.append(record)
-            self._put += 1
-            self._cond.notify_all()
-
-    def _run(self) -> None:
-        while True:
-            with self._cond:
-                self._cond.wait_for(lambda: self._closed or bool(self._records))
-                if not self._records:
-                    return
-                batch = list(self._records)
-                self._records.clear()
-            try:
-                self._deliver(batch)
-                self._failing = False
-            except Exception as exc:
-                if not self._failing:
-                    logger.error("the event sink failed; its events are dropped until it works "
-                                 "again: %s", exc)
-                self._failing = True
-            with self._cond:
-                self._sent += len(batch)
-                self._cond.notify_all()
-
-    def flush(self, timeout: float | None) -> bool:
-        """Wait until every record put so far has been handed to the sink; ``False`` on timeout."""
-        with self._cond:
-            target = self._put
-            return self._cond.wait_for(lambda: self._sent >= target, timeout)
-
-    def close(self, timeout: float | None = None) -> None:
-        """Send what is queued, then end the thread (waiting up to ``timeout``)."""
-        with self._cond:
-            self._closed = True
-            self._cond.notify_all()
+    def finish(self, timeout: float | None) -> bool:
+        """Wait (up to ``timeout``) until the thread has ended: the buffer was closed and every
+        event handed over, or the stream ended otherwise; whether it has."""
+        if self.on_own_thread():
+            return False
         self._thread.join(timeout)
+        return not self._thread.is_alive()
+
+    def stop(self, timeout: float | None = None) -> None:
+        """Stop: no listener call starts after this, and the poll function is let go; wait (up
+        to ``timeout``, not at all with 0) for a listener call in progress to return."""
+        with self._cond:
+            self._stopping.set()
+        self._poll = None
+        if timeout != 0 and not self.on_own_thread():
+            self._thread.join(timeout)
