@@ -530,14 +530,14 @@ def write_tool_files(folder: Path, count: int) -> None:
 
 def tool_loading(sizes: Sizes) -> Scenario:
     """``load_tools`` on a folder of generated tool files, each run into a new store; ms per
-    file. Reports ``unavailable`` when ``yiemagent.tool_registry`` cannot be imported."""
+    file. Reports ``unavailable`` when ``yiemagent.tools._store`` cannot be imported."""
     params = {"files": sizes.tool_files}
     try:
-        registry = importlib.import_module("yiemagent.tool_registry")
+        registry = importlib.import_module("yiemagent.tools._store")
     except ImportError as exc:
         return Scenario("tool_loading", "unavailable", params,
                         [Figure("ms_per_file", "ms per file", "ms", [], 5.0)],
-                        f"yiemagent.tool_registry cannot be imported: {exc}")
+                        f"yiemagent.tools._store cannot be imported: {exc}")
     with tempfile.TemporaryDirectory(prefix="yiemagent-bench-") as tmp:
         folder = Path(tmp)
         write_tool_files(folder, sizes.tool_files)
@@ -670,7 +670,7 @@ def ray_pool_child(conversations: int, actors: int, clients: int, runs: int, war
     front of a busy machine. Returns each measured round's figures."""
     import ray
 
-    from yiemagent.ray_cluster import AgentPool, AgentSettings, DirectoryStore, RedisStore
+    from yiemagent.integrations.ray import AgentPool, AgentSettings, DirectoryStore, RedisStore
 
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     path = os.pathsep.join(p for p in (str(Path(__file__).resolve().parent), str(REPO),
@@ -798,14 +798,14 @@ def local_model(sizes: Sizes) -> Scenario:
                Figure("direct_tokens_per_s", "llama-cpp-python tokens/s", "tok/s", []),
                Figure("slowdown", "direct ÷ client tokens/s", "x", [], LOCAL_TARGET)]
     try:
-        llamacpp = importlib.import_module("yiemagent.llm.llamacpp")
+        llamacpp = importlib.import_module("yiemagent.llm.llamacpp._client")
         client = llamacpp.LlamaCppClient(max_tokens=sizes.local_tokens)
         llama_cpp = importlib.import_module("llama_cpp")
     except ImportError as exc:
         return Scenario("local_model", "unavailable", params, figures, str(exc))
-    prompts = importlib.import_module("yiemagent.llm.llamacpp_prompts")
-    utils = importlib.import_module("yiemagent.utils")
-    context = importlib.import_module("yiemagent.tool_types").AgentContext(
+    prompts = importlib.import_module("yiemagent.llm.llamacpp._prompts")
+    utils = importlib.import_module("yiemagent.core._context")
+    context = importlib.import_module("yiemagent.core._tools").AgentContext(
         "", [UserMessage(LOCAL_PROMPT)], [])
     request = utils.format_msg_for_llm(context)
     direct = llama_cpp.Llama(model_path=str(client.model_path), n_ctx=client.n_ctx,

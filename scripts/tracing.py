@@ -1,6 +1,6 @@
 """Tracing: every run, LLM call and tool call of an agent as an OpenTelemetry span.
 
-``YiemAgent(tracer=...)`` (or ``enable_tracing()`` for every agent made afterwards) subscribes a
+``trace_agent(agent, tracer)`` (or ``enable_tracing()`` for every agent made afterwards) subscribes a
 listener that turns the loop's events into spans following the OpenTelemetry GenAI conventions:
 an ``invoke_agent`` span per run, with a ``chat`` span per LLM call and an ``execute_tool`` span
 per tool call under it, carrying ``gen_ai.*`` attributes (model, token usage, tool name and call
@@ -11,12 +11,15 @@ a service you would export them to your collector instead (an OTLP exporter). It
 
 from __future__ import annotations
 
+from typing import Any
+
 from _scripted import ScriptedModel, answer, calls, use
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from yiemagent import YiemAgent, function_tool
+from yiemagent.integrations import trace_agent
 
 
 @function_tool(parallel=True)
@@ -48,6 +51,12 @@ def print_tree(spans: tuple[ReadableSpan, ...]) -> None:
         show(root, 0)
 
 
+def traced(agent: YiemAgent, tracer: Any) -> YiemAgent:
+    """``agent``, traced with ``tracer``."""
+    trace_agent(agent, tracer)
+    return agent
+
+
 def main() -> None:
     """Run one question with two parallel tool calls and print the span tree."""
     exporter = InMemorySpanExporter()
@@ -57,9 +66,9 @@ def main() -> None:
         calls(use("population", city="Paris"), use("population", city="Tokyo")),
         "Tokyo has far more people than Paris: 14 million against 2.1 million.",
     ], name="scripted-model")
-    with YiemAgent(llm_call=model, tools=[population], tool_execution="parallel",
-                   tracer=provider.get_tracer("example"), name="demographer",
-                   session_id="conversation-1") as agent:
+    with traced(YiemAgent(llm_call=model, tools=[population], tool_execution="parallel",
+                   name="demographer",
+                   session_id="conversation-1"), provider.get_tracer("example")) as agent:
         reply = agent.prompt("Which city is bigger, Paris or Tokyo?", timeout=30)
     print("answer:", answer(reply))
     print_tree(exporter.get_finished_spans())

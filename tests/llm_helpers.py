@@ -11,12 +11,12 @@ from typing import Any
 import pytest
 from llm_server import ScriptedServer
 
-from yiemagent.content import AgentToolCall, ImageContent, TextContent
-from yiemagent.events import MessageUpdateEvent
+from yiemagent.core._content import AgentToolCall, ImageContent, TextContent
+from yiemagent.core._context import LlmRequest, format_msg_for_llm
+from yiemagent.core._events import MessageUpdateEvent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._tools import AbortSignal, AgentContext, AgentTool, AgentToolResult
 from yiemagent.llm import AnthropicMessagesClient, LlmClient, LlmError, OpenAIChatClient
-from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.tool_types import AbortSignal, AgentContext, AgentTool, AgentToolResult
-from yiemagent.utils import LlmRequest, format_msg_for_llm
 
 KEY = "sk-test-9f8e7d6c5b4a-SECRET"
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="

@@ -205,7 +205,7 @@ def crash_tool() -> AgentTool:
 def all_tools() -> list[AgentTool]:
     """Every tool above, for ``tool_imports``, and ``echo_task``: ``echo`` run as a Ray task
     (from the actor that hosts the agent)."""
-    from yiemagent.ray_cluster import ray_tool
+    from yiemagent.integrations.ray import ray_tool
 
     task = attrs.evolve(ray_tool(echo_tool(), num_cpus=0), name="echo_task")
     return [echo_tool(), gate_tool(), meet_tool(), boom_tool(), task]
@@ -236,7 +236,7 @@ def stalling_sink(records: list[dict[str, Any]]) -> None:
 def scripted_settings(**changes: Any) -> Any:
     """``AgentSettings`` of the scripted model with the tools and hook above; ``changes``
     override."""
-    from yiemagent.ray_cluster import AgentSettings
+    from yiemagent.integrations.ray import AgentSettings
 
     base: dict[str, Any] = {
         "model_spec": "scripted", "llm_factory": "ray_helpers:make_llm",

@@ -28,7 +28,7 @@ from yiemagent import (
     ToolStore,
     YiemAgent,
 )
-from yiemagent.schema_check import compile_fast_check
+from yiemagent.core._schema_fast import compile_fast_check
 
 HOSTILE = "a" * 40 + "!"
 PATTERN = "^(a+)+$"
@@ -81,7 +81,7 @@ def local() -> dict[str, Any]:
 
 def mcp(url: str) -> dict[str, Any]:
     """The tools of ``mcp_schema_server.py`` loaded with ``strict=False``, then called."""
-    from yiemagent.mcp_tools import load_mcp_tools
+    from yiemagent.tools.mcp._connection import load_mcp_tools
 
     server = [sys.executable, str(Path(__file__).with_name("mcp_schema_server.py")), url]
     calls = [("backtrack", {"word": HOSTILE}), ("backtrack", {"word": "aaaa"}), ("echo", {"text": "hi"}),

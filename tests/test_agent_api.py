@@ -14,20 +14,9 @@ from typing import Any
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, gated_tool, last_user_text, reply, text
 
-from yiemagent import (
-    AgentClosedError,
-    AgentTool,
-    AgentToolCall,
-    AgentToolResult,
-    AssistantMessage,
-    ResponseTimeout,
-    TextContent,
-    ToolResultMessage,
-    UserMessage,
-    YiemAgent,
-    resume,
-)
-from yiemagent.events import AgentStartEvent, TurnStartEvent
+from yiemagent import AgentTool, AgentToolCall, AgentToolResult, AssistantMessage, TextContent, ToolResultMessage, UserMessage, YiemAgent, resume
+from yiemagent.errors import AgentClosedError, ResponseTimeout
+from yiemagent.core._events import AgentStartEvent, TurnStartEvent
 
 
 class Gate:

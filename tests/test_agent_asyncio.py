@@ -10,7 +10,7 @@ import threading
 from typing import Any
 
 from yiemagent import AbortSignal, AgentTool, AgentToolResult, AssistantMessage, TextContent, YiemAgent
-from yiemagent.scripted import ScriptedModel
+from yiemagent.testing._scripted import ScriptedModel
 
 WAIT_S = 30.0
 

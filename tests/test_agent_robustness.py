@@ -10,18 +10,8 @@ from typing import Any
 
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, last_user_text, reply, text
 
-from yiemagent import (
-    AgentClosedError,
-    AgentEvent,
-    AgentTool,
-    AgentToolResult,
-    AssistantMessage,
-    MessageUpdateEvent,
-    TextContent,
-    ToolResultMessage,
-    UserMessage,
-    YiemAgent,
-)
+from yiemagent import AgentEvent, AgentTool, AgentToolResult, AssistantMessage, MessageUpdateEvent, TextContent, ToolResultMessage, UserMessage, YiemAgent
+from yiemagent.errors import AgentClosedError
 
 
 def test_shutdown_does_not_wait_for_a_taker_when_the_output_channel_is_full() -> None:

@@ -52,7 +52,7 @@ def report(bench: ModuleType) -> dict[str, Any]:
 
 def registry_available() -> bool:
     """Whether the tool-loading API exists (without it, tool_loading is unavailable)."""
-    return importlib.util.find_spec("yiemagent.tool_registry") is not None
+    return importlib.util.find_spec("yiemagent.tools._store") is not None
 
 
 def available(name: str) -> bool:
@@ -131,13 +131,13 @@ def test_command_line_json_is_one_object() -> None:
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="--profile needs CPython 3.10 or 3.11")
 def test_profile_lists_library_functions(bench: ModuleType) -> None:
     text = bench.profile(["turn_overhead"], bench.QUICK, 5)
-    assert "run.py" in text and "cumulative" in text
+    assert "_loop.py" in text and "cumulative" in text
 
 
 def test_tool_loading_reports_unavailable_without_the_registry(bench: ModuleType,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "yiemagent.tool_registry", None)  # makes the import fail
+    monkeypatch.setitem(sys.modules, "yiemagent.tools._store", None)  # makes the import fail
     scenario = bench.tool_loading(bench.QUICK).to_dict()
-    assert scenario["status"] == "unavailable" and "tool_registry" in scenario["note"]
+    assert scenario["status"] == "unavailable" and "tools._store" in scenario["note"]
     fig = scenario["figures"]["ms_per_file"]
     assert fig["median"] is None and fig["met"] is None and is_number(fig["target"])

@@ -21,7 +21,8 @@ from cli_helpers import (
     tools_folder,
 )
 
-from yiemagent import AssistantMessage, load_session
+from yiemagent import AssistantMessage
+from yiemagent.agent import load_session
 
 # Pseudo-terminals and Ctrl-C as SIGINT are POSIX only; the other tests run anywhere.
 posix_terminal = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
@@ -333,7 +334,7 @@ def test_the_example_tools_ship_inside_the_package() -> None:
     assert "yiemagent.example_tools" in setuptools["packages"]
     assert setuptools["package-dir"]["yiemagent.example_tools"] == "tools"
     assert config["project"]["scripts"]["yiemagent"] == "yiemagent.cli:main"
-    from yiemagent.cli_session import example_tools_folder
+    from yiemagent.cli._session import example_tools_folder
 
     assert example_tools_folder().resolve() in ((root / "tools").resolve(),
                                                 (root / "yiemagent" / "example_tools").resolve())

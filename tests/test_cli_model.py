@@ -14,10 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import yiemagent.cli_model as cli_model
-from yiemagent import OpenAIChatClient
-from yiemagent.cli_model import INSTALL_LOCAL, CliError, choose_model, default_spec
-from yiemagent.scripted import ScriptedModel
+import yiemagent.cli._model as cli_model
+from yiemagent.llm import OpenAIChatClient
+from yiemagent.cli._model import INSTALL_LOCAL, CliError, choose_model, default_spec
+from yiemagent.testing._scripted import ScriptedModel
 
 
 @pytest.mark.parametrize(("env", "spec"), [
@@ -98,8 +98,8 @@ def test_without_llama_cpp_the_message_says_how_to_install_it(monkeypatch: pytes
 def test_with_the_local_extra_it_asks_the_factory_for_local(monkeypatch: pytest.MonkeyPatch,
                                                             tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "llama_cpp", types.ModuleType("llama_cpp"))
-    monkeypatch.setitem(sys.modules, "yiemagent.llm.llamacpp",
-                        types.ModuleType("yiemagent.llm.llamacpp"))
+    monkeypatch.setitem(sys.modules, "yiemagent.llm.llamacpp._client",
+                        types.ModuleType("yiemagent.llm.llamacpp._client"))
     asked: list[str] = []
 
     def factory(spec: str, **_options: Any) -> Any:

@@ -18,7 +18,7 @@ from yiemagent import (
     ToolExecStartEvent,
     ToolExecUpdateEvent,
 )
-from yiemagent.cli_render import Renderer, duration, one_line
+from yiemagent.cli._render import Renderer, duration, one_line
 
 
 class Stream(io.StringIO):

@@ -21,8 +21,8 @@ from yiemagent import (
     ToolExecStartEvent,
     ToolExecUpdateEvent,
 )
-from yiemagent.cli_render import Renderer, one_line
-from yiemagent.cli_text import printable
+from yiemagent.cli._render import Renderer, one_line
+from yiemagent.cli._text import printable
 
 ESC = "\x1b"
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 from cli_helpers import Terminal, clean_env, run_cli, script_file
 
-from yiemagent import load_session
+from yiemagent.agent import load_session
 
 posix_terminal = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from yiemagent import YiemAgent
-from yiemagent.context_overflow import looks_like_context_overflow, with_overflow_hint
+from yiemagent.core._context_overflow import looks_like_context_overflow, with_overflow_hint
 
 OVERFLOWS = [
     # OpenAI

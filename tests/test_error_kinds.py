@@ -21,8 +21,8 @@ from yiemagent import (
     error_kind,
     execute_tool_calls,
 )
-from yiemagent.repeated_calls import RepeatedCalls
-from yiemagent.tool_calls import normalize_tool_calls
+from yiemagent.core._repeated_calls import RepeatedCalls
+from yiemagent.core._tool_calls import normalize_tool_calls
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 

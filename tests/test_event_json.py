@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-import yiemagent.events as events
+import yiemagent.core._events as events
 from yiemagent import (
     AgentEndEvent,
     AgentEvent,
@@ -34,7 +34,7 @@ from yiemagent import (
     UserMessage,
     YiemAgent,
 )
-from yiemagent.event_log import JsonlEventWriter, event_line
+from yiemagent.integrations._event_log import JsonlEventWriter, event_line
 
 USER = UserMessage("hi", timestamp=1)
 REPLY = AssistantMessage(content=[AgentToolCall("c1", "echo", {"text": "a"})], timestamp=2)

@@ -1,4 +1,4 @@
-"""Events as JSON-ready dicts and back (``yiemagent.event_wire``): every event a real run emits
+"""Events as JSON-ready dicts and back (``yiemagent.integrations``): every event a real run emits
 survives ``event_to_dict`` -> JSON text -> ``event_from_dict`` unchanged."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from yiemagent import (
     ToolExecUpdateEvent,
     YiemAgent,
 )
-from yiemagent.event_wire import event_from_dict, event_to_dict
+from yiemagent.integrations._event_wire import event_from_dict, event_to_dict
 
 
 def progress(_id: str, args: dict[str, Any], _signal: Any, on_partial: Any) -> AgentToolResult:

@@ -11,11 +11,11 @@ from typing import Annotated, Any, Literal, Optional, Union
 
 import pytest
 
-from yiemagent.agent_core import execute_tool_calls
-from yiemagent.content import AgentToolCall, TextContent
-from yiemagent.function_tool import function_tool, parse_docstring, to_tool_result
-from yiemagent.messages import AssistantMessage, ToolResultMessage
-from yiemagent.tool_types import AbortSignal, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult
+from yiemagent.core._content import AgentToolCall, TextContent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage
+from yiemagent.core._pipeline import execute_tool_calls
+from yiemagent.core._tools import AbortSignal, AgentContext, AgentLoopConfig, AgentTool, AgentToolResult
+from yiemagent.tools._function_tool import function_tool, parse_docstring, to_tool_result
 
 
 class Color(enum.Enum):

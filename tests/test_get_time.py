@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 
-from yiemagent.agent_core import execute_tool_calls
-from yiemagent.content import AgentToolCall, TextContent
-from yiemagent.messages import AssistantMessage, ToolResultMessage
-from yiemagent.tool_registry import check_tool_file
-from yiemagent.tool_types import AgentContext, AgentLoopConfig, AgentTool
+from yiemagent.core._content import AgentToolCall, TextContent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage
+from yiemagent.core._pipeline import execute_tool_calls
+from yiemagent.core._tools import AgentContext, AgentLoopConfig, AgentTool
+from yiemagent.tools._store import check_tool_file
 
 TOOL_FILE = Path(__file__).resolve().parent.parent / "tools" / "getTime.py"
 

@@ -23,15 +23,12 @@ from typing import Any
 
 import pytest
 
-from yiemagent.agent import YiemAgent
-from yiemagent.agent_core import execute_tool_calls
-from yiemagent.content import AgentToolCall, TextContent
-from yiemagent.errors import SessionError
-from yiemagent.function_tool import function_tool
-from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.session import SessionData, load_session, save_session, session_from_dict
-from yiemagent.tool_registry import ToolLoadError, ToolStore, check_tool_file, load_tools
-from yiemagent.tool_types import (
+from yiemagent.agent._agent import YiemAgent
+from yiemagent.agent._session import SessionData, load_session, save_session, session_from_dict
+from yiemagent.core._content import AgentToolCall, TextContent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._pipeline import execute_tool_calls
+from yiemagent.core._tools import (
     AbortSignal,
     AgentContext,
     AgentLoopConfig,
@@ -40,6 +37,9 @@ from yiemagent.tool_types import (
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
+from yiemagent.errors import SessionError
+from yiemagent.tools._function_tool import function_tool
+from yiemagent.tools._store import ToolLoadError, ToolStore, check_tool_file, load_tools
 
 GOOD_TOOL = textwrap.dedent(
     """
@@ -230,7 +230,7 @@ def test_a_link_to_a_file_inside_the_folder_is_skipped(tools_dir: Path) -> None:
 def test_a_file_swapped_for_a_link_after_listing_is_not_read(tools_dir: Path, outside: Path) -> None:
     # The swap between listing the folder and opening the file cannot be staged from outside
     # load_tools, so the reader it uses is checked directly: the refusal is part of the open.
-    from yiemagent.tool_registry import _FileProblem, _read
+    from yiemagent.tools._store import _FileProblem, _read
 
     link = tools_dir / "swapped.py"
     link.symlink_to(outside)
@@ -502,9 +502,9 @@ def killed_save(path: Path) -> None:
     script = textwrap.dedent(
         f"""
         import os, signal
-        from yiemagent.content import TextContent
-        from yiemagent.messages import UserMessage
-        from yiemagent.session import SessionData, save_session
+        from yiemagent.core._content import TextContent
+        from yiemagent.core._messages import UserMessage
+        from yiemagent.agent._session import SessionData, save_session
         os.replace = lambda *_: os.kill(os.getpid(), signal.SIGKILL)
         save_session(SessionData("s", "", None, [UserMessage([TextContent("lost")])]), {str(path)!r})
         """

@@ -20,7 +20,7 @@ from yiemagent import (
     UserMessage,
     YiemAgent,
 )
-from yiemagent.events import TurnStartEvent
+from yiemagent.core._events import TurnStartEvent
 
 
 def one_result(**options: Any) -> ToolResultMessage:
@@ -167,7 +167,7 @@ def test_a_prompt_that_times_out_is_marked_abandoned_in_the_same_step() -> None:
 def test_a_history_set_during_a_run_is_what_a_save_writes_then(tmp_path: Any) -> None:
     import threading
 
-    from yiemagent.session import load_session
+    from yiemagent.agent._session import load_session
 
     started, release = threading.Event(), threading.Event()
     from agent_helpers import gated_tool

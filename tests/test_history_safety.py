@@ -20,10 +20,10 @@ from yiemagent import (
     ToolResultMessage,
     YiemAgent,
 )
-from yiemagent.json_safety import MAX_ECHO_CHARS, MAX_JSON_DEPTH, argument_problem, json_ready
-from yiemagent.llm.anthropic_format import context_to_anthropic
-from yiemagent.session import load_session
-from yiemagent.tool_types import AgentContext
+from yiemagent.agent._session import load_session
+from yiemagent.core._json_safety import MAX_ECHO_CHARS, MAX_JSON_DEPTH, argument_problem, json_ready
+from yiemagent.core._tools import AgentContext
+from yiemagent.llm.anthropic._wire import context_to_anthropic
 
 
 def nested(depth: int) -> dict[str, Any]:

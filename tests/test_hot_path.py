@@ -25,14 +25,14 @@ from yiemagent import (
     UserMessage,
     run_loop,
 )
-from yiemagent.agent_core import create_tool_result_message, execute_tool_calls
-from yiemagent.json_safety import argument_problem, json_ready
-from yiemagent.llm.jsonutil import to_json as _to_json
-from yiemagent.llm.openai_format import WireCache, format_msg_for_llm
-from yiemagent.schema_check import json_copy
-from yiemagent.tool_calls import normalize_tool_calls
-from yiemagent.tool_types import AgentContext, AgentLoopConfig, FinalizedOutcome
-from yiemagent.utils import prepare_context
+from yiemagent.core._context import prepare_context
+from yiemagent.core._json_safety import argument_problem, json_ready
+from yiemagent.core._pipeline import create_tool_result_message, execute_tool_calls
+from yiemagent.core._schema_fast import json_copy
+from yiemagent.core._spec_format import WireCache, format_msg_for_llm
+from yiemagent.core._tool_calls import normalize_tool_calls
+from yiemagent.core._tools import AgentContext, AgentLoopConfig, FinalizedOutcome
+from yiemagent.llm._jsonutil import to_json as _to_json
 
 
 def test_a_result_built_from_checked_fields_equals_the_checked_constructor() -> None:
@@ -185,7 +185,7 @@ def test_the_argument_encoder_matches_json_and_survives_a_failure() -> None:
 
 
 def test_each_thread_has_its_own_encoder_state() -> None:
-    from yiemagent.llm.jsonutil import _encoding as _json
+    from yiemagent.llm._jsonutil import _encoding as _json
 
     barrier = threading.Barrier(2)
     tables: list[int] = []

@@ -8,7 +8,7 @@ import json
 import pytest
 from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
-from yiemagent.llm.llamacpp_prompts import (
+from yiemagent.llm.llamacpp._prompts import (
     ANSWER_HINT,
     FAILED_LEAD,
     answer_grammar,

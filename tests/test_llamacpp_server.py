@@ -20,11 +20,11 @@ from collections.abc import Mapping
 from typing import Any
 
 from yiemagent import AgentTool, AgentToolCall, AgentToolResult, TextContent, YiemAgent
-from yiemagent.events import MessageUpdateEvent
+from yiemagent.core._context import format_msg_for_llm
+from yiemagent.core._events import MessageUpdateEvent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._tools import AgentContext
 from yiemagent.llm import OpenAIChatClient
-from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.tool_types import AgentContext
-from yiemagent.utils import format_msg_for_llm
 
 CALL_OPTIONS: dict[str, Any] = {
     "api_key_env": None, "timeout": 120.0, "deadline_s": 180.0, "max_retries": 1,

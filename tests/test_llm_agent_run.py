@@ -24,11 +24,11 @@ from llm_helpers import (
 )
 from llm_server import ScriptedServer, split_every, sse_bytes
 
-from yiemagent.agent import YiemAgent
-from yiemagent.content import AgentToolCall, TextContent
-from yiemagent.events import AgentEvent, MessageUpdateEvent
+from yiemagent.agent._agent import YiemAgent
+from yiemagent.core._content import AgentToolCall, TextContent
+from yiemagent.core._events import AgentEvent, MessageUpdateEvent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage
 from yiemagent.llm import LlmClient
-from yiemagent.messages import AssistantMessage, ToolResultMessage
 
 
 def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:

@@ -25,7 +25,10 @@ from llm_helpers import (
 )
 from llm_server import ScriptedServer, split_every, sse_bytes
 
-from yiemagent.content import AgentToolCall, TextContent, ThinkingContent
+from yiemagent.core._content import AgentToolCall, TextContent, ThinkingContent
+from yiemagent.core._context import format_msg_for_llm
+from yiemagent.core._messages import AssistantMessage, LlmUsage, ToolResultMessage, UserMessage
+from yiemagent.core._tools import AbortSignal, AgentContext
 from yiemagent.llm import (
     AnthropicMessagesClient,
     LlmAbortedError,
@@ -33,9 +36,6 @@ from yiemagent.llm import (
     LlmStreamError,
     LlmTimeoutError,
 )
-from yiemagent.messages import AssistantMessage, LlmUsage, ToolResultMessage, UserMessage
-from yiemagent.tool_types import AbortSignal, AgentContext
-from yiemagent.utils import format_msg_for_llm
 
 WEATHER_TOOL = {"name": "getWeather", "description": "Current weather for a city",
                 "input_schema": WEATHER_SCHEMA}

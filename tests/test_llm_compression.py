@@ -27,9 +27,9 @@ from llm_helpers import (
 )
 from llm_server import Reply, ScriptedServer, compressed, content_encoding, split_every, sse_bytes
 
-from yiemagent.content import AgentToolCall, TextContent
+from yiemagent.core._content import AgentToolCall, TextContent
+from yiemagent.core._messages import AssistantMessage
 from yiemagent.llm import LlmClient, LlmError
-from yiemagent.messages import AssistantMessage
 
 ClientFactory = Callable[..., LlmClient]
 CLIENTS = [pytest.param(openai_client, id="openai"), pytest.param(anthropic_client, id="anthropic")]

@@ -6,7 +6,7 @@ import pytest
 from llm_helpers import FAST, KEY, anthropic_message, openai_completion, simple_request
 from llm_server import ScriptedServer
 
-from yiemagent.content import TextContent
+from yiemagent.core._content import TextContent
 from yiemagent.llm import (
     AnthropicMessagesClient,
     LlmClient,

@@ -22,12 +22,12 @@ from llm_helpers import (
 )
 from llm_server import Recorded, Reply, ScriptedServer, sse_bytes
 
-from yiemagent.content import TextContent
+from yiemagent.core._content import TextContent
+from yiemagent.core._context import format_msg_for_llm
+from yiemagent.core._messages import UserMessage
+from yiemagent.core._tools import AgentContext
 from yiemagent.llm import LlmClient, LlmError, create_llm_call, parse_llm_spec
-from yiemagent.llm.redact import Secret, excerpt
-from yiemagent.messages import UserMessage
-from yiemagent.tool_types import AgentContext
-from yiemagent.utils import format_msg_for_llm
+from yiemagent.llm.http._redact import Secret, excerpt
 
 ClientFactory = Callable[..., LlmClient]
 CLIENTS = [pytest.param(openai_client, id="openai"), pytest.param(anthropic_client, id="anthropic")]

@@ -23,12 +23,12 @@ from llm_helpers import (
 from llm_server import Recorded, ScriptedServer, split_every, sse_bytes
 
 from yiemagent import AgentTool, AgentToolResult, YiemAgent
-from yiemagent.content import AgentToolCall, TextContent, ThinkingContent
-from yiemagent.events import AgentEvent, MessageUpdateEvent
-from yiemagent.llm.redact import Secret
-from yiemagent.llm.reply_scrub import REPLY_MASK, scrub_reply
-from yiemagent.messages import AssistantMessage
-from yiemagent.session_store import DirectoryStore
+from yiemagent.core._content import AgentToolCall, TextContent, ThinkingContent
+from yiemagent.core._events import AgentEvent, MessageUpdateEvent
+from yiemagent.core._messages import AssistantMessage
+from yiemagent.integrations._session_store import DirectoryStore
+from yiemagent.llm.http._redact import Secret
+from yiemagent.llm.http._reply_scrub import REPLY_MASK, scrub_reply
 
 ECHO_TOOL = AgentTool("note", "Note", "Write a note", {"type": "object"},
                       lambda _id, args, _s, _p: AgentToolResult(f"noted {len(json.dumps(args))} bytes"))

@@ -25,9 +25,9 @@ from llm_helpers import (
 )
 from llm_server import Reply, ScriptedServer, sse_bytes
 
-from yiemagent.content import TextContent
+from yiemagent.core._content import TextContent
 from yiemagent.llm import LlmClient, LlmError, LlmTimeoutError
-from yiemagent.llm.transport import DEFAULT_MAX_RESPONSE_BYTES
+from yiemagent.llm.http._transport import DEFAULT_MAX_RESPONSE_BYTES
 
 ClientFactory = Callable[..., LlmClient]
 CLIENTS = [pytest.param(openai_client, id="openai"), pytest.param(anthropic_client, id="anthropic")]

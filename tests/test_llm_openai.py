@@ -25,7 +25,9 @@ from llm_helpers import (
 )
 from llm_server import ScriptedServer, split_every, sse_bytes
 
-from yiemagent.content import AgentToolCall, TextContent, ThinkingContent
+from yiemagent.core._content import AgentToolCall, TextContent, ThinkingContent
+from yiemagent.core._messages import LlmUsage
+from yiemagent.core._tools import AbortSignal
 from yiemagent.llm import (
     LlmAbortedError,
     LlmError,
@@ -33,9 +35,7 @@ from yiemagent.llm import (
     LlmTimeoutError,
     OpenAIChatClient,
 )
-from yiemagent.llm.openai_wire import wire_messages
-from yiemagent.messages import LlmUsage
-from yiemagent.tool_types import AbortSignal
+from yiemagent.llm.openai._wire import wire_messages
 
 
 def expected_body(stream: bool) -> dict[str, Any]:

@@ -29,12 +29,12 @@ from llm_helpers import (
 )
 from llm_server import Reply, ScriptedServer, sse_bytes
 
-from yiemagent.content import AgentToolCall, ImageContent, TextContent
+from yiemagent.core._content import AgentToolCall, ImageContent, TextContent
+from yiemagent.core._context import format_msg_for_llm
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._tools import AgentContext
 from yiemagent.llm import LlmError, OpenAIChatClient
-from yiemagent.llm.openai_wire import wire_message
-from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.tool_types import AgentContext
-from yiemagent.utils import format_msg_for_llm
+from yiemagent.llm.openai._wire import wire_message
 
 
 def round_trip_request() -> Any:

@@ -20,10 +20,10 @@ from llm_helpers import (
 )
 from llm_server import ScriptedServer
 
-from yiemagent.content import TextContent
+from yiemagent.core._content import TextContent
+from yiemagent.core._tools import AbortSignal
 from yiemagent.llm import LlmAbortedError, LlmError, OpenAIChatClient, RetryPolicy
-from yiemagent.llm.retry import backoff_delay, call_with_retries, parse_retry_after
-from yiemagent.tool_types import AbortSignal
+from yiemagent.llm.http._retry import backoff_delay, call_with_retries, parse_retry_after
 
 
 def error_body(message: str) -> dict[str, Any]:

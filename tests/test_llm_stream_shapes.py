@@ -24,13 +24,13 @@ from hypothesis import strategies as st
 from llm_helpers import Collector, anthropic_client, openai_client, simple_request
 from llm_server import ScriptedServer, sse_bytes
 
-from yiemagent.content import AgentToolCall, TextContent, ThinkingContent
-from yiemagent.events import MessageUpdateEvent
+from yiemagent.core._content import AgentToolCall, TextContent, ThinkingContent
+from yiemagent.core._events import MessageUpdateEvent
+from yiemagent.core._messages import AssistantMessage
 from yiemagent.llm import LlmError, LlmStreamError
-from yiemagent.llm.anthropic_parse import AnthropicStreamAssembler
-from yiemagent.llm.openai_parse import OpenAIStreamAssembler
-from yiemagent.llm.redact import excerpt
-from yiemagent.messages import AssistantMessage
+from yiemagent.llm.anthropic._parse import AnthropicStreamAssembler
+from yiemagent.llm.http._redact import excerpt
+from yiemagent.llm.openai._parse import OpenAIStreamAssembler
 
 FUZZ = settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 MUTATE = settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -13,8 +13,9 @@ from typing import Any
 
 import pytest
 
-from yiemagent.content import TextContent
-from yiemagent.tool_registry import (
+from yiemagent.core._content import TextContent
+from yiemagent.core._tools import AgentTool, AgentToolResult
+from yiemagent.tools._store import (
     ToolLoadError,
     ToolStore,
     check_tool_file,
@@ -23,7 +24,6 @@ from yiemagent.tool_registry import (
     load_tools,
     register_tool,
 )
-from yiemagent.tool_types import AgentTool, AgentToolResult
 
 REPO_TOOLS = Path(__file__).resolve().parent.parent / "tools"
 

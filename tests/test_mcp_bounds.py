@@ -12,8 +12,8 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from yiemagent.mcp_bounds import EDGE_BYTES, answer_id, is_answer
-from yiemagent.mcp_http import _Dropped, _Events
+from yiemagent.tools.mcp._bounds import EDGE_BYTES, answer_id, is_answer
+from yiemagent.tools.mcp._http import _Dropped, _Events
 
 BIG = {"content": [{"type": "text", "text": 'x "id": 4 }, \\"id\\": 5' * 2000}],
        "structuredContent": {"id": 9, "items": [{"id": 1}] * 500}}

@@ -26,17 +26,10 @@ from agent_helpers import WAIT, ScriptedLLM, call, reply
 from mcp_edge_server import CLASH, ODD_NAMES
 from mcp_helpers import HttpServer, nothing_left_behind
 
-from yiemagent import (
-    AgentToolCall,
-    AssistantMessage,
-    McpToolError,
-    TextContent,
-    ToolResultMessage,
-    ToolStore,
-    YiemAgent,
-)
-from yiemagent.llm.anthropic_format import openai_request_to_anthropic
-from yiemagent.mcp_tools import load_mcp_tools
+from yiemagent import AgentToolCall, AssistantMessage, TextContent, ToolResultMessage, ToolStore, YiemAgent
+from yiemagent.errors import McpToolError
+from yiemagent.llm.anthropic._wire import openai_request_to_anthropic
+from yiemagent.tools.mcp._connection import load_mcp_tools
 
 HERE = Path(__file__).resolve().parent
 EDGE_SERVER = [sys.executable, str(HERE / "mcp_edge_server.py")]

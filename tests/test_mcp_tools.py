@@ -30,22 +30,9 @@ import mcp.types as mcp_types
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, reply, text
 from mcp_helpers import HttpServer, child_pids, nothing_left_behind
 
-from yiemagent import (
-    AgentEvent,
-    AgentToolCall,
-    AssistantMessage,
-    ImageContent,
-    McpToolError,
-    TextContent,
-    ToolExecEndEvent,
-    ToolExecUpdateEvent,
-    ToolResultMessage,
-    ToolStore,
-    YiemAgent,
-    load_tools,
-    register_tool,
-)
-from yiemagent.mcp_tools import McpConnection, _content_blocks, _label_for, load_mcp_tools
+from yiemagent import AgentEvent, AgentToolCall, AssistantMessage, ImageContent, TextContent, ToolExecEndEvent, ToolExecUpdateEvent, ToolResultMessage, ToolStore, YiemAgent, load_tools, register_tool
+from yiemagent.errors import McpToolError
+from yiemagent.tools.mcp._connection import McpConnection, _content_blocks, _label_for, load_mcp_tools
 
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
 MODES = ["auto", "legacy"]  # the 2026-07-28 protocol, and the initialize handshake of older servers
@@ -429,7 +416,7 @@ def test_import_yiemagent_does_not_import_the_sdk() -> None:
             "assert 'mcp' not in sys.modules, 'import yiemagent imported mcp'\n"
             "from yiemagent import *\n"
             "assert 'mcp' not in sys.modules, 'import * imported mcp'\n"
-            "assert yiemagent.load_mcp_tools.__module__ == 'yiemagent.mcp_tools'\n"
+            "assert yiemagent.load_mcp_tools.__module__ == 'yiemagent.tools.mcp._connection'\n"
             "assert 'mcp' in sys.modules\n")
     subprocess.run([sys.executable, "-c", code], check=True, timeout=3 * WAIT)
 

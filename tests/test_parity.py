@@ -17,9 +17,9 @@ import jsonschema
 import pytest
 import referencing
 
-import yiemagent.agent_core as agent_core
-import yiemagent.parity.drive as drive
-from yiemagent.parity import (
+import yiemagent.core._pipeline as agent_core
+import yiemagent.testing.parity._drive as drive
+from yiemagent.testing.parity import (
     apply_departures,
     compare,
     load_scenario,
@@ -30,8 +30,8 @@ from yiemagent.parity import (
     suggest,
     write_trace,
 )
-from yiemagent.parity.cli import main
-from yiemagent.parity.departures import result_messages_inline, turn_start_before_inputs
+from yiemagent.testing.parity._cli import main
+from yiemagent.testing.parity._departures import result_messages_inline, turn_start_before_inputs
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "parity" / "scenarios"

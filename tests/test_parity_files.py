@@ -19,7 +19,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from yiemagent.parity import (
+from yiemagent.testing.parity import (
     ScenarioError,
     apply_departures,
     load_scenario,
@@ -27,9 +27,9 @@ from yiemagent.parity import (
     read_trace,
     write_trace,
 )
-from yiemagent.parity.cli import check_trace, main
-from yiemagent.parity.departures import DepartureError
-from yiemagent.parity.traces import Trace
+from yiemagent.testing.parity._cli import check_trace, main
+from yiemagent.testing.parity._departures import DepartureError
+from yiemagent.testing.parity._traces import Trace
 
 ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "parity" / "scenarios"
@@ -42,7 +42,7 @@ def parity(*args: str) -> subprocess.CompletedProcess[str]:
     """``python -m yiemagent.parity ARGS`` to its end, with strict UTF-8 output (a name that is
     not UTF-8 must not make printing fail)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run([sys.executable, "-m", "yiemagent.parity", *args], env=env,
+    return subprocess.run([sys.executable, "-m", "yiemagent.testing.parity", *args], env=env,
                           capture_output=True, text=True, encoding="utf-8", errors="replace",
                           timeout=WAIT, stdin=subprocess.DEVNULL, check=False)
 
@@ -187,7 +187,7 @@ def test_output_to_a_closed_pipe_ends_quietly() -> None:
     reader, writer = os.pipe()
     os.close(reader)  # every write the command makes now fails with EPIPE
     try:
-        done = subprocess.run([sys.executable, "-m", "yiemagent.parity", "schema"], stdout=writer,
+        done = subprocess.run([sys.executable, "-m", "yiemagent.testing.parity", "schema"], stdout=writer,
                               stderr=subprocess.PIPE, text=True, timeout=WAIT, check=False)
     finally:
         os.close(writer)

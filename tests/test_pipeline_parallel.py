@@ -19,7 +19,7 @@ from pipeline_helpers import (
     text,
 )
 
-import yiemagent.agent_core as agent_core
+import yiemagent.core._pipeline as agent_core
 from yiemagent import (
     AbortSignal,
     AgentLoopConfig,
@@ -372,7 +372,7 @@ def test_execute_tool_calls_parallel_directly_with_typed_calls() -> None:
 
 
 def test_a_parallel_batch_that_falls_back_to_order_says_why_once(caplog: pytest.LogCaptureFixture) -> None:
-    import yiemagent.agent_core as agent_core
+    import yiemagent.core._pipeline as agent_core
     from yiemagent import (
         AgentContext,
         AgentLoopConfig,

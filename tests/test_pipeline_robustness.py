@@ -22,7 +22,7 @@ from yiemagent import (
     execute_tool_calls_parallel,
     execute_tool_calls_sequential,
 )
-from yiemagent.tool_types import FinalizedOutcome
+from yiemagent.core._tools import FinalizedOutcome
 
 WAIT = 10.0
 RUNNERS = [execute_tool_calls_sequential, execute_tool_calls_parallel]

@@ -1,4 +1,4 @@
-"""Agents, pools and tools on a real local Ray cluster (``yiemagent.ray_cluster``).
+"""Agents, pools and tools on a real local Ray cluster (``yiemagent.integrations.ray``).
 
 The module starts one cluster (2 CPUs, no dashboard) with this folder on the workers'
 PYTHONPATH, so they import ``ray_helpers`` (the scripted model, tools and latch named in the
@@ -43,7 +43,7 @@ from yiemagent import (  # noqa: E402
     YiemAgent,
 )
 from yiemagent.errors import AgentActorDiedError, AgentClosedError, ClusterError, SessionError  # noqa: E402
-from yiemagent.ray_cluster import (  # noqa: E402
+from yiemagent.integrations.ray import (  # noqa: E402
     AgentPool,
     AgentSettings,
     DirectoryStore,
@@ -52,7 +52,7 @@ from yiemagent.ray_cluster import (  # noqa: E402
     RemoteAgent,
     ray_tool,
 )
-from yiemagent.tool_registry import ToolStore, load_tools  # noqa: E402
+from yiemagent.tools._store import ToolStore, load_tools  # noqa: E402
 
 # Ray's start-up, worker processes and a pool's actors are slow on a busy machine: a test may
 # take longer than the suite's default limit without anything being wrong.
@@ -400,7 +400,7 @@ def test_a_tool_file_travels_to_the_task(tmp_path: Path) -> None:
 def test_a_session_that_cannot_be_loaded_gives_an_error_response_and_no_preload(
         tmp_path: Path) -> None:
     # The host itself, in this process: a session file that is not JSON cannot be loaded.
-    from yiemagent.ray_cluster.session_host import SessionHost
+    from yiemagent.integrations.ray._session_host import SessionHost
 
     store = DirectoryStore(str(tmp_path))
     Path(store.path_of("broken")).write_text("{not json", encoding="utf-8")

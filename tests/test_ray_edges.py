@@ -1,4 +1,4 @@
-"""The edges of ``yiemagent.ray_cluster`` at shutdown, on a real local Ray cluster: a prompt in
+"""The edges of ``yiemagent.integrations.ray`` at shutdown, on a real local Ray cluster: a prompt in
 flight when its agent is shut down, a handle dropped while its listener is busy, a slow
 listener at shutdown, a stalled event sink, and a pool whose actors hang in shutdown.
 
@@ -30,8 +30,9 @@ import ray_helpers as helpers  # noqa: E402
 
 from yiemagent import AgentEndEvent, AgentEvent, AgentStartEvent, AssistantMessage  # noqa: E402
 from yiemagent.errors import AgentClosedError  # noqa: E402
-from yiemagent.ray_cluster import AgentPool, DirectoryStore, EventSink, RemoteAgent, calls  # noqa: E402
-from yiemagent.ray_cluster.agent_host import AgentHost  # noqa: E402
+from yiemagent.integrations.ray import AgentPool, DirectoryStore, EventSink, RemoteAgent  # noqa: E402
+from yiemagent.integrations.ray import _calls as calls  # noqa: E402
+from yiemagent.integrations.ray._agent_host import AgentHost  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
@@ -144,7 +145,7 @@ DROP_SCRIPT = textwrap.dedent("""
     import gc, os, sys, threading
     import ray
     import ray_helpers as helpers
-    from yiemagent.ray_cluster import RemoteAgent
+    from yiemagent.integrations.ray import RemoteAgent
 
     address, namespace, path = sys.argv[1:4]
     ray.init(address=address, namespace=namespace, log_to_driver=False,
@@ -244,7 +245,7 @@ def test_shutdown_gives_a_slow_listener_every_event_and_none_after_it_returns() 
 
 
 def test_a_stalled_sink_keeps_a_capped_queue_and_counts_what_it_dropped() -> None:
-    from yiemagent.ray_cluster.forwarder import SINK_QUEUE_LIMIT
+    from yiemagent.integrations.ray._forwarder import SINK_QUEUE_LIMIT
 
     source = f"stall-{uuid.uuid4().hex[:8]}"
     events: list[AgentEvent] = []

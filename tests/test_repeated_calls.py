@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from yiemagent import AgentTool, AgentToolResult, YiemAgent, error_kind
-from yiemagent.repeated_calls import RepeatedCalls
-from yiemagent.scripted import ScriptedModel
+from yiemagent.core._repeated_calls import RepeatedCalls
+from yiemagent.testing._scripted import ScriptedModel
 
 WAIT_S = 30.0
 

@@ -22,7 +22,7 @@ from yiemagent import (
     UserMessage,
     run_loop,
 )
-from yiemagent.events import (
+from yiemagent.core._events import (
     AgentEndEvent,
     AgentStartEvent,
     MessageEndEvent,
@@ -32,7 +32,7 @@ from yiemagent.events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from yiemagent.run import resume_problem, unanswered_tool_calls
+from yiemagent.core._loop import resume_problem, unanswered_tool_calls
 
 
 def kinds(events: list[Any]) -> list[str]:
@@ -287,8 +287,8 @@ def test_an_injected_clock_and_id_maker_stamp_what_the_loop_makes() -> None:
 
 
 def test_the_clock_and_id_maker_default_to_the_module_functions() -> None:
-    from yiemagent.messages import now_ms
-    from yiemagent.tool_calls import new_tool_call_id
+    from yiemagent.core._messages import now_ms
+    from yiemagent.core._tool_calls import new_tool_call_id
 
     config = RunConfig(llm_call=ScriptedLLM())
     assert config.clock is now_ms and config.new_tool_call_id is new_tool_call_id

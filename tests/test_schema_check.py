@@ -10,8 +10,8 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from yiemagent.schema_check import compile_fast_check, json_copy
-from yiemagent.tool_types import compile_schema_validator
+from yiemagent.core._schema_fast import compile_fast_check, json_copy
+from yiemagent.core._tools import compile_schema_validator
 
 SCALAR_TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]
 

@@ -25,19 +25,9 @@ from typing import Any
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, reply
 
-from yiemagent import (
-    AgentTool,
-    AgentToolCall,
-    AgentToolResult,
-    TextContent,
-    ToolArgumentError,
-    ToolResultMessage,
-    ToolStore,
-    YiemAgent,
-    validate_required_args,
-    validate_tool_arguments,
-)
-from yiemagent.tool_types import compile_schema_validator
+from yiemagent import AgentTool, AgentToolCall, AgentToolResult, TextContent, ToolResultMessage, ToolStore, YiemAgent, validate_required_args, validate_tool_arguments
+from yiemagent.errors import ToolArgumentError
+from yiemagent.core._tools import compile_schema_validator
 
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "schema_pattern_child.py"
@@ -326,7 +316,7 @@ def test_every_place_a_subschema_can_be_is_checked(place: str, wrap: Callable[..
 
 
 def test_a_text_too_long_for_its_pattern_is_a_violation_not_a_long_match() -> None:
-    from yiemagent.schema_patterns import linear_pattern
+    from yiemagent.core._schema_patterns import linear_pattern
 
     pattern = "^[a-z]+$"
     limit = linear_pattern(pattern).max_bytes
@@ -353,7 +343,7 @@ def test_ecma_unicode_escapes_work_with_re2() -> None:
 
 def test_an_mcp_server_with_hostile_schemas_is_refused_naming_the_tools(counting: CountingServer) -> None:
     server = [sys.executable, str(HERE / "mcp_schema_server.py"), counting.url + "/city.json"]
-    from yiemagent.mcp_tools import McpToolError, load_mcp_tools
+    from yiemagent.tools.mcp._connection import McpToolError, load_mcp_tools
 
     with ToolStore() as store:
         with pytest.raises(McpToolError) as info:

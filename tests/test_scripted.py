@@ -27,7 +27,7 @@ from yiemagent import (
     YiemAgent,
     function_tool,
 )
-from yiemagent.scripted import (
+from yiemagent.testing._scripted import (
     DEFAULT_KEEP_REQUESTS,
     MAX_SCRIPT_BYTES,
     ScriptedModel,

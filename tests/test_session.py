@@ -11,21 +11,10 @@ from typing import Any
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, last_user_text, reply, text
 
-from yiemagent import (
-    AgentToolCall,
-    AssistantMessage,
-    ImageContent,
-    LlmModel,
-    LlmUsage,
-    SessionError,
-    TextContent,
-    ThinkingContent,
-    ToolResultMessage,
-    UserMessage,
-    YiemAgent,
-)
-from yiemagent.session import SessionData, load_session, save_session
-from yiemagent.session_store import DirectoryStore, RedisStore
+from yiemagent import AgentToolCall, AssistantMessage, ImageContent, LlmModel, LlmUsage, TextContent, ThinkingContent, ToolResultMessage, UserMessage, YiemAgent
+from yiemagent.errors import SessionError
+from yiemagent.agent._session import SessionData, load_session, save_session
+from yiemagent.integrations._session_store import DirectoryStore, RedisStore
 
 HISTORY = [
     UserMessage([TextContent("look"), ImageContent("iVBORw0KGgo=", "image/png")], timestamp=1),
@@ -161,7 +150,7 @@ def _redis(action: str) -> Any:
 
 
 def _pool_slot(sid: str) -> None:
-    pool = pytest.importorskip("yiemagent.ray_cluster.pool")
+    pool = pytest.importorskip("yiemagent.integrations.ray._pool")
     # slot_of reads only the pool's size; a real pool would start Ray actors for nothing here.
     pool.AgentPool.slot_of(SimpleNamespace(size=4), sid)
 

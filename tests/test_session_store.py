@@ -11,9 +11,9 @@ import pytest
 from redis_helpers import free_port, running_redis
 
 from yiemagent import AgentToolCall, AssistantMessage, LlmModel, TextContent, ToolResultMessage, UserMessage
+from yiemagent.agent._session import SessionData
 from yiemagent.errors import SessionError, SessionStoreError
-from yiemagent.session import SessionData
-from yiemagent.session_store import DirectoryStore, RedisStore
+from yiemagent.integrations._session_store import DirectoryStore, RedisStore
 
 
 def session(session_id: str = "s1", turns: int = 1) -> SessionData:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from yiemagent.llm.sse import SSEEvent, SSEParser, iter_sse
+from yiemagent.llm.http._sse import SSEEvent, SSEParser, iter_sse
 
 STREAM = (
     ": keep-alive comment\n"

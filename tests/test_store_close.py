@@ -9,15 +9,8 @@ from pathlib import Path
 import pytest
 from agent_helpers import echo_tool
 
-from yiemagent import (
-    AssistantMessage,
-    TextContent,
-    ToolStore,
-    YiemAgent,
-    load_tools,
-    register_tool,
-    unregister_tool,
-)
+from yiemagent import AssistantMessage, TextContent, ToolStore, YiemAgent, load_tools, register_tool
+from yiemagent.tools import unregister_tool
 
 
 def test_close_runs_every_closer_once_last_added_first(caplog: pytest.LogCaptureFixture) -> None:

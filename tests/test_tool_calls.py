@@ -16,7 +16,7 @@ from yiemagent import (
     ThinkingContent,
     extract_tool_calls,
 )
-from yiemagent.tool_calls import parse_arguments
+from yiemagent.core._tool_calls import parse_arguments
 
 
 def _one(content: list[Any]) -> AgentToolCall:

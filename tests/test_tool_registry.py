@@ -6,8 +6,9 @@ from typing import Any
 
 import pytest
 
-from yiemagent.content import TextContent
-from yiemagent.tool_registry import (
+from yiemagent.core._content import TextContent
+from yiemagent.core._tools import AgentTool, AgentToolResult
+from yiemagent.tools._store import (
     LIST_TOOLS_NAME,
     ToolLoadError,
     ToolStore,
@@ -16,7 +17,6 @@ from yiemagent.tool_registry import (
     list_tool,
     register_tool,
 )
-from yiemagent.tool_types import AgentTool, AgentToolResult
 
 
 def make_tool(name: str, label: str | None = None, description: str | None = None) -> AgentTool:

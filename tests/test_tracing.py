@@ -28,7 +28,7 @@ from yiemagent import (
     TextContent,
     YiemAgent,
 )
-from yiemagent.tracing import disable_tracing, enable_tracing
+from yiemagent.integrations._tracing import disable_tracing, enable_tracing, trace_agent
 
 
 @pytest.fixture
@@ -36,6 +36,12 @@ def exporter() -> Iterator[InMemorySpanExporter]:
     memory = InMemorySpanExporter()
     yield memory
     memory.clear()
+
+
+def traced(agent: YiemAgent, tracer: Any) -> YiemAgent:
+    """``agent``, traced with ``tracer`` (tracing attaches to an agent from outside)."""
+    trace_agent(agent, tracer)
+    return agent
 
 
 def tracer_for(exporter: InMemorySpanExporter) -> Any:
@@ -59,8 +65,8 @@ def test_a_run_with_parallel_tools_is_one_tree_with_gen_ai_attributes(exporter: 
                              model="m-1", provider="test", usage=LlmUsage(input=11, output=7),
                              stop_reason="toolUse")
     llm = ScriptedLLM(batch, AssistantMessage([TextContent("done")], model="m-1", provider="test"))
-    with YiemAgent(llm_call=llm, tools=[echo_tool(parallel=True)], tool_execution="parallel",
-                   tracer=tracer_for(exporter), name="helper", model="m-1", session_id="conv-1") as agent:
+    with traced(YiemAgent(llm_call=llm, tools=[echo_tool(parallel=True)], tool_execution="parallel",
+                   name="helper", model="m-1", session_id="conv-1"), tracer_for(exporter)) as agent:
         agent.prompt("go", WAIT)
     spans = exporter.get_finished_spans()
     assert tree(spans)["invoke_agent helper"] == [
@@ -87,7 +93,7 @@ def test_errors_are_recorded_on_the_failing_span_and_the_run(exporter: InMemoryS
         raise ConnectionError("model down")
 
     llm = ScriptedLLM(call("missing", {}), default=model_down)
-    with YiemAgent(llm_call=llm, tools=[echo_tool()], tracer=tracer_for(exporter)) as agent:
+    with traced(YiemAgent(llm_call=llm, tools=[echo_tool()]), tracer_for(exporter)) as agent:
         assert agent.prompt("go", WAIT).stop_reason == "error"
     spans = exporter.get_finished_spans()
     tool = next(s for s in spans if s.name.startswith("execute_tool"))
@@ -103,8 +109,8 @@ def test_errors_are_recorded_on_the_failing_span_and_the_run(exporter: InMemoryS
 
 def test_an_aborted_run_ends_every_span_it_opened(exporter: InMemorySpanExporter) -> None:
     started, release = threading.Event(), threading.Event()
-    with YiemAgent(llm_call=ScriptedLLM(call("slow", {}), reply("never")),
-                   tools=[gated_tool(started, release)], tracer=tracer_for(exporter)) as agent:
+    with traced(YiemAgent(llm_call=ScriptedLLM(call("slow", {}), reply("never")),
+                   tools=[gated_tool(started, release)]), tracer_for(exporter)) as agent:
         agent.run_agent("go")
         assert started.wait(WAIT)
         agent.abort()
@@ -140,7 +146,7 @@ def test_spans_made_inside_llm_call_nest_under_the_chat_span(exporter: InMemoryS
         with tracer.start_as_current_span("http POST"):
             return reply("ok")
 
-    with YiemAgent(llm_call=llm, tracer=tracer) as agent:
+    with traced(YiemAgent(llm_call=llm), tracer) as agent:
         agent.prompt("go", WAIT)
     assert tree(exporter.get_finished_spans())["chat"] == ["http POST"]
 
@@ -194,7 +200,7 @@ def leaky_run(server: ScriptedServer, tracer: Any = None) -> None:
     server.json({**openai_completion(None), "choices": [{"index": 0, "finish_reason": "stop",
         "message": {"role": "assistant", "content": None, "refusal": f"I won't discuss {MARKER}"}}]})
     with openai_client(server, max_retries=0) as llm, \
-            YiemAgent(llm_call=llm, tools=[lookup, fetch], tracer=tracer) as agent:
+            traced(YiemAgent(llm_call=llm, tools=[lookup, fetch]), tracer) as agent:
         assert agent.prompt(f"tell me about {MARKER}", WAIT).stop_reason == "error"
         assert agent.prompt(f"and again about {MARKER}", WAIT).stop_reason == "error"
 

@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 from openmeteo_server import OpenMeteoServer
 
-from yiemagent.tool_registry import check_tool_file
-from yiemagent.tool_types import AbortSignal, AgentTool, AgentToolResult
+from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult
+from yiemagent.tools._store import check_tool_file
 
 TOOL_FILE = Path(__file__).resolve().parent.parent / "tools" / "getWeather.py"
 

@@ -13,12 +13,12 @@ from typing import Any
 
 import pytest
 
-from yiemagent.agent import YiemAgent
-from yiemagent.agent_core import execute_tool_calls
-from yiemagent.content import AgentToolCall, TextContent
-from yiemagent.messages import AssistantMessage, ToolResultMessage
-from yiemagent.tool_registry import ToolStore, get_tools, load_tools, register_tool
-from yiemagent.tool_types import AgentContext, AgentLoopConfig, AgentTool, AgentToolCallBatch
+from yiemagent.agent._agent import YiemAgent
+from yiemagent.core._content import AgentToolCall, TextContent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage
+from yiemagent.core._pipeline import execute_tool_calls
+from yiemagent.core._tools import AgentContext, AgentLoopConfig, AgentTool, AgentToolCallBatch
+from yiemagent.tools._store import ToolStore, get_tools, load_tools, register_tool
 
 REPO_TOOLS = Path(__file__).resolve().parent.parent / "tools"
 

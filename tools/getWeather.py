@@ -23,7 +23,7 @@ from typing import Any
 import requests
 
 from yiemagent import AbortSignal, AgentTool, AgentToolResult, TextContent
-from yiemagent.llm import RequestInterrupter, interruptible_session
+from yiemagent.llm.http import RequestInterrupter, interruptible_session
 
 GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
 FORECAST_URL = "https://api.open-meteo.com/v1/forecast"

@@ -25,18 +25,12 @@ from typing import Any
 
 import attrs
 
-from yiemagent import (
-    AbortSignal,
-    AgentTool,
-    AgentToolResult,
-    TextContent,
-    ToolLoadError,
-    ToolStore,
-    validate_required_args,
-)
+from yiemagent import AbortSignal, AgentTool, AgentToolResult, TextContent, ToolStore, validate_required_args
+from yiemagent.errors import ToolLoadError
 
 # No public equivalents: the reserved name, vetting a file in isolation and loading one file.
-from yiemagent.tool_registry import LIST_TOOLS_NAME, check_tool_file, load_tool_file
+from yiemagent.tools import check_tool_file, load_tool_file
+from yiemagent.tools._store import LIST_TOOLS_NAME
 
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # The first line of every file writeTool writes; overwrite=true replaces only files that carry it.
@@ -344,8 +338,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from yiemagent import AbortSignal, AgentTool, AgentToolResult, ImageContent, TextContent, to_tool_result
-from yiemagent import validate_required_args as schema_problems{imports}
+from yiemagent import AbortSignal, AgentTool, AgentToolResult, ImageContent, TextContent
+from yiemagent import validate_required_args as schema_problems
+from yiemagent.tools import to_tool_result{imports}
 
 NAME = {name!r}
 LABEL = {label!r}
@@ -408,8 +403,8 @@ def _checked_later(args: dict[str, Any]) -> str | None:
 # is prepared: the pipeline prepares and validates before before_tool_call, so a hook that blocks
 # a call (an approval gate) would otherwise come too late to stop the model's code.
 _CHECK_IMPORTS = """
-from yiemagent import AgentToolCall, ToolArgumentError, prepare_tool_call_arguments, validate_tool_arguments
-from yiemagent.errors import describe_error"""
+from yiemagent import AgentToolCall, prepare_tool_call_arguments, validate_tool_arguments
+from yiemagent.errors import ToolArgumentError, describe_error"""
 
 _CHECKS = '''
 
