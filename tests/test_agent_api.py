@@ -14,9 +14,19 @@ from typing import Any
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, gated_tool, last_user_text, reply, text
 
-from yiemagent import AgentTool, AgentToolCall, AgentToolResult, AssistantMessage, TextContent, ToolResultMessage, UserMessage, YiemAgent, resume
-from yiemagent.errors import AgentClosedError, ResponseTimeout
+from yiemagent import (
+    AgentTool,
+    AgentToolCall,
+    AgentToolResult,
+    AssistantMessage,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    YiemAgent,
+    resume,
+)
 from yiemagent.core._events import AgentStartEvent, TurnStartEvent
+from yiemagent.errors import AgentClosedError, ResponseTimeout
 
 
 class Gate:

@@ -9,7 +9,16 @@ from typing import Any
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, gated_tool, last_user_text, reply, text
 
-from yiemagent import AgentToolCall, AssistantMessage, ToolResultMessage, UserMessage, YiemAgent, follow_up, run_agent, take_response
+from yiemagent import (
+    AgentToolCall,
+    AssistantMessage,
+    ToolResultMessage,
+    UserMessage,
+    YiemAgent,
+    follow_up,
+    run_agent,
+    take_response,
+)
 from yiemagent.errors import AgentClosedError
 
 

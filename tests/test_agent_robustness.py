@@ -10,7 +10,17 @@ from typing import Any
 
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, last_user_text, reply, text
 
-from yiemagent import AgentEvent, AgentTool, AgentToolResult, AssistantMessage, MessageUpdateEvent, TextContent, ToolResultMessage, UserMessage, YiemAgent
+from yiemagent import (
+    AgentEvent,
+    AgentTool,
+    AgentToolResult,
+    AssistantMessage,
+    MessageUpdateEvent,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    YiemAgent,
+)
 from yiemagent.errors import AgentClosedError
 
 

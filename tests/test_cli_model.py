@@ -15,8 +15,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import yiemagent.cli._model as cli_model
-from yiemagent.llm import OpenAIChatClient
 from yiemagent.cli._model import INSTALL_LOCAL, CliError, choose_model, default_spec
+from yiemagent.llm import OpenAIChatClient
 from yiemagent.testing._scripted import ScriptedModel
 
 

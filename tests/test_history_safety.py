@@ -68,7 +68,7 @@ def test_unusable_arguments_give_an_error_result_and_poison_nothing(bad: str, tm
         # the history is sendable to the other provider too
         body = context_to_anthropic(AgentContext("s", agent.messages, agent.tools))
         json.dumps(body, allow_nan=False)
-        assert len(json.dumps(llm.requests[-1])) < 100_000
+        assert len(json.dumps(llm.requests[-1].to_dict())) < 100_000
 
 
 def test_a_deep_but_allowed_argument_still_reaches_the_tool() -> None:

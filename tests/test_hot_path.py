@@ -28,8 +28,8 @@ from yiemagent import (
 from yiemagent.core._context import prepare_context
 from yiemagent.core._json_safety import argument_problem, json_ready
 from yiemagent.core._pipeline import create_tool_result_message, execute_tool_calls
+from yiemagent.core._request import SpecFormatter
 from yiemagent.core._schema_fast import json_copy
-from yiemagent.core._spec_format import WireCache, format_msg_for_llm
 from yiemagent.core._tool_calls import normalize_tool_calls
 from yiemagent.core._tools import AgentContext, AgentLoopConfig, FinalizedOutcome
 from yiemagent.llm._jsonutil import to_json as _to_json
@@ -63,7 +63,7 @@ def test_normalizing_converts_content_changed_after_the_reply_was_built() -> Non
 def test_the_hooks_context_check_covers_every_field() -> None:
     # run._Run.hooks_context reuses a context only while each of these still shows the state.
     assert [f.name for f in attrs.fields(AgentContext)] == [
-        "system_prompt", "messages", "tools", "wire_cache"]
+        "system_prompt", "messages", "tools"]
 
 
 @pytest.mark.parametrize("cls", [AssistantMessage, _TaggedReply])
@@ -185,7 +185,7 @@ def test_the_argument_encoder_matches_json_and_survives_a_failure() -> None:
 
 
 def test_each_thread_has_its_own_encoder_state() -> None:
-    from yiemagent.llm._jsonutil import _encoding as _json
+    from yiemagent.core._json_text import _encoding as _json
 
     barrier = threading.Barrier(2)
     tables: list[int] = []
@@ -220,8 +220,7 @@ def test_each_thread_has_its_own_encoder_state() -> None:
 def test_the_system_message_follows_the_prompt() -> None:
     state = AgentState("first", None, [])
     state.messages.append(UserMessage("hi"))
-    cache = WireCache()
-    state.wire_cache = cache
+    format_msg_for_llm = SpecFormatter()  # an agent's default: its spec view is cached
     one = format_msg_for_llm(prepare_context(state))
     assert one["messages"][0]["content"][0]["text"] == "first"
     state.system_prompt = "second"

@@ -16,12 +16,22 @@ import openmeteo_server
 import pytest
 from openmeteo_server import OpenMeteoServer
 
-from yiemagent import AgentToolCall, AssistantMessage, TextContent, ToolResultMessage, ToolStore, UserMessage, YiemAgent, create_llm_call, get_tools, load_tools
-from yiemagent.llm import LlamaCppClient
+from yiemagent import (
+    AgentToolCall,
+    AssistantMessage,
+    TextContent,
+    ToolResultMessage,
+    ToolStore,
+    UserMessage,
+    YiemAgent,
+    create_llm_call,
+    get_tools,
+    load_tools,
+)
 from yiemagent.core._context import format_msg_for_llm
 from yiemagent.core._events import AgentEvent, MessageUpdateEvent
 from yiemagent.core._tools import AbortSignal, AgentContext
-from yiemagent.llm import LlmAbortedError, LlmError, default_model_path
+from yiemagent.llm import LlamaCppClient, LlmAbortedError, LlmError, default_model_path
 
 TOOLS = Path(__file__).resolve().parent.parent / "tools"
 ANSWER_TIMEOUT_S = 240  # a loaded 2-core machine runs the model several times slower than idle

@@ -93,9 +93,9 @@ def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer)
 def test_history_is_converted_from_the_library_messages(server: ScriptedServer) -> None:
     server.json(anthropic_message([{"type": "text", "text": "Rain."}]))
     request = history_request()
-    before = json.dumps(request)
+    before = json.dumps(request.to_dict())
     anthropic_client(server)(request)
-    assert json.dumps(request) == before  # the cached OpenAI dicts are untouched
+    assert json.dumps(request.to_dict()) == before  # the cached OpenAI dicts are untouched
     assert server.requests[0].body["messages"] == [
         {"role": "user", "content": [
             {"type": "text", "text": "Weather in Paris and Rome? See map."},

@@ -30,7 +30,20 @@ import mcp.types as mcp_types
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, reply, text
 from mcp_helpers import HttpServer, child_pids, nothing_left_behind
 
-from yiemagent import AgentEvent, AgentToolCall, AssistantMessage, ImageContent, TextContent, ToolExecEndEvent, ToolExecUpdateEvent, ToolResultMessage, ToolStore, YiemAgent, load_tools, register_tool
+from yiemagent import (
+    AgentEvent,
+    AgentToolCall,
+    AssistantMessage,
+    ImageContent,
+    TextContent,
+    ToolExecEndEvent,
+    ToolExecUpdateEvent,
+    ToolResultMessage,
+    ToolStore,
+    YiemAgent,
+    load_tools,
+    register_tool,
+)
 from yiemagent.errors import McpToolError
 from yiemagent.tools.mcp._connection import McpConnection, _content_blocks, _label_for, load_mcp_tools
 

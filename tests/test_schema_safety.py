@@ -25,9 +25,19 @@ from typing import Any
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, reply
 
-from yiemagent import AgentTool, AgentToolCall, AgentToolResult, TextContent, ToolResultMessage, ToolStore, YiemAgent, validate_required_args, validate_tool_arguments
-from yiemagent.errors import ToolArgumentError
+from yiemagent import (
+    AgentTool,
+    AgentToolCall,
+    AgentToolResult,
+    TextContent,
+    ToolResultMessage,
+    ToolStore,
+    YiemAgent,
+    validate_required_args,
+    validate_tool_arguments,
+)
 from yiemagent.core._tools import compile_schema_validator
+from yiemagent.errors import ToolArgumentError
 
 HERE = Path(__file__).resolve().parent
 CHILD = HERE / "schema_pattern_child.py"

@@ -11,9 +11,20 @@ from typing import Any
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, last_user_text, reply, text
 
-from yiemagent import AgentToolCall, AssistantMessage, ImageContent, LlmModel, LlmUsage, TextContent, ThinkingContent, ToolResultMessage, UserMessage, YiemAgent
-from yiemagent.errors import SessionError
+from yiemagent import (
+    AgentToolCall,
+    AssistantMessage,
+    ImageContent,
+    LlmModel,
+    LlmUsage,
+    TextContent,
+    ThinkingContent,
+    ToolResultMessage,
+    UserMessage,
+    YiemAgent,
+)
 from yiemagent.agent._session import SessionData, load_session, save_session
+from yiemagent.errors import SessionError
 from yiemagent.integrations._session_store import DirectoryStore, RedisStore
 
 HISTORY = [

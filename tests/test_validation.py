@@ -8,7 +8,18 @@ from typing import Any
 import pytest
 from pipeline_helpers import WEATHER_SCHEMA, make_tool, text
 
-from yiemagent import AgentContext, AgentLoopConfig, AgentToolCall, AssistantMessage, ImmediateOutcome, PreparedToolCall, prepare_tool_call, prepare_tool_call_arguments, validate_required_args, validate_tool_arguments
+from yiemagent import (
+    AgentContext,
+    AgentLoopConfig,
+    AgentToolCall,
+    AssistantMessage,
+    ImmediateOutcome,
+    PreparedToolCall,
+    prepare_tool_call,
+    prepare_tool_call_arguments,
+    validate_required_args,
+    validate_tool_arguments,
+)
 from yiemagent.errors import ToolArgumentError
 
 ITEMS_SCHEMA: dict[str, Any] = {

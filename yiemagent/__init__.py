@@ -112,17 +112,24 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from yiemagent.agent._agent import YiemAgent as YiemAgent
+    from yiemagent.agent._agent import follow_up as follow_up
+    from yiemagent.agent._agent import resume as resume
+    from yiemagent.agent._agent import run_agent as run_agent
+    from yiemagent.agent._agent import take_response as take_response
+    from yiemagent.core._arguments import prepare_tool_call_arguments as prepare_tool_call_arguments
+    from yiemagent.core._arguments import validate_required_args as validate_required_args
+    from yiemagent.core._arguments import validate_tool_arguments as validate_tool_arguments
     from yiemagent.core._content import AgentToolCall as AgentToolCall
     from yiemagent.core._content import ImageContent as ImageContent
     from yiemagent.core._content import MessageContent as MessageContent
     from yiemagent.core._content import TextContent as TextContent
     from yiemagent.core._content import ThinkingContent as ThinkingContent
-    from yiemagent.core._messages import AgentMessage as AgentMessage
-    from yiemagent.core._messages import AssistantMessage as AssistantMessage
-    from yiemagent.core._messages import LlmModel as LlmModel
-    from yiemagent.core._messages import LlmUsage as LlmUsage
-    from yiemagent.core._messages import ToolResultMessage as ToolResultMessage
-    from yiemagent.core._messages import UserMessage as UserMessage
+    from yiemagent.core._context import LlmRequest as LlmRequest
+    from yiemagent.core._context import format_msg_for_llm as format_msg_for_llm
+    from yiemagent.core._context import prepare_context as prepare_context
+    from yiemagent.core._error_kinds import ERROR_KINDS as ERROR_KINDS
+    from yiemagent.core._error_kinds import error_kind as error_kind
     from yiemagent.core._events import AgentEndEvent as AgentEndEvent
     from yiemagent.core._events import AgentEvent as AgentEvent
     from yiemagent.core._events import AgentStartEvent as AgentStartEvent
@@ -134,6 +141,25 @@ if TYPE_CHECKING:
     from yiemagent.core._events import ToolExecUpdateEvent as ToolExecUpdateEvent
     from yiemagent.core._events import TurnEndEvent as TurnEndEvent
     from yiemagent.core._events import TurnStartEvent as TurnStartEvent
+    from yiemagent.core._loop import RunConfig as RunConfig
+    from yiemagent.core._loop import run_loop as run_loop
+    from yiemagent.core._messages import AgentMessage as AgentMessage
+    from yiemagent.core._messages import AssistantMessage as AssistantMessage
+    from yiemagent.core._messages import LlmModel as LlmModel
+    from yiemagent.core._messages import LlmUsage as LlmUsage
+    from yiemagent.core._messages import ToolResultMessage as ToolResultMessage
+    from yiemagent.core._messages import UserMessage as UserMessage
+    from yiemagent.core._pipeline import create_error_tool_result as create_error_tool_result
+    from yiemagent.core._pipeline import create_tool_result_message as create_tool_result_message
+    from yiemagent.core._pipeline import emit_tool_execution_end as emit_tool_execution_end
+    from yiemagent.core._pipeline import execute_prepared_tool_call as execute_prepared_tool_call
+    from yiemagent.core._pipeline import execute_tool_calls as execute_tool_calls
+    from yiemagent.core._pipeline import execute_tool_calls_parallel as execute_tool_calls_parallel
+    from yiemagent.core._pipeline import execute_tool_calls_sequential as execute_tool_calls_sequential
+    from yiemagent.core._pipeline import finalize_executed_tool_call as finalize_executed_tool_call
+    from yiemagent.core._pipeline import prepare_tool_call as prepare_tool_call
+    from yiemagent.core._pipeline import should_terminate as should_terminate
+    from yiemagent.core._tool_calls import extract_tool_calls as extract_tool_calls
     from yiemagent.core._tools import AbortSignal as AbortSignal
     from yiemagent.core._tools import AfterToolCallContext as AfterToolCallContext
     from yiemagent.core._tools import AfterToolCallResult as AfterToolCallResult
@@ -149,42 +175,16 @@ if TYPE_CHECKING:
     from yiemagent.core._tools import FinalizedOutcome as FinalizedOutcome
     from yiemagent.core._tools import ImmediateOutcome as ImmediateOutcome
     from yiemagent.core._tools import PreparedToolCall as PreparedToolCall
-    from yiemagent.core._error_kinds import ERROR_KINDS as ERROR_KINDS
-    from yiemagent.core._error_kinds import error_kind as error_kind
-    from yiemagent.core._arguments import prepare_tool_call_arguments as prepare_tool_call_arguments
-    from yiemagent.core._arguments import validate_required_args as validate_required_args
-    from yiemagent.core._arguments import validate_tool_arguments as validate_tool_arguments
-    from yiemagent.core._tool_calls import extract_tool_calls as extract_tool_calls
-    from yiemagent.core._pipeline import create_error_tool_result as create_error_tool_result
-    from yiemagent.core._pipeline import create_tool_result_message as create_tool_result_message
-    from yiemagent.core._pipeline import emit_tool_execution_end as emit_tool_execution_end
-    from yiemagent.core._pipeline import execute_prepared_tool_call as execute_prepared_tool_call
-    from yiemagent.core._pipeline import execute_tool_calls as execute_tool_calls
-    from yiemagent.core._pipeline import execute_tool_calls_parallel as execute_tool_calls_parallel
-    from yiemagent.core._pipeline import execute_tool_calls_sequential as execute_tool_calls_sequential
-    from yiemagent.core._pipeline import finalize_executed_tool_call as finalize_executed_tool_call
-    from yiemagent.core._pipeline import prepare_tool_call as prepare_tool_call
-    from yiemagent.core._pipeline import should_terminate as should_terminate
-    from yiemagent.core._loop import RunConfig as RunConfig
-    from yiemagent.core._loop import run_loop as run_loop
-    from yiemagent.core._context import LlmRequest as LlmRequest
-    from yiemagent.core._context import format_msg_for_llm as format_msg_for_llm
-    from yiemagent.core._context import prepare_context as prepare_context
     from yiemagent.core._user_input import openai_to_user_message as openai_to_user_message
-    from yiemagent.agent._agent import YiemAgent as YiemAgent
-    from yiemagent.agent._agent import follow_up as follow_up
-    from yiemagent.agent._agent import resume as resume
-    from yiemagent.agent._agent import run_agent as run_agent
-    from yiemagent.agent._agent import take_response as take_response
+    from yiemagent.errors import YiemAgentError as YiemAgentError
+    from yiemagent.llm._factory import create_llm_call as create_llm_call
+    from yiemagent.tools._function_tool import function_tool as function_tool
     from yiemagent.tools._store import ToolStore as ToolStore
     from yiemagent.tools._store import clear_tools as clear_tools
     from yiemagent.tools._store import get_tools as get_tools
     from yiemagent.tools._store import list_tool as list_tool
     from yiemagent.tools._store import load_tools as load_tools
     from yiemagent.tools._store import register_tool as register_tool
-    from yiemagent.tools._function_tool import function_tool as function_tool
     from yiemagent.tools.mcp._connection import load_mcp_tools as load_mcp_tools
-    from yiemagent.llm._factory import create_llm_call as create_llm_call
-    from yiemagent.errors import YiemAgentError as YiemAgentError
 
 __version__ = "0.1.0"

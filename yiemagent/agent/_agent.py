@@ -26,7 +26,6 @@ from yiemagent.agent._channels import MessageChannel, OutputChannel
 from yiemagent.agent._session import SessionData, check_session_id, load_session, save_session
 from yiemagent.agent._tool_sync import ToolSync
 from yiemagent.agent._worker import AgentWorker, SteeringMode
-from yiemagent.core._context import WireCache
 from yiemagent.core._emit import Emit, SafeEmitter
 from yiemagent.core._loop import RunConfig
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
@@ -201,7 +200,6 @@ class YiemAgent:
         self.name = name
         self.close_tool_store = bool(close_tool_store)
         self._announce()
-        self._prime_wire_cache()
         core.start(f"yiemagent-{self.session_id[:8]}")
         self._worker = core.thread
         # An agent dropped without shutdown() must not keep its thread: the worker holds only
@@ -267,7 +265,6 @@ class YiemAgent:
         self._state.messages = history
         if self._state.active_run:
             self._worker_core.history_mark = len(history)
-        self._prime_wire_cache()
 
     @property
     def system_prompt(self) -> str:
@@ -340,15 +337,6 @@ class YiemAgent:
         """Drop the messages queued on the input and follow-up channels (and queued resumes);
         return the dropped messages in arrival order. The active run goes on."""
         return self._worker_core.clear_queues()
-
-    def _prime_wire_cache(self) -> None:
-        """Convert a new history once, now, so that the first turn costs the same as any other
-        (only the default prepare/format functions use the cache)."""
-        state = self._state
-        state.wire_cache = None
-        if state.messages and self._worker_core.config.uses_default_formatting:
-            state.wire_cache = WireCache()
-            state.wire_cache.convert(state.messages)
 
     # -- channels ----------------------------------------------------------------------------
 

@@ -94,19 +94,21 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from yiemagent.core._arguments import prepare_tool_call_arguments as prepare_tool_call_arguments
+    from yiemagent.core._arguments import validate_required_args as validate_required_args
+    from yiemagent.core._arguments import validate_tool_arguments as validate_tool_arguments
     from yiemagent.core._content import AgentToolCall as AgentToolCall
     from yiemagent.core._content import ContentBlock as ContentBlock
     from yiemagent.core._content import ImageContent as ImageContent
     from yiemagent.core._content import MessageContent as MessageContent
     from yiemagent.core._content import TextContent as TextContent
     from yiemagent.core._content import ThinkingContent as ThinkingContent
-    from yiemagent.core._messages import AgentMessage as AgentMessage
-    from yiemagent.core._messages import AssistantMessage as AssistantMessage
-    from yiemagent.core._messages import HistoryView as HistoryView
-    from yiemagent.core._messages import LlmModel as LlmModel
-    from yiemagent.core._messages import LlmUsage as LlmUsage
-    from yiemagent.core._messages import ToolResultMessage as ToolResultMessage
-    from yiemagent.core._messages import UserMessage as UserMessage
+    from yiemagent.core._context import LlmRequest as LlmRequest
+    from yiemagent.core._context import format_msg_for_llm as format_msg_for_llm
+    from yiemagent.core._context import prepare_context as prepare_context
+    from yiemagent.core._error_kinds import ERROR_KIND_KEY as ERROR_KIND_KEY
+    from yiemagent.core._error_kinds import ERROR_KINDS as ERROR_KINDS
+    from yiemagent.core._error_kinds import error_kind as error_kind
     from yiemagent.core._events import AgentEndEvent as AgentEndEvent
     from yiemagent.core._events import AgentEvent as AgentEvent
     from yiemagent.core._events import AgentStartEvent as AgentStartEvent
@@ -118,6 +120,26 @@ if TYPE_CHECKING:
     from yiemagent.core._events import ToolExecUpdateEvent as ToolExecUpdateEvent
     from yiemagent.core._events import TurnEndEvent as TurnEndEvent
     from yiemagent.core._events import TurnStartEvent as TurnStartEvent
+    from yiemagent.core._loop import RunConfig as RunConfig
+    from yiemagent.core._loop import run_loop as run_loop
+    from yiemagent.core._messages import AgentMessage as AgentMessage
+    from yiemagent.core._messages import AssistantMessage as AssistantMessage
+    from yiemagent.core._messages import HistoryView as HistoryView
+    from yiemagent.core._messages import LlmModel as LlmModel
+    from yiemagent.core._messages import LlmUsage as LlmUsage
+    from yiemagent.core._messages import ToolResultMessage as ToolResultMessage
+    from yiemagent.core._messages import UserMessage as UserMessage
+    from yiemagent.core._pipeline import create_error_tool_result as create_error_tool_result
+    from yiemagent.core._pipeline import create_tool_result_message as create_tool_result_message
+    from yiemagent.core._pipeline import emit_tool_execution_end as emit_tool_execution_end
+    from yiemagent.core._pipeline import execute_prepared_tool_call as execute_prepared_tool_call
+    from yiemagent.core._pipeline import execute_tool_calls as execute_tool_calls
+    from yiemagent.core._pipeline import execute_tool_calls_parallel as execute_tool_calls_parallel
+    from yiemagent.core._pipeline import execute_tool_calls_sequential as execute_tool_calls_sequential
+    from yiemagent.core._pipeline import finalize_executed_tool_call as finalize_executed_tool_call
+    from yiemagent.core._pipeline import prepare_tool_call as prepare_tool_call
+    from yiemagent.core._pipeline import should_terminate as should_terminate
+    from yiemagent.core._tool_calls import extract_tool_calls as extract_tool_calls
     from yiemagent.core._tools import AbortSignal as AbortSignal
     from yiemagent.core._tools import AfterToolCallContext as AfterToolCallContext
     from yiemagent.core._tools import AfterToolCallResult as AfterToolCallResult
@@ -133,26 +155,4 @@ if TYPE_CHECKING:
     from yiemagent.core._tools import FinalizedOutcome as FinalizedOutcome
     from yiemagent.core._tools import ImmediateOutcome as ImmediateOutcome
     from yiemagent.core._tools import PreparedToolCall as PreparedToolCall
-    from yiemagent.core._error_kinds import ERROR_KINDS as ERROR_KINDS
-    from yiemagent.core._error_kinds import ERROR_KIND_KEY as ERROR_KIND_KEY
-    from yiemagent.core._error_kinds import error_kind as error_kind
-    from yiemagent.core._arguments import prepare_tool_call_arguments as prepare_tool_call_arguments
-    from yiemagent.core._arguments import validate_required_args as validate_required_args
-    from yiemagent.core._arguments import validate_tool_arguments as validate_tool_arguments
-    from yiemagent.core._tool_calls import extract_tool_calls as extract_tool_calls
-    from yiemagent.core._pipeline import create_error_tool_result as create_error_tool_result
-    from yiemagent.core._pipeline import create_tool_result_message as create_tool_result_message
-    from yiemagent.core._pipeline import emit_tool_execution_end as emit_tool_execution_end
-    from yiemagent.core._pipeline import execute_prepared_tool_call as execute_prepared_tool_call
-    from yiemagent.core._pipeline import execute_tool_calls as execute_tool_calls
-    from yiemagent.core._pipeline import execute_tool_calls_parallel as execute_tool_calls_parallel
-    from yiemagent.core._pipeline import execute_tool_calls_sequential as execute_tool_calls_sequential
-    from yiemagent.core._pipeline import finalize_executed_tool_call as finalize_executed_tool_call
-    from yiemagent.core._pipeline import prepare_tool_call as prepare_tool_call
-    from yiemagent.core._pipeline import should_terminate as should_terminate
-    from yiemagent.core._loop import RunConfig as RunConfig
-    from yiemagent.core._loop import run_loop as run_loop
-    from yiemagent.core._context import LlmRequest as LlmRequest
-    from yiemagent.core._context import format_msg_for_llm as format_msg_for_llm
-    from yiemagent.core._context import prepare_context as prepare_context
     from yiemagent.core._user_input import openai_to_user_message as openai_to_user_message

@@ -18,7 +18,6 @@ from typing import Any, Literal
 import attrs
 
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
-from yiemagent.core._context import format_msg_for_llm as default_format_msg_for_llm
 from yiemagent.core._context import prepare_context as default_prepare_context
 from yiemagent.core._context_overflow import with_overflow_hint
 from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
@@ -33,6 +32,7 @@ from yiemagent.core._events import (
 from yiemagent.core._messages import AgentMessage, AssistantMessage, HistoryView, ToolResultMessage, now_ms
 from yiemagent.core._pipeline import execute_tool_calls
 from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_calls
+from yiemagent.core._request import LlmRequest, SpecFormatter
 from yiemagent.core._tool_calls import extract_tool_calls, new_tool_call_id, normalize_tool_calls
 from yiemagent.core._tools import (
     AbortSignal,
@@ -119,7 +119,7 @@ class RunConfig:
     prepare_context: Callable[[AgentState], Any] = attrs.field(
         default=default_prepare_context, validator=_check_callable)
     format_msg_for_llm: Callable[[Any], Any] = attrs.field(
-        default=default_format_msg_for_llm, validator=_check_callable)
+        factory=SpecFormatter, validator=_check_callable)
     before_tool_call: BeforeHook | None = attrs.field(default=None, validator=_check_callable)
     after_tool_call: AfterHook | None = attrs.field(default=None, validator=_check_callable)
     tool_execution: Literal["sequential", "parallel"] = "sequential"
@@ -135,7 +135,6 @@ class RunConfig:
     new_tool_call_id: Callable[[], str] = attrs.field(default=new_tool_call_id,
                                                       validator=_check_callable)
     llm_keywords: frozenset[str] = attrs.field(init=False)
-    uses_default_formatting: bool = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if self.llm_call is None:
@@ -148,9 +147,6 @@ class RunConfig:
                              f"{self.max_retry_delay_ms!r}")
         self.tool_loop_config({})  # checks the tool options here, not at the first batch
         object.__setattr__(self, "llm_keywords", accepted_keywords(self.llm_call))
-        object.__setattr__(self, "uses_default_formatting",
-                           self.prepare_context is default_prepare_context
-                           and self.format_msg_for_llm is default_format_msg_for_llm)
 
     def tool_loop_config(self, tools: Any, skip_remaining: Callable[[], bool] | None = None,
                          repeated_calls: RepeatedCalls | None = None) -> AgentLoopConfig:
@@ -253,6 +249,8 @@ class _Run:
             ctx = config.prepare_context(self.state)
             step = "format_msg_for_llm"
             request = config.format_msg_for_llm(ctx)
+            if type(request) is LlmRequest and request.session_id is None:
+                request.session_id = config.session_id
             if self.emit.active:
                 self.emit.send(MessageStartEvent(None))
             self.reply_started = True
@@ -301,7 +299,7 @@ class _Run:
         context, view, source = self.hook_context
         # Every field of AgentContext is checked (tests/test_hot_path.py fails when one is added).
         if (context is None or source is not state.messages or context.messages is not view
-                or context.tools is not state.tools or context.wire_cache is not None
+                or context.tools is not state.tools
                 or context.system_prompt != state.system_prompt):
             view = HistoryView(state.messages)
             context = AgentContext(state.system_prompt, view, state.tools)

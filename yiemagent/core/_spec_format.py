@@ -1,13 +1,15 @@
-"""The OpenAI chat wire format: how the library's messages and tools become an OpenAI request.
+"""The spec's request format: how the library's messages and tools look to an ``llm_call``
+written against the spec (``request["messages"]``, ``request["tools"]``: OpenAI chat dicts).
 
-``format_msg_for_llm`` (the default formatter, spec section 14, DESIGN points 4-6) turns an
-``AgentContext`` into an OpenAI chat request. Converted messages are cached across turns
-(messages are immutable and the history only grows), so a turn converts only the messages added
-since the last one. The Anthropic wire format lives beside it, in ``anthropic_format``.
+This is the spec's own shape (section 14, DESIGN 4-5), not a provider's wire form: provider
+clients read the typed fields of the ``LlmRequest`` and convert them themselves. The view is
+built only when an ``llm_call`` reads it; converted messages are cached across turns (messages
+are immutable and the history only grows), so a turn converts only the messages added since.
 """
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -15,28 +17,11 @@ from yiemagent.core._content import AgentToolCall, ContentBlock, ImageContent, T
 from yiemagent.core._json_text import to_json
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._tool_calls import extract_tool_calls
-from yiemagent.core._tools import AgentContext, ToolMapping
+from yiemagent.core._tools import ToolMapping
 
-__all__ = [
-    "LlmRequest",
-    "WireCache",
-    "format_msg_for_llm",
-    "message_to_openai",
-    "tools_to_openai",
-]
+__all__ = ["SpecViews", "message_to_openai", "spec_view", "tools_to_openai"]
 
 WireMessage = dict[str, Any]
-
-
-class LlmRequest(dict[str, Any]):
-    """The dict given to ``llm_call``: OpenAI chat fields, plus the source ``context``.
-
-    It compares and serialises as the plain dict it is; ``context`` lets provider clients with
-    another wire format (Anthropic) convert from the library's own messages. Treat it as
-    read-only: its message dicts are cached and reused on later turns.
-    """
-
-    context: AgentContext | None = None
 
 
 def _image_url(block: ImageContent) -> str:
@@ -136,17 +121,20 @@ def _wire_messages(messages: Sequence[AgentMessage]) -> list[WireMessage]:
     return out
 
 
-class WireCache:
-    """Remembers the OpenAI form of a history so only messages added since are converted.
+class SpecViews:
+    """Remembers the spec's request view of a history (OpenAI-shaped dicts), so only messages
+    added since are converted: one per agent, held by its default formatter, used when an
+    ``llm_call`` reads ``request["messages"]``.
 
     A new history whose start is the remembered one (compared by identity first, then by value)
-    reuses the converted prefix; any other history is converted afresh. Not thread-safe: one
-    cache belongs to one agent's worker.
+    reuses the converted prefix; any other history is converted afresh. ``lock`` serialises
+    its users (a request may be read on another thread than the worker's).
     """
 
-    __slots__ = ("_sources", "_system", "_tool_list", "_tools", "_wire")
+    __slots__ = ("_sources", "_system", "_tool_list", "_tools", "_wire", "lock")
 
     def __init__(self) -> None:
+        self.lock = threading.Lock()
         self._sources: list[AgentMessage] = []
         self._wire: list[WireMessage] = []
         self._tools: tuple[Any, ...] = ()
@@ -190,19 +178,18 @@ def tools_to_openai(tools: ToolMapping) -> list[dict[str, Any]]:
     ]
 
 
-def format_msg_for_llm(ctx: AgentContext) -> LlmRequest:
-    """Default ``format_msg_for_llm``: an OpenAI chat request ``{"messages", "tools"?}``.
-
-    The system prompt becomes a system message with text parts; user messages keep text and
-    image parts; assistant tool calls carry JSON-string ``arguments``; tool results become
-    ``tool`` messages. ``tools`` is present only when the context has tools.
-    """
-    cache = ctx.wire_cache if isinstance(ctx.wire_cache, WireCache) else WireCache()
-    history = cache.convert(ctx.messages)
-    messages = ([cache.system_message(ctx.system_prompt), *history] if ctx.system_prompt
-                else history.copy())
-    request = LlmRequest(messages=messages)
-    if ctx.tools:
-        request["tools"] = cache.tools(ctx.tools)
-    request.context = ctx
-    return request
+def spec_view(system_prompt: str, messages: Sequence[AgentMessage], tools: ToolMapping,
+              views: SpecViews | None) -> dict[str, Any]:
+    """The spec's request for a context (DESIGN 4-5): ``{"messages", "tools"?}`` with a system
+    message of text parts first, user content as parts, assistant tool calls with JSON-string
+    ``arguments`` and tool results as ``tool`` messages; ``tools`` only when there are some.
+    ``views`` reuses what was converted for earlier turns (a new one converts everything)."""
+    cache = views if views is not None else SpecViews()
+    with cache.lock:
+        history = cache.convert(messages)
+        listed = ([cache.system_message(system_prompt), *history] if system_prompt
+                  else history.copy())
+        view: dict[str, Any] = {"messages": listed}
+        if tools:
+            view["tools"] = cache.tools(tools)
+    return view

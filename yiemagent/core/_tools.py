@@ -233,17 +233,12 @@ class FinalizedOutcome:
 
 @attrs.define
 class AgentContext:
-    """What one LLM call sees: system prompt, messages and an ordered ``name -> tool`` mapping.
-
-    ``wire_cache`` lets the default ``format_msg_for_llm`` reuse what it converted on earlier
-    turns; the default ``prepare_context`` sets it, custom ones may leave it ``None``.
-    """
+    """What one LLM call sees: system prompt, messages and an ordered ``name -> tool`` mapping."""
 
     # A field added here must be checked by ``run._Run.hooks_context`` too (tests check it).
     system_prompt: str = ""
     messages: Sequence[AgentMessage] = attrs.field(factory=list)
     tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
-    wire_cache: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 # Plain attribute writes (no attrs __setattr__ hook): the worker updates the state on every
@@ -261,7 +256,6 @@ class AgentState:
     pending_tool_calls: set[str] = attrs.field(factory=set)
     active_run: bool = False
     error_message: str | None = None
-    wire_cache: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
 
 
 @attrs.define(frozen=True)

@@ -29,13 +29,13 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
-    from yiemagent.integrations._tracing import TracingListener as TracingListener
-    from yiemagent.integrations._tracing import disable_tracing as disable_tracing
-    from yiemagent.integrations._tracing import enable_tracing as enable_tracing
-    from yiemagent.integrations._tracing import trace_agent as trace_agent
     from yiemagent.integrations._event_log import JsonlEventWriter as JsonlEventWriter
     from yiemagent.integrations._event_wire import event_from_dict as event_from_dict
     from yiemagent.integrations._event_wire import event_to_dict as event_to_dict
     from yiemagent.integrations._session_store import DirectoryStore as DirectoryStore
     from yiemagent.integrations._session_store import RedisStore as RedisStore
     from yiemagent.integrations._session_store import SessionStore as SessionStore
+    from yiemagent.integrations._tracing import TracingListener as TracingListener
+    from yiemagent.integrations._tracing import disable_tracing as disable_tracing
+    from yiemagent.integrations._tracing import enable_tracing as enable_tracing
+    from yiemagent.integrations._tracing import trace_agent as trace_agent

@@ -34,17 +34,17 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from yiemagent.errors import LlmAbortedError as LlmAbortedError
+    from yiemagent.errors import LlmError as LlmError
+    from yiemagent.errors import LlmStreamError as LlmStreamError
+    from yiemagent.errors import LlmTimeoutError as LlmTimeoutError
     from yiemagent.llm._base import LlmClient as LlmClient
     from yiemagent.llm._factory import PROVIDERS as PROVIDERS
     from yiemagent.llm._factory import ProviderPreset as ProviderPreset
     from yiemagent.llm._factory import create_llm_call as create_llm_call
     from yiemagent.llm._factory import parse_llm_spec as parse_llm_spec
-    from yiemagent.llm.http._retry import RetryPolicy as RetryPolicy
-    from yiemagent.llm.openai._client import OpenAIChatClient as OpenAIChatClient
     from yiemagent.llm.anthropic._client import AnthropicMessagesClient as AnthropicMessagesClient
+    from yiemagent.llm.http._retry import RetryPolicy as RetryPolicy
     from yiemagent.llm.llamacpp._client import LlamaCppClient as LlamaCppClient
     from yiemagent.llm.llamacpp._client import default_model_path as default_model_path
-    from yiemagent.errors import LlmAbortedError as LlmAbortedError
-    from yiemagent.errors import LlmError as LlmError
-    from yiemagent.errors import LlmStreamError as LlmStreamError
-    from yiemagent.errors import LlmTimeoutError as LlmTimeoutError
+    from yiemagent.llm.openai._client import OpenAIChatClient as OpenAIChatClient

@@ -26,7 +26,7 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from yiemagent.testing._scripted import ScriptedModel as ScriptedModel
     from yiemagent.testing._scripted import ScriptError as ScriptError
     from yiemagent.testing._scripted import ScriptExhaustedError as ScriptExhaustedError
-    from yiemagent.testing._scripted import ScriptedModel as ScriptedModel
     from yiemagent.testing._scripted import reply_message as reply_message

@@ -40,6 +40,8 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from yiemagent.tools._function_tool import function_tool as function_tool
+    from yiemagent.tools._function_tool import to_tool_result as to_tool_result
     from yiemagent.tools._store import ToolStore as ToolStore
     from yiemagent.tools._store import check_tool_file as check_tool_file
     from yiemagent.tools._store import clear_tools as clear_tools
@@ -49,7 +51,5 @@ if TYPE_CHECKING:
     from yiemagent.tools._store import load_tools as load_tools
     from yiemagent.tools._store import register_tool as register_tool
     from yiemagent.tools._store import unregister_tool as unregister_tool
-    from yiemagent.tools._function_tool import function_tool as function_tool
-    from yiemagent.tools._function_tool import to_tool_result as to_tool_result
     from yiemagent.tools.mcp._connection import McpConnection as McpConnection
     from yiemagent.tools.mcp._connection import load_mcp_tools as load_mcp_tools

@@ -28,9 +28,9 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from yiemagent.llm.http._abortable import RequestInterrupter as RequestInterrupter
+    from yiemagent.llm.http._abortable import interruptible_session as interruptible_session
     from yiemagent.llm.http._retry import RetryPolicy as RetryPolicy
     from yiemagent.llm.http._sse import SSEEvent as SSEEvent
     from yiemagent.llm.http._sse import SSEParser as SSEParser
     from yiemagent.llm.http._sse import iter_sse as iter_sse
-    from yiemagent.llm.http._abortable import RequestInterrupter as RequestInterrupter
-    from yiemagent.llm.http._abortable import interruptible_session as interruptible_session

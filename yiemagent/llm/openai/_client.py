@@ -16,6 +16,7 @@ from typing import Any
 import requests
 
 from yiemagent.core._messages import AssistantMessage
+from yiemagent.core._request import LlmRequest
 from yiemagent.core._tools import AbortSignal
 from yiemagent.llm._base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.http._errors import LlmError, LlmStreamError
@@ -28,7 +29,7 @@ from yiemagent.llm.http._transport import (
     shown_url,
 )
 from yiemagent.llm.openai._parse import OpenAIStreamAssembler, parse_chat_completion
-from yiemagent.llm.openai._wire import wire_messages
+from yiemagent.llm.openai._wire import WireForm, wire_messages
 
 __all__ = ["OpenAIChatClient"]
 
@@ -104,6 +105,7 @@ class OpenAIChatClient(LlmClient):
             raise ValueError(f"tool_choice must be a string, a dict or None, got {tool_choice!r}")
         self.send_session_id = bool(send_session_id)
         self.tool_choice = tool_choice
+        self._wire = WireForm()
         super().__init__(
             model, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
             provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
@@ -126,20 +128,29 @@ class OpenAIChatClient(LlmClient):
         }
 
     def build_body(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        """Return ``{"model", **request, "stream", ...extra_body}`` with the messages in wire
-        form (``openai_wire``) and ``tool_choice`` when tools are offered; a new dict with new
-        message dicts where they differ, so the request and its cached message dicts are never
-        changed. An empty ``tools`` is left out."""
-        if not isinstance(request, Mapping) or not isinstance(request.get("messages"), list):
-            raise ValueError("the OpenAI client needs a request dict with a 'messages' list "
-                             "(what format_msg_for_llm returns)")
-        body: dict[str, Any] = {"model": self.model, **request}
-        body["messages"] = wire_messages(request["messages"])
+        """Return ``{"model", "messages", "tools"?, "tool_choice"?, "stream", ...extra_body}``.
+
+        An ``LlmRequest`` is converted from its typed fields (``WireForm``: each message once,
+        then reused); a plain dict in the spec's shape (a custom ``format_msg_for_llm``) is sent
+        with its messages narrowed to the wire form (``wire_message``) and its other fields as
+        they are. ``tool_choice`` goes with tools only (a request's own choice wins); an empty
+        ``tools`` is left out. The request and its cached dicts are never changed."""
+        if isinstance(request, LlmRequest):
+            body: dict[str, Any] = {"model": self.model, "messages": self._wire.messages(
+                request.system_prompt, request.messages)}
+            if request.tools:
+                body["tools"] = self._wire.tools(request.tools)
+        elif isinstance(request, Mapping) and isinstance(request.get("messages"), list):
+            body = {"model": self.model, **request}
+            body["messages"] = wire_messages(request["messages"])
+        else:
+            raise ValueError("the OpenAI client needs the LlmRequest of format_msg_for_llm, or "
+                             "a request dict with a 'messages' list")
         if not body.get("tools"):
             body.pop("tools", None)
             body.pop("tool_choice", None)  # servers reject a choice among no tools
         elif self.tool_choice is not None:
-            body.setdefault("tool_choice", self.tool_choice)  # a request's own choice wins
+            body.setdefault("tool_choice", self.tool_choice)
         body["stream"] = self.stream
         if self.stream:
             body["stream_options"] = {"include_usage": True}
