@@ -26,7 +26,6 @@ from yiemagent.core._tools import (
     BeforeToolCallResult,
 )
 from yiemagent.errors import HarnessError, LlmAbortedError
-from yiemagent.llm.openai._parse import map_finish_reason
 from yiemagent.tools._store import ToolStore, register_tool
 
 from ._normalise import canonical_json
@@ -229,12 +228,24 @@ def _arguments_for_dict_forms(raw: str) -> Any:
     return parsed if isinstance(parsed, dict) else raw
 
 
+# The vocabulary's finish reasons (the scenario format's words, borrowed from OpenAI's) and the
+# stop reason each stands for; a reply with tool calls that says "stop" is "toolUse", as from
+# servers that send it so. Kept here: the suite never reads a provider's parser.
+_STOP_REASONS = {"stop": "stop", "length": "length", "tool_calls": "toolUse",
+                 "function_call": "toolUse", "content_filter": "error"}
+
+
+def _stop_reason(reason: Any, has_tool_calls: bool) -> str:
+    mapped = _STOP_REASONS.get(reason, "stop") if isinstance(reason, str) else "stop"
+    return "toolUse" if has_tool_calls and mapped == "stop" else mapped
+
+
 def reply_message(reply: Mapping[str, Any]) -> AssistantMessage:
     """The ``AssistantMessage`` a provider client would make of a scripted OpenAI reply, with
     its tool calls in the form the reply asks for (DESIGN point 2)."""
     message = reply["message"]
     wire = list(message.get("tool_calls", []))
-    stop = map_finish_reason(reply.get("finish_reason", "tool_calls" if wire else "stop"), bool(wire))
+    stop = _stop_reason(reply.get("finish_reason", "tool_calls" if wire else "stop"), bool(wire))
     content: list[ContentBlock] = [TextContent(message["content"])] if message.get("content") else []
     form = reply.get("form", "typed")
     if form == "typed":  # as the OpenAI client parses it; a missing id is left to the loop
