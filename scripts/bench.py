@@ -63,7 +63,7 @@ from yiemagent import (  # noqa: E402
     YiemAgent,
 )
 
-SCENARIOS = ("turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading",
+SCENARIOS = ("import_time", "turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading",
              "ray_pool", "local_model")
 ARGS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -882,7 +882,39 @@ def cli_first_output(model: str) -> float:
         return elapsed
 
 
+def import_seconds() -> float:
+    """Seconds a fresh interpreter spends in ``import yiemagent`` (timed inside the child, so
+    the interpreter's own start-up is left out)."""
+    code = ("import time; t = time.perf_counter(); import yiemagent; "
+            "print(time.perf_counter() - t)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          check=True, timeout=RESPONSE_TIMEOUT_S)
+    return float(done.stdout.strip())
+
+
+def help_seconds() -> float:
+    """Wall seconds of ``python -m yiemagent --help``, start-up included."""
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "yiemagent", "--help"], capture_output=True,
+                   check=True, timeout=RESPONSE_TIMEOUT_S)
+    return time.perf_counter() - start
+
+
+def import_time(sizes: Sizes) -> Scenario:
+    """What loading the library costs before it does anything: ``import yiemagent`` (target
+    150 ms) and the command's ``--help`` (target 0.3 s), each in fresh processes (7 by
+    default: the median of seven). Nothing is imported until a name is used, so neither loads
+    a provider, ``requests``, ``jsonschema`` or Ray."""
+    runs = max(sizes.runs, 7) if sizes is not QUICK else sizes.runs
+    figures = [Figure("import_ms", "import yiemagent", "ms",
+                      [import_seconds() * 1000 for _ in range(runs)], 150.0),
+               Figure("help_s", "yiemagent --help, start-up included", "s",
+                      [help_seconds() for _ in range(runs)], 0.3)]
+    return Scenario("import_time", params={"processes": runs}, figures=figures)
+
+
 RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
+    "import_time": import_time,
     "turn_overhead": turn_overhead,
     "parallel_batch": parallel_batch,
     "history_growth": history_growth,

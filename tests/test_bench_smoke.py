@@ -19,6 +19,7 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
 TARGETED = {
+    "import_time": {"import_ms", "help_s"},
     "turn_overhead": {"us_per_turn"},
     "parallel_batch": {"wall_s_2", "wall_s_3"},
     "history_growth": {"ratio"},

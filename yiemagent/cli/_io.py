@@ -16,7 +16,7 @@ import sys
 from collections.abc import Iterator
 from typing import TextIO
 
-from yiemagent.cli._model import CliError
+from yiemagent.errors import CliError
 
 __all__ = ["MAX_PROMPT_CHARS", "read_prompt", "reopen_closed_descriptors", "stdout_to_stderr"]
 
