@@ -63,8 +63,8 @@ from yiemagent import (  # noqa: E402
     YiemAgent,
 )
 
-SCENARIOS = ("import_time", "turn_overhead", "parallel_batch", "history_growth", "many_agents", "tool_loading",
-             "ray_pool", "local_model")
+SCENARIOS = ("import_time", "turn_overhead", "parallel_batch", "history_growth", "many_agents",
+             "tool_loading", "ray_pool", "local_model")
 ARGS_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {"n": {"type": "integer"}, "note": {"type": "string"}},
