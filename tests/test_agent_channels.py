@@ -1,4 +1,4 @@
-"""Channel semantics (DESIGN point 8), abort, shutdown (point 9) and concurrency."""
+"""Channel semantics (docs/design.md, decision 8), abort, shutdown (point 9) and concurrency."""
 
 from __future__ import annotations
 

@@ -2,10 +2,9 @@
 
 Each agent owns three ``queue.Queue`` channels (input 16, follow-up 32, output 16), one worker
 thread (``worker.AgentWorker``) that runs ``run.run_loop`` once per run, its settings and its
-event listeners. Channel semantics are DESIGN point 8: ``run_agent`` while idle starts a run and
-during a run joins it before its next LLM call; ``follow_up`` starts a run of its own after the
-active run's response is out; every run puts exactly one response on the output channel.
-"""
+event listeners. Channel semantics are decision 8 of docs/design.md: ``run_agent`` while idle starts
+a run and during a run joins it before its next LLM call; ``follow_up`` starts a run of its own
+after the active run's response is out; every run puts exactly one response on the output channel."""
 
 from __future__ import annotations
 

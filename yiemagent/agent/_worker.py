@@ -4,10 +4,9 @@
 config, the listeners and the settings changed during a run. It holds no reference to the
 ``YiemAgent`` that wraps it, so an agent dropped without ``shutdown()`` can be collected, and its
 finalizer then stops the worker. Every decision is taken under the channels' one lock
-(DESIGN point 8): ``run_agent`` while idle starts a run and during a run joins it before its
-next LLM call; ``follow_up`` starts a run of its own after the active run's response is out;
-every run puts exactly one response on the output channel.
-"""
+(docs/design.md, decision 8): ``run_agent`` while idle starts a run and during a run joins it before
+its next LLM call; ``follow_up`` starts a run of its own after the active run's response is out;
+every run puts exactly one response on the output channel."""
 
 from __future__ import annotations
 

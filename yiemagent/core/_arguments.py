@@ -1,4 +1,4 @@
-"""Argument preparation and validation for tool calls (spec section 8.1, DESIGN point 3).
+"""Argument preparation and validation for tool calls (spec section 8.1, decision 3 of docs/design.md).
 
 The default validator checks the whole JSON Schema and lists the violations with their paths,
 then the arguments received, so the model can correct its call. However large or wrong the

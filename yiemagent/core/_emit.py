@@ -1,4 +1,4 @@
-"""Event listeners behind one serialised, failure-proof sink (DESIGN point 7).
+"""Event listeners behind one serialised, failure-proof sink (docs/design.md, decision 7).
 
 ``SafeEmitter`` is the sink the loop and the tool pipeline call. It hands each event to every
 listener in subscription order under one lock, so listeners are never entered by two threads at

@@ -5,9 +5,8 @@ asks the model, runs the tool calls of its reply, and asks again, until the mode
 tool calls, a batch terminates, the run is aborted or ``config.max_turns`` LLM calls were made.
 It returns the run's single response and never raises (a ``KeyboardInterrupt`` aside): a failing
 ``llm_call``, ``prepare_context`` or ``format_msg_for_llm`` ends the run with an error response
-(DESIGN point 10). It knows nothing of agents, threads or channels: ``YiemAgent`` is a shell of
-channels, a worker thread and settings around it, and tests drive it directly.
-"""
+(docs/design.md, decision 10). It knows nothing of agents, threads or channels: ``YiemAgent`` is a
+shell of channels, a worker thread and settings around it, and tests drive it directly."""
 
 from __future__ import annotations
 

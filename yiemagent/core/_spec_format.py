@@ -1,11 +1,11 @@
 """The spec's request format: how the library's messages and tools look to an ``llm_call``
 written against the spec (``request["messages"]``, ``request["tools"]``: OpenAI chat dicts).
 
-This is the spec's own shape (section 14, DESIGN 4-5), not a provider's wire form: provider
-clients read the typed fields of the ``LlmRequest`` and convert them themselves. The view is
-built only when an ``llm_call`` reads it; converted messages are cached across turns (messages
-are immutable and the history only grows), so a turn converts only the messages added since.
-"""
+This is the spec's own shape (section 14, decisions 4-5 of docs/design.md), not a provider's wire
+form: provider clients read the typed fields of the ``LlmRequest`` and convert them themselves. The
+view is built only when an ``llm_call`` reads it; converted messages are cached across turns
+(messages are immutable and the history only grows), so a turn converts only the messages added
+since."""
 
 from __future__ import annotations
 
@@ -180,10 +180,10 @@ def tools_to_openai(tools: ToolMapping) -> list[dict[str, Any]]:
 
 def spec_view(system_prompt: str, messages: Sequence[AgentMessage], tools: ToolMapping,
               views: SpecViews | None) -> dict[str, Any]:
-    """The spec's request for a context (DESIGN 4-5): ``{"messages", "tools"?}`` with a system
-    message of text parts first, user content as parts, assistant tool calls with JSON-string
-    ``arguments`` and tool results as ``tool`` messages; ``tools`` only when there are some.
-    ``views`` reuses what was converted for earlier turns (a new one converts everything)."""
+    """The spec's request for a context (docs/design.md, decisions 4-5): ``{"messages", "tools"?}``
+    with a system message of text parts first, user content as parts, assistant tool calls with
+    JSON-string ``arguments`` and tool results as ``tool`` messages; ``tools`` only when there are
+    some. ``views`` reuses what was converted for earlier turns (a new one converts everything)."""
     cache = views if views is not None else SpecViews()
     with cache.lock:
         history = cache.convert(messages)

@@ -1,4 +1,5 @@
-"""Reading tool calls out of an assistant message's content (spec section 7, DESIGN point 2).
+"""Reading tool calls out of an assistant message's content (spec section 7, decision 2 of
+docs/design.md).
 
 Accepted forms: the spec's ``{"type": "tool_calls", "tool_calls": [...]}`` list, its single
 ``{"type": "tool_call", ...}`` block, the OpenAI wire form ``{"id", "type": "function",

@@ -3,7 +3,7 @@
 Every message is built from text that already went through ``Secret.scrub``, so no error of this
 module ever carries an api key; texts are cut only by ``excerpt``, which scrubs first. The
 runtime turns a raised error into an error response whose ``error_message`` is
-``f"{type(exc).__name__}: {exc}"`` (DESIGN point 10).
+``f"{type(exc).__name__}: {exc}"`` (docs/design.md, decision 10).
 """
 
 from __future__ import annotations

@@ -242,7 +242,7 @@ def _stop_reason(reason: Any, has_tool_calls: bool) -> str:
 
 def reply_message(reply: Mapping[str, Any]) -> AssistantMessage:
     """The ``AssistantMessage`` a provider client would make of a scripted OpenAI reply, with
-    its tool calls in the form the reply asks for (DESIGN point 2)."""
+    its tool calls in the form the reply asks for (docs/design.md, decision 2)."""
     message = reply["message"]
     wire = list(message.get("tool_calls", []))
     stop = _stop_reason(reply.get("finish_reason", "tool_calls" if wire else "stop"), bool(wire))
