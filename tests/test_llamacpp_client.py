@@ -50,6 +50,15 @@ def local_llm() -> Iterator[LlamaCppClient]:
     client.close()
 
 
+@pytest.fixture(scope="module")
+def brief_llm() -> Iterator[LlamaCppClient]:
+    """The default embedded model with short replies (``max_tokens=24``): for tests of what it
+    chooses, not of what it writes."""
+    client = LlamaCppClient(max_tokens=24)
+    yield client
+    client.close()
+
+
 @pytest.fixture
 def store(tmp_path: Path) -> ToolStore:
     """The example tools (getTime, getWeather, writeTool and listTools), as a newcomer loads
@@ -249,3 +258,62 @@ def test_a_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, 
         LlamaCppClient()
     text = str(info.value)
     assert """CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'yiemagent[local]'""" in text
+
+
+# --- the choice of a tool, and replies the token limit cuts off ----------------------------------------
+
+@pytest.mark.parametrize(("question", "tool"), [
+    ("What time is it in Tokyo?", "getTime"),
+    ("What's the weather in Tokyo?", "getWeather"),
+    ("What is the temperature in Berlin?", "getWeather"),
+    ("List your tools", "listTools"),
+    ("Write an email to my boss asking for Friday off.", None),  # "write" is no reason for writeTool
+    ("Write two sentences about the sea.", None),
+    ("Hello!", None),
+    ("What is 2 + 2?", None),
+    ("How hot is it in Tokyo?", None),  # Tokyo among getTime's examples is no reason either
+    ("Quel temps fait-il à Tokyo ?", None),
+])
+def test_the_tool_chosen_among_the_example_tools(brief_llm: LlamaCppClient, store: ToolStore,
+                                                 question: str, tool: str | None) -> None:
+    request = format_msg_for_llm(AgentContext("", [UserMessage(question)], get_tools(store)))
+    assert {t["function"]["name"] for t in request["tools"]} == {
+        "getTime", "getWeather", "writeTool", "listTools"}
+    reply = brief_llm(request)
+    calls = [b.name for b in reply.content if isinstance(b, AgentToolCall)]
+    assert calls == ([tool] if tool else []), text_of(reply)
+    if tool is None:
+        assert text_of(reply).strip()
+
+
+def test_a_question_naming_only_an_example_is_answered_honestly(local_llm: LlamaCppClient,
+                                                                store: ToolStore) -> None:
+    reply, history = ask(local_llm, store, "Quelle heure est-il à Tokyo ?")
+    assert [type(m) for m in history] == [UserMessage, AssistantMessage]
+    assert text_of(reply).startswith("I can't tell what you want to know about Tokyo.")
+
+
+def test_arguments_cut_off_by_max_tokens_are_never_sent(store: ToolStore) -> None:
+    short = LlamaCppClient(max_tokens=4)  # '{"city": "Tokyo"}' takes 8 tokens
+    try:
+        with pytest.raises(LlmError, match=r"did not finish the arguments of its call to getTime "
+                                           r"within max_tokens=4, so no call was made; pass a "
+                                           r"larger max_tokens"):
+            short(tokyo_request(store))
+    finally:
+        short.close()
+
+
+def test_a_reply_cut_off_by_max_tokens_ends_at_its_last_full_sentence() -> None:
+    short = LlamaCppClient(max_tokens=60)
+    updates: list[MessageUpdateEvent] = []
+    request = format_msg_for_llm(AgentContext("", [UserMessage("Write a long story about a cat.")],
+                                              []))
+    try:
+        reply = short(request, on_update=updates.append)
+    finally:
+        short.close()
+    text = text_of(reply)
+    assert reply.stop_reason == "length" and reply.usage is not None and reply.usage.output == 60
+    assert text.endswith((".", "!", "?", '."', '!"', '?"')), text
+    assert "".join(e.delta for e in updates).strip() == text  # the cut sentence was never shown

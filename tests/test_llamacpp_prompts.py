@@ -12,13 +12,19 @@ from yiemagent.llm.llamacpp._prompts import (
     ANSWER_HINT,
     FAILED_LEAD,
     answer_grammar,
+    answer_words,
+    candidates,
     choice_grammar,
+    clarification,
     failed_result,
     fill_prefix,
     first_sentence,
     gbnf_literal,
+    grounding,
+    relevance,
+    result_label,
     result_value,
-    shares_a_word,
+    sentence_end,
     strict_strings,
     transcript,
 )
@@ -27,6 +33,15 @@ TIME_TOOL = {"name": "getTime", "description": "Get the current local time for a
              "time zone (e.g. Tokyo, New York, Europe/London, UTC)."}
 WEATHER_TOOL = {"name": "getWeather", "description": "Fetch the current weather (conditions, "
                 "temperature, humidity, wind) for a city, from Open-Meteo."}
+WRITE_TOOL = {"name": "writeTool", "description": "Create a new tool from Python code when no "
+              "existing tool can do the job. The tool is saved as a file and registered at once, "
+              "so you can call it in your next step. Call listTools first to check the name is "
+              "free."}
+LIST_TOOL = {"name": "listTools", "description": "List every tool you can call, with its label and "
+             "description. Call it to discover tools, and before creating a new tool to avoid a "
+             "name that is already taken."}
+EXAMPLE_TOOLS = [TIME_TOOL, WEATHER_TOOL, WRITE_TOOL, LIST_TOOL]  # as the example folder loads them
+TOKYO_RESULT = "Current time in Tokyo: 2026-12-01T01:16:10+09:00 (Tuesday, time zone Asia/Tokyo, JST)"
 
 
 @pytest.mark.parametrize(("text", "first"), [
@@ -64,7 +79,10 @@ def test_grammars_compile_in_llama_cpp() -> None:
     for grammar in (choice_grammar(["getTime", "getWeather"]),
                     choice_grammar(["a\"b"], allow_none=False),
                     answer_grammar('2026 "quoted" \\ back\nslash'),
-                    answer_grammar("boom", failed=True),
+                    answer_grammar("boom", ["Sorry: "]),
+                    answer_grammar("ok.", (), ["l'été", "Zürich"]),
+                    *(g.grammar for r in (TOKYO_RESULT, 'Tool "x" failed: Boom.', "42\n43")
+                      if (g := grounding(r, "What is it?")) is not None),
                     strict_strings(json_schema_to_gbnf(json.dumps(
                         {"type": "object", "properties": {"city": {"type": "string"}}})))):
         LlamaGrammar.from_string(grammar, verbose=False)  # raises on a malformed grammar
@@ -76,7 +94,33 @@ def test_choice_grammar_names_every_option_once() -> None:
 
 
 def test_a_failed_call_is_answered_with_a_fixed_lead() -> None:
-    assert gbnf_literal(FAILED_LEAD) in answer_grammar("boom", failed=True)
+    grounded = grounding('Tool "getWeather" failed: WeatherLookupError: Unknown city "Xy".', "?")
+    assert grounded is not None and grounded.leads == (FAILED_LEAD,)
+    assert gbnf_literal(FAILED_LEAD) in grounded.grammar
+    assert grounded.answer(FAILED_LEAD + "Weather") == (
+        FAILED_LEAD + 'WeatherLookupError: Unknown city "Xy".')  # no full stop added after one
+
+
+def test_a_labelled_result_is_answered_after_a_lead_made_of_its_label() -> None:
+    grounded = grounding(TOKYO_RESULT, "What time is it in Tokyo?")
+    assert grounded is not None and result_label(TOKYO_RESULT) == "Current time in Tokyo"
+    assert grounded.leads == ("The current time in Tokyo is ", "The current time in Tokyo are ",
+                              "Current time in Tokyo: ")
+    assert grounded.grammar.startswith('root ::= lead "2026-12-01T01:16:10+09:00" "."\n')
+    # The rest of the value is forced once it has begun, so it is filled in, not generated.
+    assert grounded.answer("The current time in Tokyo") is None
+    assert grounded.answer("The current time in Tokyo is 20") == (
+        "The current time in Tokyo is 2026-12-01T01:16:10+09:00.")
+
+
+def test_an_unlabelled_result_is_answered_in_words_of_the_question_and_the_result() -> None:
+    grounded = grounding("It rains (light)", "Is it raining in Zürich?")
+    assert grounded is not None and grounded.value == "It rains" and not grounded.leads
+    words = answer_words(["Is it raining in Zürich?", " (light)"])
+    assert {"Zürich", "raining", "Raining", "light", "the", "The"} <= set(words)
+    assert not any(c.isdigit() for w in words for c in w)  # no number can be made up
+    assert grounded.answer("Zürich: It") == "Zürich: It rains."
+    assert grounded.answer("Zürich") is None  # not after a space or a colon: still the lead
 
 
 def test_strict_strings_forbid_control_characters() -> None:
@@ -92,17 +136,61 @@ def test_fill_prefix_opens_the_call() -> None:
     assert fill_prefix("getTime") == '<tool_call>{"name": "getTime", "arguments": '
 
 
-@pytest.mark.parametrize(("question", "tool", "shares"), [
-    ("What time is it in Tokyo?", TIME_TOOL, True),
-    ("What's the weather in Paris?", WEATHER_TOOL, True),
-    ("Is it raining in London?", TIME_TOOL, True),  # London is in the description's examples
-    ("What's the weather in Paris?", TIME_TOOL, False),
-    ("Hello, who are you?", TIME_TOOL, False),
-    ("Hello, who are you?", WEATHER_TOOL, False),
-    ("List your tools", {"name": "listTools", "description": "List every tool."}, True),
+@pytest.mark.parametrize(("question", "tool", "topic"), [
+    ("What time is it in Tokyo?", TIME_TOOL, 2),
+    ("What's the weather in Paris?", WEATHER_TOOL, 2),
+    ("What is the temperature in Berlin?", WEATHER_TOOL, 1),  # a word of the description
+    ("What's the weather in Paris?", TIME_TOOL, 0),
+    ("Hello, who are you?", TIME_TOOL, 0),
+    ("Hello, who are you?", WEATHER_TOOL, 0),
+    ("List your tools", LIST_TOOL, 2),
+    ("Write a new tool that reverses a string", WRITE_TOOL, 2),
+    # A request verb, even the one in the tool's name, is no topic ...
+    ("Write an email to my boss asking for Friday off.", WRITE_TOOL, 0),
+    ("Write two sentences about the sea.", WRITE_TOOL, 0),
+    ("Get me a coffee", TIME_TOOL, 0),
+    # ... nor is a name among the tool's examples.
+    ("Is it raining in London?", TIME_TOOL, 0),
+    ("How hot is it in Tokyo?", TIME_TOOL, 0),
 ])
-def test_shares_a_word(question: str, tool: dict[str, str], shares: bool) -> None:
-    assert shares_a_word(question, tool) is shares
+def test_relevance_needs_a_topic_word_not_a_verb_or_an_example(
+        question: str, tool: dict[str, str], topic: int) -> None:
+    assert relevance(question, tool).topic == topic
+
+
+@pytest.mark.parametrize(("question", "expected"), [
+    ("What time is it in Tokyo?", ["getTime"]),
+    ("What's the weather in Tokyo?", ["getWeather"]),  # Tokyo among getTime's examples is no rival
+    ("What is the temperature in Berlin?", ["getWeather"]),
+    ("List your tools", ["listTools", "writeTool"]),  # the one named by two shared words first
+    ("Write an email to my boss asking for Friday off.", []),
+    ("Write two sentences about the sea.", []),
+    ("Hello!", []),
+    ("What is 2 + 2?", []),
+    ("Quelle heure est-il à Tokyo ?", []),
+    ("Quel temps fait-il à Tokyo ?", []),
+])
+def test_candidates_among_the_example_tools(question: str, expected: list[str]) -> None:
+    assert [t["name"] for t in candidates(question, EXAMPLE_TOOLS)] == expected
+
+
+def test_a_question_naming_only_an_example_gets_a_clarification() -> None:
+    text = clarification("Quel temps fait-il à Tokyo ?", EXAMPLE_TOOLS)
+    assert text is not None
+    assert text.startswith("I can't tell what you want to know about Tokyo. What I can do: Get "
+                           "the current local time for a city")
+    assert clarification("Write two sentences about the sea.", EXAMPLE_TOOLS) is None
+
+
+@pytest.mark.parametrize(("text", "final", "end"), [
+    ("Dear Boss,\n\nI hope this. I und", False, len("Dear Boss,\n\nI hope this.")),
+    ("It is 2.5 km", False, 0),  # a decimal point ends nothing
+    ("Done.", False, 0),  # more may follow: "Done.5"
+    ("Done.", True, 5),
+    ('He said "ok." Then', False, len('He said "ok."')),
+])
+def test_sentence_end(text: str, final: bool, end: int) -> None:
+    assert sentence_end(text, final) == end
 
 
 def test_transcript_renders_calls_and_results_for_any_template() -> None:

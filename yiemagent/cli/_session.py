@@ -29,7 +29,7 @@ __all__ = ["DEFAULT_SYSTEM_PROMPT", "Tools", "answer_text", "build_agent", "chec
            "example_tools_folder", "failure", "load_folder", "load_mcp", "open_tools", "problem_line",
            "shown_path", "shutdown_on_exit", "wait_for_response", "warn_problems"]
 
-DEFAULT_SYSTEM_PROMPT = "You are a helpful assistant. Use the tools when they help; answer briefly."
+DEFAULT_SYSTEM_PROMPT = "You are a concise, helpful assistant. If you cannot do something, say so."
 EXAMPLE_TOOL = "writeTool.py"  # a file every example tools folder has: tells it from others
 _LINE = re.compile(r"\bat line (\d+)\b")
 

