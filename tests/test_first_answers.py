@@ -35,7 +35,6 @@ from openmeteo_server import OpenMeteoServer
 
 from yiemagent import (
     AgentToolCall,
-    LlamaCppClient,
     TextContent,
     ToolResultMessage,
     ToolStore,
@@ -43,7 +42,8 @@ from yiemagent import (
     get_tools,
     load_tools,
 )
-from yiemagent.cli_session import DEFAULT_SYSTEM_PROMPT
+from yiemagent.cli._session import DEFAULT_SYSTEM_PROMPT
+from yiemagent.llm import LlamaCppClient
 
 pytestmark = pytest.mark.timeout(900)  # 20 runs of the model per test; about 3 s each when idle
 

@@ -1,4 +1,5 @@
-"""extract_tool_calls over every form of decision 2 of docs/design.md, and what the pipeline does with bad JSON."""
+"""extract_tool_calls over every tool-call form (docs/design.md, decision 2), and what the pipeline
+does with bad JSON."""
 
 from __future__ import annotations
 
