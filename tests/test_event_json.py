@@ -1,4 +1,4 @@
-"""Events as JSON: every event class has a ``to_dict()`` of the README's shape, and the JSON-lines
+"""Events as JSON: every event class has a ``to_dict()`` of the documented shape (docs/cli.md), and the JSON-lines
 writer numbers turns and always writes valid JSON, whatever a tool put in its results."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ TOOL_RESULT = AgentToolResult([TextContent("A")], {"n": 1})
 TOOL_RESULT_DICT = {"content": [{"type": "text", "text": "A"}], "details": {"n": 1},
                     "usage": None, "terminate": False}
 
-# Every event class with one instance and the to_dict() the README documents for it.
+# Every event class with one instance and the to_dict() docs/cli.md documents for it.
 SHAPES: list[tuple[AgentEvent, dict[str, Any]]] = [
     (AgentStartEvent(), {"type": "agent_start"}),
     (TurnStartEvent(2), {"type": "turn_start", "turn": 2}),
@@ -137,8 +137,8 @@ def test_the_writer_stops_at_a_broken_stream() -> None:
     assert isinstance(writer.broken, BrokenPipeError) and writer.turn == 1
 
 
-def test_the_readme_lists_every_event_type() -> None:
-    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Events as JSON", 1)[1].split("\n## ", 1)[0]
+def test_the_cli_docs_list_every_event_type() -> None:
+    docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    section = docs.split("### Events as JSON", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)) - {"type"}  # the header
     assert listed == {event.event_type for event, _ in SHAPES}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from yiemagent.core._messages import HistorySnapshot
 from yiemagent.core._request import LlmRequest, format_msg_for_llm
 from yiemagent.core._tools import AgentContext, AgentState
 
@@ -9,8 +10,11 @@ __all__ = ["LlmRequest", "format_msg_for_llm", "prepare_context"]
 
 
 def prepare_context(state: AgentState) -> AgentContext:
-    """Default ``prepare_context``: the state's prompt, a copy of the message list, its tools.
+    """Default ``prepare_context``: the state's prompt, a snapshot of its history and its tools.
 
-    Copies the list, not the (immutable) messages, so the copy is one C-level pass over pointers.
+    The snapshot (``HistorySnapshot``) is read-only and copies nothing: the messages are
+    immutable, and the history list only grows (a new history replaces the list), so the first
+    ``len`` messages of the list are the history as it was, for as long as anyone holds them.
+    A turn after 2,000 messages thus costs what a turn after none does.
     """
-    return AgentContext(state.system_prompt, list(state.messages), state.tools)
+    return AgentContext(state.system_prompt, HistorySnapshot(state.messages), state.tools)

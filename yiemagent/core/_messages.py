@@ -7,6 +7,7 @@ an equal message, so histories can be saved and compared losslessly.
 from __future__ import annotations
 
 import copy
+import itertools
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, overload
@@ -386,3 +387,56 @@ class HistoryView(Sequence[AgentMessage]):
 
     def __repr__(self) -> str:
         return f"HistoryView({self._messages!r})"
+
+
+class HistorySnapshot(HistoryView):
+    """The first ``length`` messages of a history list (all of them by default), read-only and
+    copying nothing: what one LLM call sees of the history. The loop only ever appends to the
+    list it runs on (a new history replaces the list, never changes it in place), so the
+    snapshot stays what the list was when it was taken, as a copy would, at no cost per message.
+    It compares equal to a list of the same messages, and ``+`` with a list gives a new list."""
+
+    __slots__ = ("_length",)
+
+    def __init__(self, messages: list[AgentMessage], length: int | None = None) -> None:
+        super().__init__(messages)
+        self._length = len(messages) if length is None else length
+
+    @overload
+    def __getitem__(self, index: int) -> AgentMessage: ...
+
+    @overload
+    def __getitem__(self, index: slice) -> list[AgentMessage]: ...
+
+    def __getitem__(self, index: int | slice) -> AgentMessage | list[AgentMessage]:
+        length = self._length
+        if isinstance(index, slice):
+            start, stop, step = index.indices(length)
+            if step == 1:
+                return self._messages[start:stop]
+            return [self._messages[i] for i in range(start, stop, step)]
+        position = index + length if index < 0 else index
+        if not 0 <= position < length:
+            raise IndexError("history index out of range")
+        return self._messages[position]
+
+    def __len__(self) -> int:
+        return self._length
+
+    def __iter__(self) -> Iterator[AgentMessage]:
+        return itertools.islice(self._messages, self._length)
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, (list, HistoryView)):
+            return len(other) == self._length and all(
+                a == b for a, b in zip(self, other, strict=True))
+        return False
+
+    def __add__(self, other: Sequence[AgentMessage]) -> list[AgentMessage]:
+        return [*self, *other]
+
+    def __radd__(self, other: Sequence[AgentMessage]) -> list[AgentMessage]:
+        return [*other, *self]
+
+    def __repr__(self) -> str:
+        return f"HistorySnapshot({list(self)!r})"
