@@ -8,6 +8,7 @@ import traceback
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
 import pytest
 from llm_server import ScriptedServer
 
@@ -16,7 +17,7 @@ from yiemagent.core._context import LlmRequest, format_msg_for_llm
 from yiemagent.core._events import MessageUpdateEvent
 from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._tools import AbortSignal, AgentContext, AgentTool, AgentToolResult
-from yiemagent.llm import AnthropicMessagesClient, LlmClient, LlmError, OpenAIChatClient
+from yiemagent.llm import AnthropicMessagesClient, HttpOptions, LlmClient, LlmError, OpenAIChatClient
 
 KEY = "sk-test-9f8e7d6c5b4a-SECRET"
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -29,18 +30,24 @@ WEATHER_SCHEMA = {
 # Quick retries, so no test waits for a real backoff; an ample timeout, so a busy machine never
 # turns a slow but working request into a failure (a test that wants a timeout sets a short one
 # only while its server stays silent).
-FAST: dict[str, Any] = {"retry_base_delay_s": 0.001, "retry_max_backoff_s": 0.005, "timeout": 30.0}
+FAST = HttpOptions(retry_base_delay_s=0.001, retry_max_backoff_s=0.005, timeout=30.0)
+
+
+def fast(**changes: Any) -> HttpOptions:
+    """``FAST`` with ``changes`` (``fast(max_retries=0)``)."""
+    return attrs.evolve(FAST, **changes)
 
 
 def openai_client(server: ScriptedServer, **options: Any) -> OpenAIChatClient:
-    """An OpenAI client for ``server`` with the test key and ``FAST`` settings; ``options`` win."""
-    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **{**FAST, "api_key": KEY, **options})
+    """An OpenAI client for ``server`` with the test key and ``http=FAST``; ``options`` win."""
+    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1",
+                            **{"http": FAST, "api_key": KEY, **options})
 
 
 def anthropic_client(server: ScriptedServer, **options: Any) -> AnthropicMessagesClient:
-    """An Anthropic client for ``server`` with the test key and ``FAST`` settings; ``options`` win."""
+    """An Anthropic client for ``server`` with the test key and ``http=FAST``; ``options`` win."""
     return AnthropicMessagesClient("claude-sonnet-4-5", server.url,
-                                   **{**FAST, "api_key": KEY, **options})
+                                   **{"http": FAST, "api_key": KEY, **options})
 
 
 def error_while_held(server: ScriptedServer, body: Any, client: LlmClient, *,

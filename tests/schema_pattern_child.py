@@ -81,13 +81,14 @@ def local() -> dict[str, Any]:
 
 def mcp(url: str) -> dict[str, Any]:
     """The tools of ``mcp_schema_server.py`` loaded with ``strict=False``, then called."""
+    from yiemagent.tools.mcp import McpOptions
     from yiemagent.tools.mcp._connection import load_mcp_tools
 
     server = [sys.executable, str(Path(__file__).with_name("mcp_schema_server.py")), url]
     calls = [("backtrack", {"word": HOSTILE}), ("backtrack", {"word": "aaaa"}), ("echo", {"text": "hi"}),
              ("structured", {"word": HOSTILE}), ("structured", {"word": "aaaa"})]
     with ToolStore() as store, load_mcp_tools(store, server, strict=False,
-                                              connect_timeout_s=WAIT) as connection:
+                                              options=McpOptions(connect_timeout_s=WAIT)) as connection:
         names = connection.tool_names
         results = _run(store, calls)
     return {"tool_names": names, "results": results}

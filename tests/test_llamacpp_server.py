@@ -24,11 +24,11 @@ from yiemagent.core._context import format_msg_for_llm
 from yiemagent.core._events import MessageUpdateEvent
 from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._tools import AgentContext
-from yiemagent.llm import OpenAIChatClient
+from yiemagent.llm import HttpOptions, OpenAIChatClient
 
 CALL_OPTIONS: dict[str, Any] = {
-    "api_key_env": None, "timeout": 120.0, "deadline_s": 180.0, "max_retries": 1,
-    "retry_base_delay_s": 0.01, "extra_body": {"temperature": 0, "max_tokens": 48},
+    "api_key_env": None, "extra_body": {"temperature": 0, "max_tokens": 48},
+    "http": HttpOptions(timeout=120.0, deadline_s=180.0, max_retries=1, retry_base_delay_s=0.01),
 }
 TIME_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 

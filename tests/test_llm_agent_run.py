@@ -16,6 +16,7 @@ from llm_helpers import (
     anthropic_error,
     anthropic_message,
     assert_no_key,
+    fast,
     leak_texts,
     openai_client,
     openai_completion,
@@ -235,7 +236,7 @@ def test_the_agents_session_id_reaches_the_server(server: ScriptedServer, provid
 def test_a_client_can_keep_the_session_id_to_itself(server: ScriptedServer, provider: str, script: Any,
                                                     make_client: Any) -> None:
     script(server, False)
-    client = make_client(server, send_session_id=False)
+    client = make_client(server, http=fast(send_session_id=False))
     with YiemAgent(llm_call=client, tools=[weather_tool()], session_id="conv-7") as agent:
         agent.prompt("Weather in Paris?", timeout=10)
     assert all(SESSION_FIELD[provider](r.body) is None for r in server.requests)
@@ -257,7 +258,7 @@ def test_bodies_are_logged_at_debug_only_when_asked_and_never_with_the_key(
     assert all(KEY not in r.getMessage() for r in caplog.records)
     caplog.clear()
     script(server, False)
-    client = make_client(server, log_bodies=False)  # the client's option wins over the variable
+    client = make_client(server, http=fast(log_bodies=False))  # the client's option wins over the variable
     with caplog.at_level(logging.DEBUG, logger="yiemagent.llm"), \
             YiemAgent(llm_call=client, tools=[weather_tool()]) as agent:
         agent.prompt("Weather in Paris?", timeout=10)

@@ -18,6 +18,7 @@ from llm_helpers import (
     anthropic_message,
     assert_no_key,
     error_while_held,
+    fast,
     history_request,
     leak_texts,
     simple_request,
@@ -189,7 +190,7 @@ def test_base_url_with_v1_and_key_from_environment(server: ScriptedServer,
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"{server.url}/v1")
     server.json(anthropic_message([{"type": "text", "text": "ok"}]))
-    client = AnthropicMessagesClient("claude-haiku-4-5", **FAST)
+    client = AnthropicMessagesClient("claude-haiku-4-5", http=FAST)
     client(simple_request())
     assert server.requests[0].path == "/v1/messages"
     assert server.requests[0].headers["x-api-key"] == KEY
@@ -407,13 +408,13 @@ def test_malformed_json_body(server: ScriptedServer) -> None:
 def test_an_error_body_with_status_200_is_an_error(server: ScriptedServer) -> None:
     server.json(anthropic_error("api_error", "Internal server error"))
     with pytest.raises(LlmError, match=r"api_error.*Internal server error"):
-        anthropic_client(server, max_retries=0)(simple_request())
+        anthropic_client(server, http=fast(max_retries=0))(simple_request())
     assert_sent(server)
 
 
 def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    client = anthropic_client(server, timeout=0.3, max_retries=0)
+    client = anthropic_client(server, http=fast(timeout=0.3, max_retries=0))
     error = error_while_held(server, anthropic_message([{"type": "text", "text": "late"}]), client)
     assert isinstance(error, LlmTimeoutError) and "timed out" in str(error)
     assert_no_key(leak_texts(error, caplog.records, client=client))
@@ -421,5 +422,5 @@ def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCapture
 
 def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
     error = error_while_held(server, anthropic_message([{"type": "text", "text": "late"}]),
-                             anthropic_client(server, timeout=30), signal=AbortSignal())
+                             anthropic_client(server, http=fast(timeout=30)), signal=AbortSignal())
     assert isinstance(error, LlmAbortedError) and "aborted" in str(error)

@@ -21,6 +21,7 @@ from llm_helpers import (
     Collector,
     anthropic_client,
     anthropic_message,
+    fast,
     openai_client,
     openai_completion,
     simple_request,
@@ -173,7 +174,7 @@ def test_the_limit_counts_unpacked_bytes_not_packed_ones(server: ScriptedServer,
     assert len(body) > LIMIT
     server.add(Reply(200, {**SSE, "Content-Encoding": content_encoding(coding)}, chunks=[body]))
     events = Collector()
-    reply = make(server, stream=True, max_response_bytes=LIMIT)(simple_request(), on_update=events)
+    reply = make(server, stream=True, http=fast(max_response_bytes=LIMIT))(simple_request(), on_update=events)
     assert_whole_reply(reply, events)
 
 
@@ -186,7 +187,7 @@ def test_a_compressed_stream_over_the_limit_once_unpacked_is_refused(
     assert len(body) < LIMIT < len(b"".join(pieces))  # only the unpacked stream is too large
     server.sse(pieces, coding=coding)
     with pytest.raises(LlmError) as info:
-        make(server, stream=True, max_response_bytes=LIMIT)(simple_request())
+        make(server, stream=True, http=fast(max_response_bytes=LIMIT))(simple_request())
     assert f"reply is larger than max_response_bytes ({LIMIT} bytes); not read any further" \
         in str(info.value)
     assert_final(info.value, server)
@@ -202,7 +203,7 @@ def test_a_bomb_is_refused_by_the_same_limit_streamed_or_not(
     assert len(bomb) < limit  # only its unpacked bytes are over the limit
     server.add(Reply(200, {**(SSE if stream else JSON), "Content-Encoding": coding},
                      chunks=split_every(bomb, 64 * 1024)))
-    client = make(server, stream=stream, max_response_bytes=limit)
+    client = make(server, stream=stream, http=fast(max_response_bytes=limit))
     tracemalloc.start()
     try:
         with pytest.raises(LlmError) as info:

@@ -92,7 +92,7 @@ def test_openrouter_uses_its_own_key(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_ollama_spec_talks_to_the_given_server(server: ScriptedServer) -> None:
     server.json(openai_completion("local answer"))
-    client = create_llm_call("ollama:qwen2.5", base_url=f"{server.url}/v1", **FAST)
+    client = create_llm_call("ollama:qwen2.5", base_url=f"{server.url}/v1", http=FAST)
     assert client(simple_request()).content == [TextContent("local answer")]
     sent = server.requests[0]
     assert sent.path == "/v1/chat/completions"
@@ -103,7 +103,7 @@ def test_ollama_spec_talks_to_the_given_server(server: ScriptedServer) -> None:
 def test_model_at_base_url_form(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     server.json(openai_completion())
-    client = create_llm_call(f"openai:qwen2.5-7b@{server.url}/v1", **FAST)
+    client = create_llm_call(f"openai:qwen2.5-7b@{server.url}/v1", http=FAST)
     client(simple_request())
     assert server.requests[0].body["model"] == "qwen2.5-7b"
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
@@ -111,7 +111,7 @@ def test_model_at_base_url_form(server: ScriptedServer, monkeypatch: pytest.Monk
 
 def test_anthropic_at_base_url_form(server: ScriptedServer) -> None:
     server.json(anthropic_message([{"type": "text", "text": "hi"}]))
-    client = create_llm_call(f"anthropic:claude-haiku-4-5@{server.url}", api_key=KEY, **FAST)
+    client = create_llm_call(f"anthropic:claude-haiku-4-5@{server.url}", api_key=KEY, http=FAST)
     client(simple_request())
     assert server.requests[0].path == "/v1/messages"
     assert server.requests[0].headers["x-api-key"] == KEY
@@ -123,7 +123,7 @@ def test_bare_base_url_needs_a_model_and_sends_no_key(server: ScriptedServer,
     with pytest.raises(ValueError, match="pass the model"):
         create_llm_call(f"{server.url}/v1")
     server.json(openai_completion())
-    client = create_llm_call(f"{server.url}/v1", model="llama3", **FAST)
+    client = create_llm_call(f"{server.url}/v1", model="llama3", http=FAST)
     assert client.provider == "openai-compatible"
     client(simple_request())
     assert server.requests[0].body["model"] == "llama3"

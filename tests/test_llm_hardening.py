@@ -15,6 +15,7 @@ from llm_helpers import (
     KEY,
     anthropic_client,
     anthropic_message,
+    fast,
     leak_texts,
     openai_client,
     openai_completion,
@@ -138,7 +139,7 @@ def test_a_key_cut_by_a_shortened_error_text_leaves_no_piece(
         caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     server.add(cut_reply(path))
-    client = make(server, stream=path == "stream chunk", max_retries=0)
+    client = make(server, stream=path == "stream chunk", http=fast(max_retries=0))
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert_no_fragment(leak_texts(info.value, caplog.records, client=client))

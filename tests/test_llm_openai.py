@@ -16,6 +16,7 @@ from llm_helpers import (
     Collector,
     assert_no_key,
     error_while_held,
+    fast,
     history_request,
     leak_texts,
     openai_client,
@@ -134,7 +135,7 @@ def test_no_key_sends_no_authorization_header(server: ScriptedServer,
                                               monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server.json(openai_completion())
-    OpenAIChatClient("qwen2.5", f"{server.url}/v1", **FAST)(simple_request())
+    OpenAIChatClient("qwen2.5", f"{server.url}/v1", http=FAST)(simple_request())
     assert "authorization" not in server.requests[0].headers
 
 
@@ -143,7 +144,7 @@ def test_key_and_base_url_come_from_the_environment(server: ScriptedServer,
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1/")
     server.json(openai_completion())
-    client = OpenAIChatClient("gpt-4o-mini", **FAST)
+    client = OpenAIChatClient("gpt-4o-mini", http=FAST)
     client(simple_request())
     assert client.base_url == f"{server.url}/v1"
     assert server.requests[0].headers["authorization"] == f"Bearer {KEY}"
@@ -444,7 +445,7 @@ def test_connection_closed_mid_stream(server: ScriptedServer,
 def test_stream_ending_without_done_is_an_error(server: ScriptedServer) -> None:
     server.sse([sse_bytes(STREAM_CHUNKS[:4])])
     with pytest.raises(LlmStreamError, match=r"broke off.*\[DONE\]"):
-        openai_client(server, stream=True, max_retries=0)(simple_request())
+        openai_client(server, stream=True, http=fast(max_retries=0))(simple_request())
     assert_sent(server, stream=True)
 
 
@@ -459,7 +460,7 @@ def test_stream_broken_before_any_delta_is_retried(server: ScriptedServer) -> No
 
 def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
-    client = openai_client(server, timeout=0.3, max_retries=0)
+    client = openai_client(server, http=fast(timeout=0.3, max_retries=0))
     error = error_while_held(server, openai_completion("too late"), client)
     assert isinstance(error, LlmTimeoutError) and "timed out" in str(error)
     assert_no_key(leak_texts(error, caplog.records, client=client))
@@ -471,7 +472,7 @@ def test_a_timeout_is_retried(server: ScriptedServer, monkeypatch: pytest.Monkey
     release = threading.Event()  # the first reply never comes while the client waits
     server.json(openai_completion("too late"), wait=release)
     server.json(openai_completion("second try"))
-    client = openai_client(server, max_retries=1)
+    client = openai_client(server, http=fast(max_retries=1))
     # Only the first request, whose server stays silent, gets a short timeout: the retry keeps
     # the client's ample one, so a busy machine cannot make the retry time out too.
     session = client._transport.session
@@ -495,7 +496,7 @@ def test_a_timeout_is_retried(server: ScriptedServer, monkeypatch: pytest.Monkey
 
 def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
     error = error_while_held(server, openai_completion("too late"),
-                             openai_client(server, timeout=30), signal=AbortSignal())
+                             openai_client(server, http=fast(timeout=30)), signal=AbortSignal())
     assert isinstance(error, LlmAbortedError) and "aborted" in str(error)
 
 
@@ -520,7 +521,7 @@ def test_abort_before_the_reply_headers_ends_the_request_thread(server: Scripted
     aborter.start()
     try:
         with pytest.raises(LlmAbortedError):
-            openai_client(server, timeout=30)(simple_request(), signal=signal)
+            openai_client(server, http=fast(timeout=30))(simple_request(), signal=signal)
         aborter.join()
         [worker] = workers
         worker.join(5)  # its socket was shut down: it must not wait for the server or the timeout
@@ -533,7 +534,7 @@ def test_abort_before_the_reply_headers_ends_the_request_thread(server: Scripted
 def test_close_ends_a_request_in_flight(server: ScriptedServer) -> None:
     release = threading.Event()
     server.json(openai_completion("too late"), wait=release)
-    client = openai_client(server, timeout=30)
+    client = openai_client(server, http=fast(timeout=30))
     before = set(threading.enumerate())
     failures: list[LlmError] = []
 
@@ -586,7 +587,7 @@ def test_abort_mid_stream_stops_events(server: ScriptedServer) -> None:
 
     try:
         with pytest.raises(LlmAbortedError):
-            openai_client(server, stream=True, timeout=30)(simple_request(), on_update=on_update,
+            openai_client(server, stream=True, http=fast(timeout=30))(simple_request(), on_update=on_update,
                                                         signal=signal)
     finally:
         release.set()

@@ -19,6 +19,7 @@ from llm_helpers import (
     KEY,
     PIXEL,
     assert_no_key,
+    fast,
     history_request,
     leak_texts,
     openai_client,
@@ -194,7 +195,7 @@ def test_a_stream_with_events_but_no_done_is_still_a_broken_stream(server: Scrip
     chunk = {"choices": [{"index": 0, "delta": {"content": "Hi"}, "finish_reason": None}]}
     server.sse([sse_bytes([chunk])])
     with pytest.raises(LlmError, match="broke off") as info:
-        openai_client(server, stream=True, max_retries=0)(simple_request())
+        openai_client(server, stream=True, http=fast(max_retries=0))(simple_request())
     assert "empty stream" not in str(info.value)
 
 
@@ -211,7 +212,7 @@ def test_server_down_says_so_in_plain_words(caplog: pytest.LogCaptureFixture) ->
     caplog.set_level(logging.DEBUG)
     port = free_port()
     client = OpenAIChatClient("smollm2", f"http://127.0.0.1:{port}/v1", api_key=KEY,
-                              **{**FAST, "max_retries": 0})
+                              http=fast(max_retries=0))
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == f"cannot connect to http://127.0.0.1:{port}/v1: connection refused"
@@ -222,7 +223,7 @@ def test_server_down_says_so_in_plain_words(caplog: pytest.LogCaptureFixture) ->
 def test_server_down_after_retries_counts_only_our_attempts(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING)
     port = free_port()
-    client = OpenAIChatClient("smollm2", f"http://127.0.0.1:{port}/v1", api_key_env=None, **FAST)
+    client = OpenAIChatClient("smollm2", f"http://127.0.0.1:{port}/v1", api_key_env=None, http=FAST)
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == (f"cannot connect to http://127.0.0.1:{port}/v1: connection refused "
@@ -236,7 +237,7 @@ def test_server_down_after_retries_counts_only_our_attempts(caplog: pytest.LogCa
 def test_credentials_in_the_base_url_are_never_shown() -> None:
     port = free_port()
     client = OpenAIChatClient("m", f"http://user:{KEY}@127.0.0.1:{port}/v1?key={KEY}",
-                              **{**FAST, "max_retries": 0})
+                              http=fast(max_retries=0))
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == f"cannot connect to http://127.0.0.1:{port}/v1: connection refused"
@@ -247,7 +248,7 @@ NOT_FOUND = {"detail": "Not Found"}  # what FastAPI servers (llama-cpp-python, v
 
 def test_a_404_without_v1_says_to_add_it(server: ScriptedServer) -> None:
     server.json(NOT_FOUND, status=404)
-    client = OpenAIChatClient("smollm2", server.url, api_key_env=None, **FAST)
+    client = OpenAIChatClient("smollm2", server.url, api_key_env=None, http=FAST)
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == (
@@ -260,7 +261,7 @@ def test_a_404_without_v1_says_to_add_it(server: ScriptedServer) -> None:
 def test_a_404_with_the_endpoint_in_the_base_url_says_to_drop_it(server: ScriptedServer) -> None:
     server.json(NOT_FOUND, status=404)
     base = f"{server.url}/v1/chat/completions"
-    client = OpenAIChatClient("smollm2", base, api_key_env=None, **FAST)
+    client = OpenAIChatClient("smollm2", base, api_key_env=None, http=FAST)
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == (
@@ -270,7 +271,7 @@ def test_a_404_with_the_endpoint_in_the_base_url_says_to_drop_it(server: Scripte
 
 def test_a_404_at_the_right_path_points_at_the_model_name(server: ScriptedServer) -> None:
     server.json({"error": {"message": 'model "qwen9" not found, try pulling it first'}}, status=404)
-    client = OpenAIChatClient("qwen9", f"{server.url}/v1", api_key_env=None, **FAST)
+    client = OpenAIChatClient("qwen9", f"{server.url}/v1", api_key_env=None, http=FAST)
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == (

@@ -13,6 +13,7 @@ from llm_helpers import (
     KEY,
     Collector,
     assert_no_key,
+    fast,
     leak_texts,
     openai_client,
     openai_completion,
@@ -155,7 +156,7 @@ def test_transient_statuses_are_retried(server: ScriptedServer, status: int) -> 
 def test_other_4xx_fail_at_once(server: ScriptedServer, status: int) -> None:
     server.json(error_body("The model `gpt-5o` does not exist"), status=status)
     with pytest.raises(LlmError, match=f"HTTP {status}.*does not exist") as info:
-        openai_client(server, max_retries=5)(simple_request())
+        openai_client(server, http=fast(max_retries=5))(simple_request())
     assert info.value.status == status
     assert len(server.requests) == 1
 
@@ -164,7 +165,7 @@ def test_retry_after_above_the_cap_fails_at_once(server: ScriptedServer,
                                                  caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     server.json(error_body("Rate limit reached"), status=429, headers={"Retry-After": "120"})
-    client = openai_client(server, max_retries=5, max_retry_delay_ms=1000)
+    client = openai_client(server, http=fast(max_retries=5, max_retry_delay_ms=1000))
     events = Collector()
     with pytest.raises(LlmError) as info:
         client(simple_request(), on_update=events)
@@ -182,7 +183,7 @@ def test_retries_spent_carry_the_provider_text_and_status(
     caplog.set_level(logging.DEBUG)
     for _ in range(3):
         server.json(error_body(f"Internal error, key {KEY} rejected"), status=503)
-    client = openai_client(server, max_retries=2)
+    client = openai_client(server, http=fast(max_retries=2))
     with pytest.raises(LlmError) as info:
         client(simple_request())
     text = str(info.value)
@@ -199,7 +200,7 @@ def test_connection_refused_is_retried_then_reported(caplog: pytest.LogCaptureFi
     with socket.socket() as probe:  # a port nobody listens on
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    client = OpenAIChatClient("m", f"http://127.0.0.1:{port}/v1", api_key=KEY, **FAST)
+    client = OpenAIChatClient("m", f"http://127.0.0.1:{port}/v1", api_key=KEY, http=FAST)
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == (f"cannot connect to http://127.0.0.1:{port}/v1: connection refused "
@@ -224,7 +225,7 @@ def test_abort_during_backoff_over_http(server: ScriptedServer) -> None:
     logger.addHandler(handler)
     try:
         with pytest.raises(LlmAbortedError, match="aborted"):
-            openai_client(server, max_retries=3)(simple_request(), signal=signal)
+            openai_client(server, http=fast(max_retries=3))(simple_request(), signal=signal)
     finally:
         logger.removeHandler(handler)
     assert len(server.requests) == 1

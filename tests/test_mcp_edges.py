@@ -29,6 +29,7 @@ from mcp_helpers import HttpServer, nothing_left_behind
 from yiemagent import AgentToolCall, AssistantMessage, TextContent, ToolResultMessage, ToolStore, YiemAgent
 from yiemagent.errors import McpToolError
 from yiemagent.llm.anthropic._wire import openai_request_to_anthropic
+from yiemagent.tools.mcp import McpOptions
 from yiemagent.tools.mcp._connection import load_mcp_tools
 
 HERE = Path(__file__).resolve().parent
@@ -206,8 +207,9 @@ def assert_too_large(message: str, before: str = "") -> None:
     and how to raise the limit."""
     said = re.fullmatch(
         re.escape(before) + r'MCP tool "big": the server\'s answer is larger than max_result_bytes '
-        rf"\({16 * MIB} bytes; it was (\d+) bytes\) and was dropped unread; pass a larger "
-        r"max_result_bytes to load_mcp_tools to accept it", message)
+        rf"\({16 * MIB} bytes; it was (\d+) bytes\) and was dropped unread; pass "
+        r"load_mcp_tools options=McpOptions\(max_result_bytes=\.\.\.\) with a larger limit to "
+        r"accept it", message)
     assert said is not None, message
     assert 50 * MIB < int(said[1]) < 50 * MIB + 200  # the text and its JSON-RPC envelope
 
@@ -215,7 +217,7 @@ def assert_too_large(message: str, before: str = "") -> None:
 def test_a_50_mb_result_over_stdio_is_an_error_result_without_holding_it(no_leaks: None) -> None:
     with ToolStore() as store:
         # The timeout is the deadline: the old reader took minutes over a 50 MB line.
-        load_mcp_tools(store, EDGE_SERVER, timeout_s=3 * WAIT)
+        load_mcp_tools(store, EDGE_SERVER, options=McpOptions(timeout_s=3 * WAIT))
         llm = ScriptedLLM(call("big", {"mb": 50}), call("echo", {"text": "still here"}, "c2"),
                           reply("done"))
         with YiemAgent(llm_call=llm, tool_store=store) as agent:
@@ -230,7 +232,7 @@ def test_a_50_mb_result_over_stdio_is_an_error_result_without_holding_it(no_leak
 
 def test_the_limit_can_be_raised_and_a_result_within_it_is_whole(no_leaks: None) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, EDGE_SERVER, max_result_bytes=3 * MIB)
+        load_mcp_tools(store, EDGE_SERVER, options=McpOptions(max_result_bytes=3 * MIB))
         big = store.tools["big"]
         assert big.execute("c1", {"mb": 2}, None, None).content == [TextContent("x" * 2 * MIB)]
         with pytest.raises(McpToolError, match=rf"larger than max_result_bytes \({3 * MIB} bytes"):
@@ -240,13 +242,13 @@ def test_the_limit_can_be_raised_and_a_result_within_it_is_whole(no_leaks: None)
 def test_max_result_bytes_must_be_a_positive_number_of_bytes() -> None:
     for bad in (0, -1, 1.5, True, "16M"):
         with pytest.raises(ValueError, match="max_result_bytes must be a positive whole number"):
-            load_mcp_tools(ToolStore(), EDGE_SERVER, max_result_bytes=bad)  # type: ignore[arg-type]
+            load_mcp_tools(ToolStore(), EDGE_SERVER, options=McpOptions(max_result_bytes=bad))  # type: ignore[arg-type]
 
 
 def test_a_50_mb_json_answer_over_http_is_refused_unread(http_server: HttpServer,
                                                          no_leaks: None) -> None:
     with ToolStore() as store:  # the 2026-07-28 protocol answers a call without progress in JSON
-        load_mcp_tools(store, http_server.url, mode="auto", timeout_s=3 * WAIT)
+        load_mcp_tools(store, http_server.url, options=McpOptions(mode="auto", timeout_s=3 * WAIT))
         big = store.tools["big"]
 
         def refused() -> str:
@@ -265,14 +267,14 @@ def test_a_50_mb_json_answer_over_http_is_refused_unread(http_server: HttpServer
 def test_an_event_stream_answer_is_bounded_by_max_result_bytes(http_server: HttpServer, mode: Any,
                                                                no_leaks: None) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, mode=mode)
+        load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode))
         big = store.tools["big"]
         # Over 1 MiB (the SDK's own bound on an event, which failed such a call as a lost server)
         # and within the default limit: it gets through.
         whole = big.execute("c1", {"mb": 2, "stream": True}, None, None)
         assert whole.content == [TextContent("x" * 2 * MIB)]
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, mode=mode, max_result_bytes=MIB)
+        load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode, max_result_bytes=MIB))
         with pytest.raises(McpToolError, match=rf"larger than max_result_bytes \({MIB} bytes; it "
                                                r"was more\) and was dropped unread"):
             store.tools["big"].execute("c2", {"mb": 2, "stream": True}, None, None)
@@ -283,7 +285,7 @@ def test_an_event_stream_answer_is_bounded_by_max_result_bytes(http_server: Http
 def test_a_notification_over_the_limit_is_dropped_and_the_call_goes_on_over_stdio(
         caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, EDGE_SERVER, max_result_bytes=MIB)
+        load_mcp_tools(store, EDGE_SERVER, options=McpOptions(max_result_bytes=MIB))
         result = store.tools["noisy"].execute("c1", {"mb": 2}, None, None)
     assert result.content == [TextContent("after the noise")]
     assert re.search(r"dropped a message of \d+ bytes, over max_result_bytes \(1048576 bytes\), "
@@ -295,7 +297,7 @@ def test_a_notification_over_the_limit_is_dropped_and_the_call_goes_on_over_http
         http_server: HttpServer, mode: Any, caplog: pytest.LogCaptureFixture,
         no_leaks: None) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, mode=mode, max_result_bytes=MIB)
+        load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode, max_result_bytes=MIB))
         result = store.tools["noisy"].execute("c1", {"mb": 2}, None, None)
     assert result.content == [TextContent("after the noise")]
     assert "dropped a message larger than max_result_bytes (1048576 bytes) that answered no call" \

@@ -45,6 +45,7 @@ from yiemagent import (
     register_tool,
 )
 from yiemagent.errors import McpToolError
+from yiemagent.tools.mcp import McpOptions
 from yiemagent.tools.mcp._connection import McpConnection, _content_blocks, _label_for, load_mcp_tools
 
 TIME_SERVER = [sys.executable, "-m", "mcp_server_time", "--local-timezone", "UTC"]
@@ -173,7 +174,7 @@ def test_closing_leaves_no_tool_thread_or_process(no_leaks: None) -> None:
 def test_progress_becomes_update_events(http_server: HttpServer, mode: Any, no_leaks: None) -> None:
     events: list[AgentEvent] = []
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, mode=mode)
+        load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode))
         llm = ScriptedLLM(call("progress", {"steps": 3}), reply("done"))
         with YiemAgent(llm_call=llm, tool_store=store, agent_event_sink=events.append) as agent:
             agent.prompt("go", timeout=WAIT)
@@ -189,7 +190,7 @@ def test_progress_becomes_update_events(http_server: HttpServer, mode: Any, no_l
 @pytest.mark.parametrize("mode", MODES)
 def test_error_results_and_images(http_server: HttpServer, mode: Any, no_leaks: None) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, mode=mode)
+        load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode))
         llm = ScriptedLLM(
             AssistantMessage(content=[AgentToolCall("c1", "fail", {"reason": "no luck"}),
                                       AgentToolCall("c2", "picture", {})], stop_reason="toolUse"),
@@ -215,7 +216,7 @@ def test_an_abort_cancels_the_call_on_the_server(http_server: HttpServer, mode: 
             started.set()
 
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, mode=mode)
+        load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode))
         cancelled = slow_state(store)["slow_cancelled"]
         with YiemAgent(llm_call=ScriptedLLM(call("slow", {})), tool_store=store,
                        agent_event_sink=sink) as agent:
@@ -233,7 +234,8 @@ def test_an_abort_cancels_the_call_on_the_server(http_server: HttpServer, mode: 
 
 def test_a_call_past_its_timeout_is_cancelled(http_server: HttpServer, no_leaks: None) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, timeout_s=0.5, headers={"X-Caller": "yiemagent-tests"})
+        load_mcp_tools(store, http_server.url,
+                       options=McpOptions(timeout_s=0.5, headers={"X-Caller": "yiemagent-tests"}))
         cancelled = slow_state(store)["slow_cancelled"]
         with pytest.raises(McpToolError, match=r'MCP tool "slow" timed out after 0\.5 s'):
             store.tools["slow"].execute("c1", {}, None, None)
@@ -250,7 +252,7 @@ def test_a_killed_server_gives_error_results_and_the_next_call_reconnects(
             started.set()
 
     with ToolStore() as store:
-        load_mcp_tools(store, own_server.url, mode=mode, timeout_s=3 * WAIT)
+        load_mcp_tools(store, own_server.url, options=McpOptions(mode=mode, timeout_s=3 * WAIT))
         llm = ScriptedLLM(call("slow", {}), reply("lost it"), call("echo", {"text": "back"}, "c2"),
                           reply("back again"))
         with YiemAgent(llm_call=llm, tool_store=store, agent_event_sink=sink) as agent:
@@ -274,7 +276,7 @@ def test_a_killed_server_gives_error_results_and_the_next_call_reconnects(
 def test_a_server_restarted_between_calls_is_reconnected(
         no_leaks: None, own_server: HttpServer, mode: Any) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, own_server.url, mode=mode)
+        load_mcp_tools(store, own_server.url, options=McpOptions(mode=mode))
         echo = store.tools["echo"]
         assert echo.execute("c1", {"text": "one"}, None, None).content == [TextContent("one")]
         own_server.kill()
@@ -294,7 +296,8 @@ def test_a_changed_tool_list_refreshes_the_store(http_server: HttpServer, mode: 
         changed.set()
 
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, mode=mode, prefix="srv_", on_tools_changed=on_tools_changed)
+        load_mcp_tools(store, http_server.url, prefix="srv_", on_tools_changed=on_tools_changed,
+                       options=McpOptions(mode=mode))
         assert f"srv_{name}" not in store.tools
         store.tools["srv_add_tool"].execute("c1", {"name": name}, None, None)
         assert changed.wait(WAIT)
@@ -371,7 +374,8 @@ def test_servers_that_cannot_be_reached_fail_at_once(no_leaks: None) -> None:
     with pytest.raises(McpToolError, match="could not connect"):
         load_mcp_tools(store, [sys.executable, "-c", "pass"])  # exits at once
     with pytest.raises(McpToolError, match=r"within 0\.5 s"):  # never answers: stopped, not left behind
-        load_mcp_tools(store, [sys.executable, "-c", "import time; time.sleep(60)"], connect_timeout_s=0.5)
+        load_mcp_tools(store, [sys.executable, "-c", "import time; time.sleep(60)"],
+                       options=McpOptions(connect_timeout_s=0.5))
     assert store.tools == {}
 
 
@@ -380,13 +384,13 @@ def test_arguments_are_checked_before_anything_starts() -> None:
     with pytest.raises(ValueError, match="command line"):
         load_mcp_tools(store, [])
     with pytest.raises(ValueError, match="headers apply to an http"):
-        load_mcp_tools(store, "some-server --flag", headers={"Authorization": "Bearer x"})
+        load_mcp_tools(store, "some-server --flag", options=McpOptions(headers={"Authorization": "Bearer x"}))
     with pytest.raises(ValueError, match="env, cwd and errlog apply to a command"):
-        load_mcp_tools(store, "http://127.0.0.1:9/mcp", env={"A": "1"})
+        load_mcp_tools(store, "http://127.0.0.1:9/mcp", options=McpOptions(env={"A": "1"}))
     with pytest.raises(ValueError, match="timeout_s"):
-        load_mcp_tools(store, "http://127.0.0.1:9/mcp", timeout_s=0)
+        load_mcp_tools(store, "http://127.0.0.1:9/mcp", options=McpOptions(timeout_s=0))
     with pytest.raises(ValueError, match="mode"):
-        load_mcp_tools(store, "http://127.0.0.1:9/mcp", mode="newest")  # type: ignore[arg-type]
+        load_mcp_tools(store, "http://127.0.0.1:9/mcp", options=McpOptions(mode="newest"))  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="ToolStore"):
         McpConnection({}, "http://127.0.0.1:9/mcp")  # type: ignore[arg-type]
 

@@ -6,9 +6,11 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import itertools
 import subprocess
 import sys
 
+import attrs
 import pytest
 
 import yiemagent
@@ -89,3 +91,54 @@ def test_import_yiemagent_loads_no_provider_and_no_heavy_dependency() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                           timeout=60)
     assert done.stdout.strip() == "[]"
+
+
+# Issue 20: option objects instead of keyword walls. The settings the LLM clients share live in
+# HttpOptions, those the MCP entry points share in McpOptions; a signature keeps its own subject
+# (model, base_url, api_key; store, server) as positional parameters and a few keywords.
+WALLS = {
+    "yiemagent.llm": ["LlmClient", "OpenAIChatClient", "AnthropicMessagesClient", "create_llm_call"],
+    "yiemagent.tools.mcp": ["load_mcp_tools", "McpConnection"],
+}
+OPTIONS = {"yiemagent.llm": "HttpOptions", "yiemagent.tools.mcp": "McpOptions"}
+MAX_SHARED_KEYWORDS = 5
+MAX_POSITIONAL = 3
+
+
+def _signatures() -> dict[str, inspect.Signature]:
+    found: dict[str, inspect.Signature] = {}
+    for package, names in WALLS.items():
+        module = importlib.import_module(package)
+        for name in names:
+            found[name] = inspect.signature(getattr(module, name))
+    return found
+
+
+def _keywords(signature: inspect.Signature) -> set[str]:
+    return {p.name for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY}
+
+
+def test_no_list_of_more_than_five_keywords_is_repeated_across_signatures() -> None:
+    signatures = _signatures()
+    walls = []
+    for first, second in itertools.combinations(sorted(signatures), 2):
+        shared = _keywords(signatures[first]) & _keywords(signatures[second])
+        if len(shared) > MAX_SHARED_KEYWORDS:
+            walls.append(f"{first} and {second} share {len(shared)}: {sorted(shared)}")
+    assert walls == []
+
+
+def test_no_wall_hides_in_positional_parameters() -> None:
+    for name, signature in _signatures().items():
+        positional = [p.name for p in signature.parameters.values()
+                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        assert len(positional) <= MAX_POSITIONAL, f"{name}: {positional}"
+
+
+def test_an_option_objects_fields_are_set_only_through_it() -> None:
+    signatures = _signatures()
+    for package, names in WALLS.items():
+        options = getattr(importlib.import_module(package), OPTIONS[package])
+        fields = {field.name for field in attrs.fields(options)}
+        for name in names:
+            assert set(signatures[name].parameters) & fields == set(), name

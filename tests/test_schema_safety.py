@@ -353,11 +353,12 @@ def test_ecma_unicode_escapes_work_with_re2() -> None:
 
 def test_an_mcp_server_with_hostile_schemas_is_refused_naming_the_tools(counting: CountingServer) -> None:
     server = [sys.executable, str(HERE / "mcp_schema_server.py"), counting.url + "/city.json"]
+    from yiemagent.tools.mcp import McpOptions
     from yiemagent.tools.mcp._connection import McpToolError, load_mcp_tools
 
     with ToolStore() as store:
         with pytest.raises(McpToolError) as info:
-            load_mcp_tools(store, server, connect_timeout_s=WAIT)
+            load_mcp_tools(store, server, options=McpOptions(connect_timeout_s=WAIT))
         assert store.tools == {}  # a strict load leaves nothing registered
     message = str(info.value)
     assert "2 tool(s) could not be registered" in message

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, gated_tool, reply
-from llm_helpers import openai_client, openai_completion, openai_tool_call
+from llm_helpers import fast, openai_client, openai_completion, openai_tool_call
 from llm_server import ScriptedServer
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
@@ -199,7 +199,7 @@ def leaky_run(server: ScriptedServer, tracer: Any = None) -> None:
                            "message": f"the prompt quotes {MARKER}, which is not allowed"}}, 400)
     server.json({**openai_completion(None), "choices": [{"index": 0, "finish_reason": "stop",
         "message": {"role": "assistant", "content": None, "refusal": f"I won't discuss {MARKER}"}}]})
-    with openai_client(server, max_retries=0) as llm, \
+    with openai_client(server, http=fast(max_retries=0)) as llm, \
             traced(YiemAgent(llm_call=llm, tools=[lookup, fetch]), tracer) as agent:
         assert agent.prompt(f"tell me about {MARKER}", WAIT).stop_reason == "error"
         assert agent.prompt(f"and again about {MARKER}", WAIT).stop_reason == "error"

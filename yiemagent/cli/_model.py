@@ -78,7 +78,7 @@ def _local(spec: str, temperature: float | None) -> LlmCall:
     except ImportError:
         raise CliError(NO_MODEL) from None
     local = spec if not path else f"local:{os.path.expanduser(path)}"
-    options = {"temperature": temperature} if temperature is not None else {}
+    options: dict[str, Any] = {"temperature": temperature} if temperature is not None else {}
     try:
         return create_llm_call(local, **options)
     except ImportError:

@@ -1,7 +1,8 @@
 """Provider clients usable as an agent's ``llm_call``: ``create_llm_call("openai:gpt-4o-mini")``,
 ``OpenAIChatClient`` (OpenAI and the servers that copy its API), ``AnthropicMessagesClient``,
 and ``LlamaCppClient`` (a model in this process). Each provider owns its wire format; the HTTP
-transport they share is ``yiemagent.llm.http``. Nothing here is imported before it is used.
+transport they share is ``yiemagent.llm.http``, set by one ``HttpOptions`` value (timeouts,
+retries, limits). Nothing here is imported before it is used.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ _EXPORTS = Exports(
     {
         "_base": ("LlmClient",),
         "_factory": ("PROVIDERS", "ProviderPreset", "create_llm_call", "parse_llm_spec"),
+        "http._options": ("HttpOptions",),
         "http._retry": ("RetryPolicy",),
         "openai._client": ("OpenAIChatClient",),
         "anthropic._client": ("AnthropicMessagesClient",),
@@ -44,6 +46,7 @@ if TYPE_CHECKING:
     from yiemagent.llm._factory import create_llm_call as create_llm_call
     from yiemagent.llm._factory import parse_llm_spec as parse_llm_spec
     from yiemagent.llm.anthropic._client import AnthropicMessagesClient as AnthropicMessagesClient
+    from yiemagent.llm.http._options import HttpOptions as HttpOptions
     from yiemagent.llm.http._retry import RetryPolicy as RetryPolicy
     from yiemagent.llm.llamacpp._client import LlamaCppClient as LlamaCppClient
     from yiemagent.llm.llamacpp._client import default_model_path as default_model_path

@@ -23,15 +23,15 @@ import requests
 
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.core._tools import AbortSignal
+from yiemagent.llm.http._options import HttpOptions, http_options
 from yiemagent.llm.http._redact import ApiKeyAuth, Secret
 from yiemagent.llm.http._reply_scrub import DeltaScrubber, scrub_reply
-from yiemagent.llm.http._retry import RetryPolicy
-from yiemagent.llm.http._transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, HttpTransport, read_json_body
+from yiemagent.llm.http._transport import Emit, HttpTransport, read_json_body
 
 __all__ = ["KEY_FROM_ENV", "LlmClient"]
 
-KEY_FROM_ENV: Any = object()
-body_logger = logging.getLogger("yiemagent.llm")  # "read the key from the class's environment variable"
+KEY_FROM_ENV: Any = object()  # "read the key from the class's environment variable"
+body_logger = logging.getLogger("yiemagent.llm")
 
 _LABELS = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama",
            "openrouter": "OpenRouter"}
@@ -41,12 +41,13 @@ class LlmClient(abc.ABC):
     """Base of the provider clients: one model, one endpoint, one session.
 
     The api key comes from ``api_key`` or the environment variable ``api_key_env``; the base URL
-    from ``base_url``, the class's base-URL variable, or the provider default. A reply larger
-    than ``max_response_bytes`` (64 MiB) is an ``LlmError``; a call, retries included, that
-    takes longer than ``deadline_s`` (when set) is an ``LlmTimeoutError``. The key is held as
-    a ``Secret`` and added to each request by the session's ``ApiKeyAuth`` (header
-    ``auth_header``, value ``auth_prefix + key``), so it never appears in ``repr``, errors, logs,
-    events, or the headers the client builds.
+    from ``base_url``, the class's base-URL variable, or the provider default. ``http`` (an
+    ``HttpOptions``) says how requests travel: timeouts, retries, the size of a reply, a
+    deadline, body logging and whether the session id is sent. ``stream`` asks for replies as
+    server-sent events; ``extra_body`` is merged into every request body. The key is held as a
+    ``Secret`` and added to each request by the session's ``ApiKeyAuth`` (header
+    ``auth_header``, value ``auth_prefix + key``), so it never appears in ``repr``, errors,
+    logs, events, or the headers the client builds.
     """
 
     auth_header: ClassVar[str] = "Authorization"
@@ -58,26 +59,18 @@ class LlmClient(abc.ABC):
     def __init__(
         self,
         model: str,
-        *,
         base_url: str | None = None,
         api_key: str | None = None,
+        *,
         api_key_env: str | None = KEY_FROM_ENV,
         provider: str,
-        timeout: float = 600.0,
         stream: bool = False,
-        max_retries: int = 2,
-        max_retry_delay_ms: float = 60_000,
-        retry_base_delay_s: float = 0.5,
-        retry_max_backoff_s: float = 8.0,
         extra_body: Mapping[str, Any] | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        deadline_s: float | None = None,
-        log_bodies: bool | None = None,
+        http: HttpOptions | None = None,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
-        if not timeout > 0:
-            raise ValueError(f"timeout must be positive, got {timeout!r}")
+        http = http_options(http)
         reserved = [k for k in ("messages", "stream") if k in (extra_body or {})]
         if reserved:
             raise ValueError(f"extra_body must not set {', '.join(reserved)}: the client builds "
@@ -86,19 +79,19 @@ class LlmClient(abc.ABC):
         self.model = model
         self.provider = provider
         self.stream = bool(stream)
+        self.http = http
         self.base_url = (base_url or os.environ.get(self.base_url_env or "", "")
                          or self.default_base_url).rstrip("/")
         self.extra_body: dict[str, Any] = dict(extra_body or {})
         # None: follow $YIEM_LOG_BODIES at each call, so it can be switched on in a live process.
-        self.log_bodies = log_bodies
+        self.log_bodies = http.log_bodies
+        self.send_session_id = http.send_session_id
         self._api_key = Secret(api_key or (os.environ.get(env) if env else None))
-        self.retry = RetryPolicy(max_retries, retry_base_delay_s, retry_max_backoff_s,
-                                 max_retry_delay_ms)
+        self.retry = http.retry
         self.label = _LABELS.get(provider, provider)
         self._transport = HttpTransport(
-            self.label, timeout=timeout, retry=self.retry, secret=self._api_key,
-            auth=ApiKeyAuth(self._api_key, self.auth_header, self.auth_prefix),
-            max_response_bytes=max_response_bytes, deadline_s=deadline_s)
+            self.label, http, secret=self._api_key,
+            auth=ApiKeyAuth(self._api_key, self.auth_header, self.auth_prefix))
 
     @property
     def timeout(self) -> float:
@@ -141,8 +134,6 @@ class LlmClient(abc.ABC):
             return self.read_stream(response, emit)
         return self.parse_reply(read_json_body(response, self.label))
 
-    send_session_id: bool = True
-
     @abc.abstractmethod
     def add_session_id(self, body: dict[str, Any], session_id: str) -> None:
         """Put the agent's session id in ``body`` where the provider has a field for it (a
@@ -157,11 +148,11 @@ class LlmClient(abc.ABC):
         Streamed deltas go to ``on_update`` on the calling thread while they arrive;
         ``max_retry_delay_ms`` (passed by an agent that sets one) overrides the client's cap for
         this call; ``session_id`` (passed by every agent) goes where the provider keeps one,
-        unless the client was made with ``send_session_id=False``. Raises ``LlmError`` when the
-        provider fails after retries (``LlmAbortedError`` when ``signal`` fires); the error text
-        carries the provider's message and the HTTP status, never the key; a reply that holds
-        the key (a server echoed it) has it masked in its deltas and in the reply returned
-        (``reply_scrub``).
+        unless the client was made with ``http=HttpOptions(send_session_id=False)``. Raises
+        ``LlmError`` when the provider fails after retries (``LlmAbortedError`` when ``signal``
+        fires); the error text carries the provider's message and the HTTP status, never the
+        key; a reply that holds the key (a server echoed it) has it masked in its deltas and in
+        the reply returned (``reply_scrub``).
         """
         body = self.build_body(request)
         if session_id is not None and self.send_session_id:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import ipaddress
 import re
 from typing import Any
@@ -10,6 +11,7 @@ import attrs
 
 from yiemagent.llm._base import LlmClient
 from yiemagent.llm.anthropic._client import AnthropicMessagesClient
+from yiemagent.llm.http._options import HttpOptions, http_options
 from yiemagent.llm.llamacpp._client import LlamaCppClient
 from yiemagent.llm.openai._client import OpenAIChatClient
 
@@ -112,8 +114,49 @@ def parse_llm_spec(spec: str) -> tuple[str | None, str | None, str | None]:
 LOCAL = "local"
 
 
-def create_llm_call(spec: str, **options: Any) -> LlmClient | LlamaCppClient:
-    """Return a ready ``llm_call`` client for ``spec``; ``options`` go to the client constructor.
+def _accepted(client: type[Any]) -> frozenset[str]:
+    """The names ``client``'s constructor takes by keyword, but the model (the spec gives it)
+    and ``http`` (passed on its own)."""
+    parameters = inspect.signature(client).parameters.values()
+    named = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return frozenset(p.name for p in parameters if p.kind in named) - {"model", "model_path", "http"}
+
+
+def _check_options(spec: str, client: type[Any], options: dict[str, Any],
+                   http_fields: frozenset[str]) -> None:
+    """Raise ``TypeError`` naming every option neither ``client`` nor ``HttpOptions`` (its
+    ``http_fields``, none for a client that sends no HTTP) takes, and the names they do take."""
+    takes = _accepted(client)
+    unknown = sorted(set(options) - takes - http_fields)
+    if not unknown:
+        return
+    said = ", ".join(repr(name) for name in unknown)
+    where = f"{client.__name__} takes {', '.join(sorted(takes))}"
+    if http_fields:
+        where += f"; HttpOptions takes {', '.join(sorted(http_fields))}"
+    else:
+        where += " (it runs in this process: no HTTP options)"
+    if "model" in unknown:
+        where += "; the spec names the model"
+    raise TypeError(f"create_llm_call({spec!r}) got unknown option(s) {said}: {where}")
+
+
+def _sorted_options(spec: str, client: type[LlmClient], http: HttpOptions | None,
+                    options: dict[str, Any]) -> dict[str, Any]:
+    """``options`` as ``client``'s keywords: those named after ``HttpOptions`` fields are set on
+    ``http`` (or on the defaults), which goes as ``http=``; ``TypeError`` for an unknown one,
+    ``ValueError`` (from ``HttpOptions``) for a transport setting that makes no sense."""
+    base = http_options(http)
+    fields = HttpOptions.field_names()
+    _check_options(spec, client, options, fields)
+    transport = {name: options.pop(name) for name in sorted(fields & set(options))}
+    options["http"] = attrs.evolve(base, **transport) if transport else base
+    return options
+
+
+def create_llm_call(spec: str, *, http: HttpOptions | None = None,
+                    **options: Any) -> LlmClient | LlamaCppClient:
+    """Return a ready ``llm_call`` client for ``spec``, set up by ``http`` and ``options``.
 
     ``"local"`` is the embedded default model (``LlamaCppClient``: SmolLM2-135M from the
     ``local`` extra, in this process, no server) and ``"local:/path/model.gguf"`` any GGUF file
@@ -126,8 +169,18 @@ def create_llm_call(spec: str, **options: Any) -> LlmClient | LlamaCppClient:
     base URL with ``model=...``, which sends no key unless ``api_key`` is given. Raises
     ``ValueError`` for an unknown provider, a spec without a model, or a server address after
     ``@`` without ``http://``/``https://`` (see ``parse_llm_spec``).
+
+    For a provider, ``http`` (an ``HttpOptions``) sets the transport, and an option named after
+    one of its fields (``timeout=30``, ``max_retries=0``, ...) is set on it, over ``http`` when
+    both are given; the other options are the client's own (``stream``, ``extra_body``,
+    ``max_tokens``, ...). An option that neither takes raises ``TypeError`` listing the names
+    that are taken.
     """
     if isinstance(spec, str) and spec.strip().partition(":")[0].lower() == LOCAL:
+        if http is not None:
+            raise TypeError(f"create_llm_call({spec!r}) got http=: the local model runs in this "
+                            "process and makes no HTTP requests")
+        _check_options(spec, LlamaCppClient, options, frozenset())
         path = spec.strip().partition(":")[2].strip()
         return LlamaCppClient(path or None, **options)
     provider, model, url = parse_llm_spec(spec)
@@ -144,6 +197,7 @@ def create_llm_call(spec: str, **options: Any) -> LlmClient | LlamaCppClient:
         raise ValueError(f"unknown LLM provider {provider!r} in {spec!r}; known: {known} "
                          "(or give a base URL)")
     assert model is not None
+    options = _sorted_options(spec, preset.client, http, options)
     options.setdefault("base_url", url or preset.base_url)
     options.setdefault("api_key_env", preset.api_key_env)
     options.setdefault("provider", provider)

@@ -25,8 +25,9 @@ _EXPORTS = Exports(
         ),
         "_function_tool": ("function_tool", "to_tool_result"),
         "mcp._connection": ("McpConnection", "load_mcp_tools"),
+        "mcp._options": ("McpOptions",),
     },
-    optional=("McpConnection", "load_mcp_tools"),
+    optional=("McpConnection", "McpOptions", "load_mcp_tools"),
 )
 __all__ = _EXPORTS.names
 
@@ -53,3 +54,4 @@ if TYPE_CHECKING:
     from yiemagent.tools._store import unregister_tool as unregister_tool
     from yiemagent.tools.mcp._connection import McpConnection as McpConnection
     from yiemagent.tools.mcp._connection import load_mcp_tools as load_mcp_tools
+    from yiemagent.tools.mcp._options import McpOptions as McpOptions

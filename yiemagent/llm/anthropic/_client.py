@@ -18,8 +18,9 @@ from yiemagent.llm._base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.anthropic._parse import AnthropicStreamAssembler, parse_message
 from yiemagent.llm.anthropic._wire import context_to_anthropic, openai_request_to_anthropic
 from yiemagent.llm.http._errors import LlmStreamError
+from yiemagent.llm.http._options import HttpOptions
 from yiemagent.llm.http._redact import excerpt
-from yiemagent.llm.http._transport import DEFAULT_MAX_RESPONSE_BYTES, Emit, iter_response_sse
+from yiemagent.llm.http._transport import Emit, iter_response_sse
 
 __all__ = ["ANTHROPIC_VERSION", "AnthropicMessagesClient"]
 
@@ -34,7 +35,8 @@ class AnthropicMessagesClient(LlmClient):
     too). ``max_tokens`` is required by the API. The request is converted from
     ``request.context`` (the ``AgentContext`` that ``format_msg_for_llm`` attaches); a plain
     OpenAI-format dict without one is converted from its ``messages`` and ``tools`` instead.
-    ``extra_body`` is merged into every body (``temperature``, ``thinking``, ``tool_choice``, ...).
+    ``extra_body`` is merged into every body (``temperature``, ``thinking``, ``tool_choice``, ...);
+    ``http`` (an ``HttpOptions``) sets timeouts, retries and the other transport settings.
     """
 
     auth_header = "x-api-key"
@@ -50,31 +52,17 @@ class AnthropicMessagesClient(LlmClient):
         api_key: str | None = None,
         *,
         max_tokens: int = 4096,
-        timeout: float = 600.0,
         stream: bool = False,
-        max_retries: int = 2,
-        max_retry_delay_ms: float = 60_000,
-        retry_base_delay_s: float = 0.5,
-        retry_max_backoff_s: float = 8.0,
         extra_body: Mapping[str, Any] | None = None,
+        anthropic_version: str = ANTHROPIC_VERSION,
         provider: str = "anthropic",
         api_key_env: str | None = KEY_FROM_ENV,
-        anthropic_version: str = ANTHROPIC_VERSION,
-        send_session_id: bool = True,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        deadline_s: float | None = None,
-        log_bodies: bool | None = None,
+        http: HttpOptions | None = None,
     ) -> None:
-        self.send_session_id = bool(send_session_id)
         if not isinstance(max_tokens, int) or max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
-        super().__init__(
-            model, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
-            provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
-            max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
-            retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
-            max_response_bytes=max_response_bytes, deadline_s=deadline_s, log_bodies=log_bodies,
-        )
+        super().__init__(model, base_url, api_key, api_key_env=api_key_env, provider=provider,
+                         stream=stream, extra_body=extra_body, http=http)
         self.max_tokens = max_tokens
         self.anthropic_version = anthropic_version
 

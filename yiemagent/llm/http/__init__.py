@@ -11,6 +11,7 @@ from yiemagent._lazy import Exports
 _EXPORTS = Exports(
     __name__,
     {
+        "_options": ("HttpOptions",),
         "_retry": ("RetryPolicy",),
         "_sse": ("SSEEvent", "SSEParser", "iter_sse"),
         "_abortable": ("RequestInterrupter", "interruptible_session"),
@@ -30,6 +31,7 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from yiemagent.llm.http._abortable import RequestInterrupter as RequestInterrupter
     from yiemagent.llm.http._abortable import interruptible_session as interruptible_session
+    from yiemagent.llm.http._options import HttpOptions as HttpOptions
     from yiemagent.llm.http._retry import RetryPolicy as RetryPolicy
     from yiemagent.llm.http._sse import SSEEvent as SSEEvent
     from yiemagent.llm.http._sse import SSEParser as SSEParser

@@ -43,6 +43,7 @@ from yiemagent.llm.http._errors import (
     LlmTimeoutError,
     provider_error_text,
 )
+from yiemagent.llm.http._options import DEFAULT_MAX_RESPONSE_BYTES, HttpOptions
 from yiemagent.llm.http._redact import Secret, excerpt
 from yiemagent.llm.http._retry import (
     Deadline,
@@ -61,7 +62,6 @@ logger = logging.getLogger("yiemagent.llm")
 Emit = Callable[[MessageUpdateEvent], None]
 Reader = Callable[[requests.Response, Emit], AssistantMessage]
 
-DEFAULT_MAX_RESPONSE_BYTES = 64 * 2**20  # far above any real reply, far below a memory problem
 # What the session asks for, and what every test proves is unpacked on both the whole and the
 # streamed path. requests would otherwise also ask for br and zstd whenever their packages happen
 # to be installed, making what a server sends depend on the machine.
@@ -454,29 +454,22 @@ class _Attempt:
 
 
 class HttpTransport:
-    """Posts JSON to a provider with one ``requests.Session``, retrying as ``retry`` says.
+    """Posts JSON to a provider with one ``requests.Session``, as ``options`` say.
 
-    ``timeout`` bounds the wait to connect and for each next piece of the reply; ``deadline_s``
-    (when set) a whole call, retries and their waits included; ``max_response_bytes`` the size
-    of a reply, unpacked when it comes compressed, counted as it arrives. Errors are ``LlmError``
-    subclasses whose text never holds the api key; nothing here logs headers. Raises
-    ``ValueError`` for a limit that is not positive.
+    ``options.timeout`` bounds the wait to connect and for each next piece of the reply;
+    ``options.deadline_s`` (when set) a whole call, retries and their waits included;
+    ``options.max_response_bytes`` the size of a reply, unpacked when it comes compressed,
+    counted as it arrives; failed attempts are retried as ``options.retry`` says. Errors are
+    ``LlmError`` subclasses whose text never holds the api key; nothing here logs headers.
     """
 
-    def __init__(self, label: str, *, timeout: float, retry: RetryPolicy, secret: Secret,
-                 auth: requests.auth.AuthBase | None = None,
-                 max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-                 deadline_s: float | None = None) -> None:
-        if isinstance(max_response_bytes, bool) or not isinstance(max_response_bytes, int) \
-                or max_response_bytes <= 0:
-            raise ValueError(f"max_response_bytes must be a positive int, got {max_response_bytes!r}")
-        if deadline_s is not None and not deadline_s > 0:
-            raise ValueError(f"deadline_s must be positive or None, got {deadline_s!r}")
+    def __init__(self, label: str, options: HttpOptions, *, secret: Secret,
+                 auth: requests.auth.AuthBase | None = None) -> None:
         self.label = label
-        self.timeout = timeout
-        self.max_response_bytes = max_response_bytes
-        self.deadline_s = deadline_s
-        self.retry = retry
+        self.timeout = options.timeout
+        self.max_response_bytes = options.max_response_bytes
+        self.deadline_s = options.deadline_s
+        self.retry = options.retry
         self.secret = secret
         self.session = interruptible_session()
         self.session.auth = auth  # adds the key to each request; no header dict ever holds it

@@ -20,9 +20,9 @@ from yiemagent.core._request import LlmRequest
 from yiemagent.core._tools import AbortSignal
 from yiemagent.llm._base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.http._errors import LlmError, LlmStreamError
+from yiemagent.llm.http._options import HttpOptions
 from yiemagent.llm.http._redact import excerpt
 from yiemagent.llm.http._transport import (
-    DEFAULT_MAX_RESPONSE_BYTES,
     Emit,
     iter_response_sse,
     read_json_body,
@@ -73,7 +73,9 @@ class OpenAIChatClient(LlmClient):
     body (``temperature``, ``max_tokens``, ``reasoning_effort``, ...). ``tool_choice`` is sent
     whenever tools are offered (default ``"auto"``; ``"required"``, ``"none"`` or a
     ``{"type": "function", "function": {"name": ...}}`` object force a choice; ``None`` sends
-    none). The request passed in is never changed: its dicts are cached and reused by the caller.
+    none). ``http`` (an ``HttpOptions``) sets timeouts, retries and the other transport
+    settings. The request passed in is never changed: its dicts are cached and reused by the
+    caller.
     """
 
     default_base_url = "https://api.openai.com/v1"
@@ -86,33 +88,19 @@ class OpenAIChatClient(LlmClient):
         base_url: str | None = None,
         api_key: str | None = None,
         *,
-        timeout: float = 600.0,
         stream: bool = False,
-        max_retries: int = 2,
-        max_retry_delay_ms: float = 60_000,
-        retry_base_delay_s: float = 0.5,
-        retry_max_backoff_s: float = 8.0,
         extra_body: Mapping[str, Any] | None = None,
+        tool_choice: str | Mapping[str, Any] | None = "auto",
         provider: str = "openai",
         api_key_env: str | None = KEY_FROM_ENV,
-        send_session_id: bool = True,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        deadline_s: float | None = None,
-        tool_choice: str | Mapping[str, Any] | None = "auto",
-        log_bodies: bool | None = None,
+        http: HttpOptions | None = None,
     ) -> None:
         if tool_choice is not None and not isinstance(tool_choice, (str, Mapping)):
             raise ValueError(f"tool_choice must be a string, a dict or None, got {tool_choice!r}")
-        self.send_session_id = bool(send_session_id)
         self.tool_choice = tool_choice
         self._wire = WireForm()
-        super().__init__(
-            model, base_url=base_url, api_key=api_key, api_key_env=api_key_env,
-            provider=provider, timeout=timeout, stream=stream, max_retries=max_retries,
-            max_retry_delay_ms=max_retry_delay_ms, retry_base_delay_s=retry_base_delay_s,
-            retry_max_backoff_s=retry_max_backoff_s, extra_body=extra_body,
-            max_response_bytes=max_response_bytes, deadline_s=deadline_s, log_bodies=log_bodies,
-        )
+        super().__init__(model, base_url, api_key, api_key_env=api_key_env, provider=provider,
+                         stream=stream, extra_body=extra_body, http=http)
 
     @property
     def endpoint(self) -> str:

@@ -1,5 +1,6 @@
 """Tools from MCP servers (the ``mcp`` extra): ``load_mcp_tools`` connects to a server over stdio
-or streamable HTTP and registers its tools in a store; the SDK is imported on first use.
+or streamable HTTP and registers its tools in a store, with its settings in one ``McpOptions``;
+the SDK is imported on first use.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ _EXPORTS = Exports(
     __name__,
     {
         "_connection": ("McpConnection", "load_mcp_tools"),
+        "_options": ("McpOptions",),
     },
-    optional=("McpConnection", "load_mcp_tools"),
+    optional=("McpConnection", "McpOptions", "load_mcp_tools"),
 )
 __all__ = _EXPORTS.names
 
@@ -29,3 +31,4 @@ def __dir__() -> list[str]:
 if TYPE_CHECKING:
     from yiemagent.tools.mcp._connection import McpConnection as McpConnection
     from yiemagent.tools.mcp._connection import load_mcp_tools as load_mcp_tools
+    from yiemagent.tools.mcp._options import McpOptions as McpOptions

@@ -52,7 +52,8 @@ def too_large_text(limit: int, size: int | None) -> str:
     and how to raise the limit."""
     seen = f"it was {size} bytes" if size is not None else "it was more"
     return (f"the server's answer is larger than max_result_bytes ({limit} bytes; {seen}) and "
-            "was dropped unread; pass a larger max_result_bytes to load_mcp_tools to accept it")
+            "was dropped unread; pass load_mcp_tools options=McpOptions(max_result_bytes=...) "
+            "with a larger limit to accept it")
 
 
 def too_large(request_id: str | int | None, limit: int, size: int | None) -> JSONRPCError:

@@ -8,9 +8,10 @@ its own and callers stay synchronous. A call can be aborted and has a timeout; p
 notifications become partial results; a server that dies gives error results and is reconnected
 on the next call; a server's notice that its tool list changed refreshes the store. Tool names
 providers would refuse are mapped to ones they accept (``mcp_names``); each message from the
-server is read only up to ``max_result_bytes`` (``mcp_stdio``, ``mcp_http``). ``close()`` (the
-connection's, or the store's) ends it all and leaves no thread or process behind: a stdio
-server's whole process group is ended.
+server is read only up to ``max_result_bytes`` (``mcp_stdio``, ``mcp_http``). The connection's
+settings come in one ``McpOptions`` (``mcp_options``). ``close()`` (the connection's, or the
+store's) ends it all and leaves no thread or process behind: a stdio server's whole process
+group is ended.
 
 Importing this module imports the SDK; ``import yiemagent`` does not.
 """
@@ -31,10 +32,10 @@ import threading
 import time
 import urllib.parse
 import weakref
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import asynccontextmanager
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Literal, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 try:
     import mcp.types as mcp_types
@@ -47,12 +48,13 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
 from yiemagent.core._content import ContentBlock, ImageContent, TextContent
-from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult, positive_seconds
+from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult
 from yiemagent.errors import McpToolError, describe_error
 from yiemagent.tools._store import ToolStore, register_tool, unregister_tool
-from yiemagent.tools.mcp._bounds import DEFAULT_MAX_RESULT_BYTES, RESULT_TOO_LARGE, check_limit
+from yiemagent.tools.mcp._bounds import RESULT_TOO_LARGE
 from yiemagent.tools.mcp._http import SSE_FRAMING_BYTES, bounded_http_client
 from yiemagent.tools.mcp._names import check_prefix, tool_name
+from yiemagent.tools.mcp._options import McpOptions
 from yiemagent.tools.mcp._output import OutputSchemas
 from yiemagent.tools.mcp._stdio import stdio_transport
 
@@ -66,8 +68,6 @@ __all__ = ["McpConnection", "load_mcp_tools"]
 
 logger = logging.getLogger("yiemagent")
 
-DEFAULT_TIMEOUT_S = 60.0
-DEFAULT_CONNECT_TIMEOUT_S = 30.0
 # How long close() waits for a session to end: the SDK's own stdio shutdown waits at most about
 # six seconds for a server process (stdin closed, then SIGTERM, then SIGKILL).
 _CLOSE_WAIT_S = 15.0
@@ -88,34 +88,24 @@ def load_mcp_tools(
     server: str | Sequence[str],
     *,
     prefix: str | None = None,
-    timeout_s: float | None = DEFAULT_TIMEOUT_S,
-    connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-    env: Mapping[str, str] | None = None,
-    cwd: str | os.PathLike[str] | None = None,
-    headers: Mapping[str, str] | None = None,
-    name: str | None = None,
-    parallel: bool = True,
     strict: bool = True,
-    errlog: TextIO | None = None,
+    name: str | None = None,
     on_tools_changed: ToolsChanged | None = None,
-    mode: Literal["auto", "legacy"] = "auto",
-    max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+    options: McpOptions | None = None,
 ) -> McpConnection:
     """Connect to the MCP server ``server``, register its tools in ``store`` and return the open
     connection (a context manager; the store's ``close()`` closes it too).
 
     ``server`` is a command line (a list of strings, or one string split like a shell would) run
     as a child process spoken to over stdio, or an ``http://``/``https://`` URL of a streamable
-    HTTP endpoint. See ``McpConnection`` for the options. Raises ``McpToolError`` when the server
-    cannot be reached or listed within ``connect_timeout_s``, or (with ``strict``) when a tool
-    cannot be registered; nothing is left registered or running then.
+    HTTP endpoint. ``options`` (an ``McpOptions``) holds the connection settings: timeouts, the
+    size limit, ``env``/``cwd``/``errlog`` of a command, ``headers`` of a URL, ...; see
+    ``McpConnection`` for the rest. Raises ``McpToolError`` when the server cannot be reached or
+    listed within ``connect_timeout_s``, or (with ``strict``) when a tool cannot be registered;
+    nothing is left registered or running then.
     """
-    return McpConnection(
-        store, server, prefix=prefix, timeout_s=timeout_s, connect_timeout_s=connect_timeout_s,
-        env=env, cwd=cwd, headers=headers, name=name, parallel=parallel, strict=strict,
-        errlog=errlog, on_tools_changed=on_tools_changed, mode=mode,
-        max_result_bytes=max_result_bytes,
-    )
+    return McpConnection(store, server, prefix=prefix, strict=strict, name=name,
+                         on_tools_changed=on_tools_changed, options=options)
 
 
 class _Session:
@@ -211,6 +201,17 @@ def _root_cause(exc: BaseException) -> BaseException:
     return exc
 
 
+def _options(options: Any) -> McpOptions:
+    """``options`` when it is an ``McpOptions``, the defaults for ``None``; ``TypeError`` saying
+    what to pass for anything else (a dict of settings, say)."""
+    if options is None:
+        return McpOptions()
+    if not isinstance(options, McpOptions):
+        raise TypeError(f"options must be an McpOptions (from yiemagent.tools.mcp), got "
+                        f"{type(options).__name__}; e.g. options=McpOptions(timeout_s=30)")
+    return options
+
+
 def _command(server: str | Sequence[str]) -> list[str]:
     argv = shlex.split(server) if isinstance(server, str) else list(server)
     if not argv or not all(isinstance(a, str) for a in argv) or not argv[0]:
@@ -239,20 +240,17 @@ class McpConnection:
     is a name providers accept (``^[a-zA-Z0-9_-]{1,64}$``), else a mapped one (see
     ``mcp_names.tool_name``; ``server_names`` maps each registered name back, and calls reach the
     server's tool under its own name); labelled with its title, described by its description and
-    validated against its input schema by the tool pipeline; ``parallel`` sets
-    ``parallel_tool_execute`` (calls share the connection and may run at once). A name the store
-    already uses for another tool is a problem: with ``strict`` the load fails naming it, else it
-    is logged and skipped (as on every later refresh). ``timeout_s`` bounds each call (``None``: no
-    bound), ``connect_timeout_s`` each connect and listing. ``max_result_bytes`` (16 MiB) bounds
-    each message the server sends: a larger answer is dropped unread and its call raises
-    ``McpToolError`` saying so (the tool's error result). For a command, ``env`` adds variables
-    to the SDK's safe default environment (``PATH``, ``HOME``, ...: not the whole of
-    ``os.environ``), ``cwd`` sets its working directory and ``errlog`` (a file with a descriptor)
-    receives its stderr (default ``sys.stderr``); for a URL, ``headers`` go with every request.
-    ``name`` names the server in errors and logs. ``on_tools_changed(names)`` is called, on the
-    connection's thread, after a refresh changed the store's tools, with the names registered
-    now. ``mode`` is the SDK's protocol negotiation: ``"auto"`` (the newest protocol, falling back
-    to the ``initialize`` handshake of older servers) or ``"legacy"`` (the handshake only).
+    validated against its input schema by the tool pipeline. A name the store already uses for
+    another tool is a problem: with ``strict`` the load fails naming it, else it is logged and
+    skipped (as on every later refresh). ``name`` names the server in errors and logs.
+    ``on_tools_changed(names)`` is called, on the connection's thread, after a refresh changed the
+    store's tools, with the names registered now. ``options`` (an ``McpOptions``; its defaults
+    when ``None``) holds the rest: the timeouts of a call (``timeout_s``) and of a connect
+    (``connect_timeout_s``), ``max_result_bytes`` (a larger answer is dropped unread and its call
+    raises ``McpToolError`` saying so, the tool's error result), ``parallel``, the protocol
+    ``mode``, and how to start a command (``env``, ``cwd``, ``errlog``) or what to send a URL
+    (``headers``); a setting that does not fit the server (``headers`` for a command, ``env``
+    for a URL) raises ``ValueError``.
 
     ``tool_names`` lists the registered names, ``refresh()`` lists the tools again now, ``close()``
     (or leaving a ``with`` block, or closing the store) removes the tools from the store and ends
@@ -265,47 +263,31 @@ class McpConnection:
         server: str | Sequence[str],
         *,
         prefix: str | None = None,
-        timeout_s: float | None = DEFAULT_TIMEOUT_S,
-        connect_timeout_s: float = DEFAULT_CONNECT_TIMEOUT_S,
-        env: Mapping[str, str] | None = None,
-        cwd: str | os.PathLike[str] | None = None,
-        headers: Mapping[str, str] | None = None,
-        name: str | None = None,
-        parallel: bool = True,
         strict: bool = True,
-        errlog: TextIO | None = None,
+        name: str | None = None,
         on_tools_changed: ToolsChanged | None = None,
-        mode: Literal["auto", "legacy"] = "auto",
-        max_result_bytes: int = DEFAULT_MAX_RESULT_BYTES,
+        options: McpOptions | None = None,
     ) -> None:
         if not isinstance(store, ToolStore):
             raise TypeError(f"load_mcp_tools expects a ToolStore, got {type(store).__name__}")
-        positive_seconds("timeout_s", timeout_s)
-        positive_seconds("connect_timeout_s", connect_timeout_s)
-        if connect_timeout_s is None:
-            raise ValueError("connect_timeout_s must be a positive number of seconds")
-        if mode not in ("auto", "legacy"):
-            raise ValueError(f"mode must be 'auto' or 'legacy', got {mode!r}")
-        self.max_result_bytes = check_limit(max_result_bytes)
+        options = _options(options)
+        self.options = options
+        self.max_result_bytes = options.max_result_bytes
         self.prefix = check_prefix(prefix)
         self._url = server if isinstance(server, str) and server.startswith(("http://", "https://")) else None
         self._argv = None if self._url is not None else _command(server)
-        if self._url is None and headers is not None:
+        if self._url is None and options.headers is not None:
             raise ValueError("headers apply to an http(s):// server, not to a command")
-        if self._url is not None and (env is not None or cwd is not None or errlog is not None):
+        if self._url is not None and (options.env is not None or options.cwd is not None
+                                      or options.errlog is not None):
             raise ValueError("env, cwd and errlog apply to a command, not to an http(s):// server")
         self.store = store
         self.name = name or _label_for(server)
-        self.timeout_s = timeout_s
-        self.connect_timeout_s = connect_timeout_s
-        self._env = dict(env) if env is not None else None
-        self._cwd = os.fspath(cwd) if cwd is not None else None
-        self._headers = dict(headers) if headers is not None else None
+        self.timeout_s = options.timeout_s
+        self.connect_timeout_s = options.connect_timeout_s
         self._devnull: TextIO | None = None
-        self._errlog = errlog
-        self._parallel = parallel
+        self._errlog = options.errlog  # the default is opened on first connect
         self._on_tools_changed = on_tools_changed
-        self._mode = mode
         # What this connection registered: our name -> (tool, the server definition it came from).
         self._tools: dict[str, tuple[AgentTool, str]] = {}
         self._server_names: dict[str, str] = {}  # our name -> the server's name for that tool
@@ -331,7 +313,7 @@ class McpConnection:
         _OPEN.add(self)
         self._unhook = store.add_closer(self.close)
         try:
-            problems = self._run(self._first_load(), connect_timeout_s * 2 + _CALLER_GRACE_S)
+            problems = self._run(self._first_load(), self.connect_timeout_s * 2 + _CALLER_GRACE_S)
             if problems and strict:
                 raise McpToolError(
                     f'MCP server "{self.name}": {len(problems)} tool(s) could not be registered:\n'
@@ -651,7 +633,7 @@ class McpConnection:
         try:
             with session.scope:
                 client = Client(self._transport(session), message_handler=self._handle,
-                                mode=self._mode)
+                                mode=self.options.mode)
                 async with client:
                     self._output_schemas.install(client.session)
                     session.client = client
@@ -690,7 +672,7 @@ class McpConnection:
                 assert self._argv is not None
                 if self._errlog is None:
                     self._errlog = self._default_errlog()
-                async with stdio_transport(self._argv, env=self._env, cwd=self._cwd,
+                async with stdio_transport(self._argv, env=self.options.env, cwd=self.options.cwd,
                                            errlog=self._errlog, limit=self.max_result_bytes,
                                            label=self.name) as (read, write):
                     yield _EndWatch(read, session), write
@@ -702,7 +684,7 @@ class McpConnection:
         # The SDK's own client (its timeouts: long reads for streams), reading each message only
         # up to the limit; the SDK's own bound on events is set past ours, so ours speaks first.
         limit = self.max_result_bytes
-        async with bounded_http_client(self._headers, limit, self.name) as http, \
+        async with bounded_http_client(self.options.headers, limit, self.name) as http, \
                 streamable_http_client(url, http_client=http,
                                        max_sse_event_size=limit + 2 * SSE_FRAMING_BYTES) as streams:
             yield streams
@@ -847,7 +829,7 @@ class McpConnection:
             description=tool.description or "",
             input_schema=dict(tool.input_schema),
             execute=execute,
-            parallel_tool_execute=self._parallel,
+            parallel_tool_execute=self.options.parallel,
             untrusted_schema=True,  # the server chose the schema: no pattern RE2 cannot bound
         )
 
