@@ -4,7 +4,7 @@ The bar "the output contains getTime, Tokyo and a time" let through answers that
 sorry for your loss, but as a text-based AI, I don't see2026-12-01T18:17:05+09:00" (issue 19);
 these checks read the answer as its user does: the tool's value stated once and not glued to a
 word, no apology, no second date, time or number the tool did not give, no talk about the
-prompt or the tools, at most two sentences, and a clean end. ``tests/test_first_answers.py``
+prompt or the tools, at most two sentences, and a clean end. ``tests/cli/test_first_answers.py``
 applies them to the embedded model's answers, and tests them on the issue's bad answers.
 """
 

@@ -296,7 +296,7 @@ class _Run:
         of it, gets a new one."""
         state = self.state
         context, view, source = self.hook_context
-        # Every field of AgentContext is checked (tests/test_hot_path.py fails when one is added).
+        # Every field of AgentContext is checked (tests/core/test_hot_path_shortcuts.py fails when one is added).
         if (context is None or source is not state.messages or context.messages is not view
                 or context.tools is not state.tools
                 or context.system_prompt != state.system_prompt):

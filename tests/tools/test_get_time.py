@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import zoneinfo
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import ROOT
 
 from yiemagent.core._content import AgentToolCall, TextContent
 from yiemagent.core._messages import AssistantMessage, ToolResultMessage
@@ -15,7 +15,7 @@ from yiemagent.core._pipeline import execute_tool_calls
 from yiemagent.core._tools import AgentContext, AgentLoopConfig, AgentTool
 from yiemagent.tools._store import check_tool_file
 
-TOOL_FILE = Path(__file__).resolve().parent.parent / "tools" / "getTime.py"
+TOOL_FILE = ROOT / "tools" / "getTime.py"
 
 
 @pytest.fixture(scope="module")

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import importlib.util
 import threading
-from pathlib import Path
 
 import pytest
+from paths import ROOT
 
 pytest.importorskip("mcp_server_time")
 
-SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "mcp_example.py"
+SCRIPT = ROOT / "scripts" / "mcp_example.py"
 
 
 def load_example() -> object:

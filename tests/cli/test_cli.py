@@ -20,6 +20,7 @@ from cli_helpers import (
     script_file,
     tools_folder,
 )
+from paths import ROOT
 
 from yiemagent import AssistantMessage
 from yiemagent.agent import load_session
@@ -328,7 +329,7 @@ def test_the_example_tools_ship_inside_the_package() -> None:
     """tools/ is installed as yiemagent/example_tools/ (one copy in the repository, so the two
     cannot drift), and the command finds it there outside a checkout."""
     tomllib = pytest.importorskip("tomllib")  # Python 3.11+
-    root = Path(__file__).resolve().parents[1]
+    root = ROOT
     config = tomllib.loads((root / "pyproject.toml").read_text(encoding="utf-8"))
     setuptools = config["tool"]["setuptools"]
     assert "yiemagent.example_tools" in setuptools["packages"]

@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from paths import ROOT
 
 from yiemagent.testing.parity import (
     ScenarioError,
@@ -31,7 +32,6 @@ from yiemagent.testing.parity._cli import check_trace, main
 from yiemagent.testing.parity._departures import DepartureError
 from yiemagent.testing.parity._traces import Trace
 
-ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "parity" / "scenarios"
 GOOD = ["tool_call_then_final_answer", "answer_without_tool_calls_ends_the_run"]
 WAIT = 120.0  # seconds a command may take before the test fails (it runs two scenarios)

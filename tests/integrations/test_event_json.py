@@ -1,5 +1,5 @@
-"""Events as JSON: every event class has a ``to_dict()`` of the documented shape (docs/cli.md), and the JSON-lines
-writer numbers turns and always writes valid JSON, whatever a tool put in its results."""
+"""Events as JSON: every event class has a ``to_dict()`` of the shape docs/cli.md documents, and the
+JSON-lines writer numbers turns and always writes valid JSON, whatever a tool put in its results."""
 
 from __future__ import annotations
 
@@ -7,10 +7,10 @@ import io
 import json
 import math
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import ROOT
 
 import yiemagent.core._events as events
 from yiemagent import (
@@ -138,7 +138,7 @@ def test_the_writer_stops_at_a_broken_stream() -> None:
 
 
 def test_the_cli_docs_list_every_event_type() -> None:
-    docs = (Path(__file__).resolve().parents[1] / "docs" / "cli.md").read_text(encoding="utf-8")
+    docs = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
     section = docs.split("### Events as JSON", 1)[1].split("\n## ", 1)[0]
     listed = set(re.findall(r"^\| `(\w+)` \|", section, re.MULTILINE)) - {"type"}  # the header
     assert listed == {event.event_type for event, _ in SHAPES}

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import TESTS
 
 pytest.importorskip("mcp")
 
@@ -32,7 +33,7 @@ from yiemagent.llm.anthropic._wire import openai_request_to_anthropic
 from yiemagent.tools.mcp import McpOptions
 from yiemagent.tools.mcp._connection import load_mcp_tools
 
-HERE = Path(__file__).resolve().parent
+HERE = TESTS
 EDGE_SERVER = [sys.executable, str(HERE / "mcp_edge_server.py")]
 # The rule of OpenAI's function names and of Anthropic's tool names (both their API references).
 PROVIDER_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")

@@ -32,6 +32,7 @@ import pytest
 from answer_checks import common_problems, grounded_problems, numbers_in, says_cannot
 from cli_helpers import clean_env
 from openmeteo_server import OpenMeteoServer
+from paths import ROOT
 
 from yiemagent import (
     AgentToolCall,
@@ -47,7 +48,7 @@ from yiemagent.llm import LlamaCppClient
 
 pytestmark = pytest.mark.timeout(900)  # 20 runs of the model per test; about 3 s each when idle
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
+TOOLS = ROOT / "tools"
 RUNS = 20
 ACCEPTED = 19  # of RUNS: the bar
 RUN_TIMEOUT_S = 240  # one command, on a 2-core machine other work shares

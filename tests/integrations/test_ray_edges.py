@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import TESTS
 
 ray = pytest.importorskip("ray")
 
@@ -36,7 +37,7 @@ from yiemagent.integrations.ray._agent_host import AgentHost  # noqa: E402
 
 pytestmark = pytest.mark.timeout(600)
 
-TESTS = str(Path(__file__).resolve().parent)
+TESTS = str(TESTS)
 W = 120.0  # seconds any test waits for a response, a latch or a flush before failing
 
 

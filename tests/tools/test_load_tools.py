@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import ROOT
 
 from yiemagent.core._content import TextContent
 from yiemagent.core._tools import AgentTool, AgentToolResult
@@ -25,7 +26,7 @@ from yiemagent.tools._store import (
     register_tool,
 )
 
-REPO_TOOLS = Path(__file__).resolve().parent.parent / "tools"
+REPO_TOOLS = ROOT / "tools"
 
 
 def tool_file(name: str, reply: str | None = None, extra: str = "") -> str:

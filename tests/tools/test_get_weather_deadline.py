@@ -8,16 +8,16 @@ need about 20 s for its geocoding answer; it stops by itself, and sooner once th
 from __future__ import annotations
 
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 from openmeteo_server import OpenMeteoServer
+from paths import ROOT
 
 from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult
 from yiemagent.tools._store import check_tool_file
 
-TOOL_FILE = Path(__file__).resolve().parent.parent / "tools" / "getWeather.py"
+TOOL_FILE = ROOT / "tools" / "getWeather.py"
 
 
 @pytest.fixture(scope="module")

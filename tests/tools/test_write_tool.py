@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import ROOT
 
 from yiemagent.agent._agent import YiemAgent
 from yiemagent.core._content import AgentToolCall, TextContent
@@ -20,7 +21,7 @@ from yiemagent.core._pipeline import execute_tool_calls
 from yiemagent.core._tools import AgentContext, AgentLoopConfig, AgentTool, AgentToolCallBatch
 from yiemagent.tools._store import ToolStore, get_tools, load_tools, register_tool
 
-REPO_TOOLS = Path(__file__).resolve().parent.parent / "tools"
+REPO_TOOLS = ROOT / "tools"
 
 ADD_SCHEMA: dict[str, Any] = {
     "type": "object",

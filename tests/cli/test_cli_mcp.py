@@ -9,6 +9,7 @@ import unicodedata
 from pathlib import Path
 
 from cli_helpers import run_cli, script_file
+from paths import TESTS
 
 TIME_SERVER = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
 
@@ -40,7 +41,7 @@ def test_an_unreachable_mcp_server_is_named_in_the_error(tmp_path: Path) -> None
 
 # -- what a server says reaches the terminal as text only ----------------------------------------
 
-EDGE_SERVER = shlex.join([sys.executable, str(Path(__file__).resolve().parent / "mcp_edge_server.py")])
+EDGE_SERVER = shlex.join([sys.executable, str(TESTS / "mcp_edge_server.py")])
 ESCAPE_TOOL = "31m_0_owned_2J1mred_2e39f177"  # the mapped name of the tool named with escapes
 
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import TESTS
 
 ray = pytest.importorskip("ray")
 
@@ -58,7 +59,7 @@ from yiemagent.tools._store import ToolStore, load_tools  # noqa: E402
 # take longer than the suite's default limit without anything being wrong.
 pytestmark = pytest.mark.timeout(300)
 
-TESTS = str(Path(__file__).resolve().parent)
+TESTS = str(TESTS)
 W = 120.0  # seconds any test waits for a response, a latch or a flush before failing
 RUN_EVENTS = [AgentStartEvent, MessageStartEvent, MessageEndEvent,  # the user message
               TurnStartEvent, MessageStartEvent, MessageEndEvent,  # the call

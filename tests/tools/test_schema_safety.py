@@ -19,11 +19,11 @@ import subprocess
 import sys
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, reply
+from paths import TESTS
 
 from yiemagent import (
     AgentTool,
@@ -39,7 +39,7 @@ from yiemagent import (
 from yiemagent.core._tools import compile_schema_validator
 from yiemagent.errors import ToolArgumentError
 
-HERE = Path(__file__).resolve().parent
+HERE = TESTS
 CHILD = HERE / "schema_pattern_child.py"
 HOSTILE = "a" * 40 + "!"  # with ^(a+)+$, Python's re backtracks for hours
 FEW_KB = 8 * 1024  # the most an argument error text may be

@@ -16,6 +16,7 @@ from typing import Any
 import jsonschema
 import pytest
 import referencing
+from paths import ROOT
 
 import yiemagent.core._pipeline as agent_core
 import yiemagent.testing.parity._drive as drive
@@ -33,7 +34,6 @@ from yiemagent.testing.parity import (
 from yiemagent.testing.parity._cli import main
 from yiemagent.testing.parity._departures import result_messages_inline, turn_start_before_inputs
 
-ROOT = Path(__file__).resolve().parent.parent
 SCENARIOS = ROOT / "parity" / "scenarios"
 FILES = sorted(SCENARIOS.glob("*.json"))
 IDS = [f.stem for f in FILES]

@@ -15,6 +15,7 @@ from typing import Any
 import openmeteo_server
 import pytest
 from openmeteo_server import OpenMeteoServer
+from paths import ROOT
 
 from yiemagent import (
     AgentToolCall,
@@ -33,7 +34,7 @@ from yiemagent.core._events import AgentEvent, MessageUpdateEvent
 from yiemagent.core._tools import AbortSignal, AgentContext
 from yiemagent.llm import LlamaCppClient, LlmAbortedError, LlmError, default_model_path
 
-TOOLS = Path(__file__).resolve().parent.parent / "tools"
+TOOLS = ROOT / "tools"
 ANSWER_TIMEOUT_S = 240  # a loaded 2-core machine runs the model several times slower than idle
 PARIS = {"id": 2988507, "name": "Paris", "latitude": 48.85341, "longitude": 2.3488,
          "elevation": 42.0, "feature_code": "PPLC", "country_code": "FR", "timezone": "Europe/Paris",

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import socket
 import threading
-from pathlib import Path
 from typing import Any
 
 import pytest
 from openmeteo_server import OpenMeteoServer
+from paths import ROOT
 
 from yiemagent.core._content import AgentToolCall, TextContent
 from yiemagent.core._events import ToolExecUpdateEvent
@@ -17,7 +17,7 @@ from yiemagent.core._pipeline import execute_tool_calls
 from yiemagent.core._tools import AbortSignal, AgentContext, AgentLoopConfig, AgentTool
 from yiemagent.tools._store import check_tool_file
 
-TOOL_FILE = Path(__file__).resolve().parent.parent / "tools" / "getWeather.py"
+TOOL_FILE = ROOT / "tools" / "getWeather.py"
 
 
 @pytest.fixture(scope="module")
