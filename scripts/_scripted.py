@@ -27,8 +27,7 @@ from yiemagent import (
 )
 from yiemagent.testing._scripted import ScriptedModel
 
-__all__ = ["EXAMPLE_TOOLS", "ScriptedModel", "answer", "calls", "clip", "copy_example_tools", "show",
-           "use"]
+__all__ = ["EXAMPLE_TOOLS", "ScriptedModel", "answer", "calls", "clip", "copy_example_tools", "show", "use"]
 
 EXAMPLE_TOOLS = Path(__file__).resolve().parent.parent / "tools"
 

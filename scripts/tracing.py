@@ -40,8 +40,11 @@ def print_tree(spans: tuple[ReadableSpan, ...]) -> None:
         children.setdefault(parent, []).append(span)
 
     def show(span: ReadableSpan, depth: int) -> None:
-        attributes = {k: v for k, v in (span.attributes or {}).items() if k.startswith("gen_ai.")
-                      and k != "gen_ai.operation.name"}
+        attributes = {
+            k: v
+            for k, v in (span.attributes or {}).items()
+            if k.startswith("gen_ai.") and k != "gen_ai.operation.name"
+        }
         status = span.status.status_code.name
         print(f"{'  ' * depth}{span.name}  [{status}] {attributes}")
         for child in children.get(span.context.span_id, []):
@@ -62,13 +65,23 @@ def main() -> None:
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    model = ScriptedModel([
-        calls(use("population", city="Paris"), use("population", city="Tokyo")),
-        "Tokyo has far more people than Paris: 14 million against 2.1 million.",
-    ], name="scripted-model")
-    with traced(YiemAgent(llm_call=model, tools=[population], tool_execution="parallel",
-                   name="demographer",
-                   session_id="conversation-1"), provider.get_tracer("example")) as agent:
+    model = ScriptedModel(
+        [
+            calls(use("population", city="Paris"), use("population", city="Tokyo")),
+            "Tokyo has far more people than Paris: 14 million against 2.1 million.",
+        ],
+        name="scripted-model",
+    )
+    with traced(
+        YiemAgent(
+            llm_call=model,
+            tools=[population],
+            tool_execution="parallel",
+            name="demographer",
+            session_id="conversation-1",
+        ),
+        provider.get_tracer("example"),
+    ) as agent:
         reply = agent.prompt("Which city is bigger, Paris or Tokyo?", timeout=30)
     print("answer:", answer(reply))
     print_tree(exporter.get_finished_spans())

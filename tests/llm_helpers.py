@@ -40,18 +40,19 @@ def fast(**changes: Any) -> HttpOptions:
 
 def openai_client(server: ScriptedServer, **options: Any) -> OpenAIChatClient:
     """An OpenAI client for ``server`` with the test key and ``http=FAST``; ``options`` win."""
-    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1",
-                            **{"http": FAST, "api_key": KEY, **options})
+    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **{"http": FAST, "api_key": KEY, **options})
 
 
 def anthropic_client(server: ScriptedServer, **options: Any) -> AnthropicMessagesClient:
     """An Anthropic client for ``server`` with the test key and ``http=FAST``; ``options`` win."""
-    return AnthropicMessagesClient("claude-sonnet-4-5", server.url,
-                                   **{"http": FAST, "api_key": KEY, **options})
+    return AnthropicMessagesClient(
+        "claude-sonnet-4-5", server.url, **{"http": FAST, "api_key": KEY, **options}
+    )
 
 
-def error_while_held(server: ScriptedServer, body: Any, client: LlmClient, *,
-                     signal: AbortSignal | None = None) -> LlmError:
+def error_while_held(
+    server: ScriptedServer, body: Any, client: LlmClient, *, signal: AbortSignal | None = None
+) -> LlmError:
     """Call ``client`` while ``server`` holds back its reply ``body`` (it stays silent until the
     call is over) and return the ``LlmError`` the call raises; with ``signal``, the signal is
     aborted once the server has the request."""
@@ -78,26 +79,31 @@ def error_while_held(server: ScriptedServer, body: Any, client: LlmClient, *,
 
 def weather_tool() -> AgentTool:
     """A tool with a schema, as the model would see it."""
-    return AgentTool("getWeather", "Weather", "Current weather for a city", WEATHER_SCHEMA,
-                     lambda _id, args, _s, _p: AgentToolResult(f"Sunny in {args['city']}"))
+    return AgentTool(
+        "getWeather",
+        "Weather",
+        "Current weather for a city",
+        WEATHER_SCHEMA,
+        lambda _id, args, _s, _p: AgentToolResult(f"Sunny in {args['city']}"),
+    )
 
 
 def simple_request(text: str = "Hello") -> LlmRequest:
     """The default formatting of a one-message conversation with a system prompt and a tool."""
-    return format_msg_for_llm(AgentContext("You are terse.", [UserMessage(text)],
-                                           [weather_tool()]))
+    return format_msg_for_llm(AgentContext("You are terse.", [UserMessage(text)], [weather_tool()]))
 
 
 def history_request() -> LlmRequest:
     """A conversation with an image, two tool calls, their results (one failed) and a follow-up."""
     messages = [
-        UserMessage([TextContent("Weather in Paris and Rome? See map."),
-                     ImageContent(PIXEL, "image/png")]),
-        AssistantMessage([
-            TextContent("Checking both."),
-            AgentToolCall("call_1", "getWeather", {"city": "Paris"}),
-            AgentToolCall("call_2", "getWeather", {"city": "Rome"}),
-        ]),
+        UserMessage([TextContent("Weather in Paris and Rome? See map."), ImageContent(PIXEL, "image/png")]),
+        AssistantMessage(
+            [
+                TextContent("Checking both."),
+                AgentToolCall("call_1", "getWeather", {"city": "Paris"}),
+                AgentToolCall("call_2", "getWeather", {"city": "Rome"}),
+            ]
+        ),
         ToolResultMessage("call_1", "getWeather", [TextContent("Sunny, 22°C")]),
         ToolResultMessage("call_2", "getWeather", [TextContent("service down")], is_error=True),
         UserMessage("Thanks, and tomorrow?"),
@@ -153,8 +159,7 @@ def frame_texts(exc: BaseException | None) -> list[str]:
     texts: list[str] = []
     for error in _chain(exc):
         texts += [str(error), _safe_repr(error), _safe_repr(vars(error))]
-        report = traceback.TracebackException(type(error), error, error.__traceback__,
-                                              capture_locals=True)
+        report = traceback.TracebackException(type(error), error, error.__traceback__, capture_locals=True)
         texts.append("".join(report.format()))
         tb = error.__traceback__
         while tb is not None:
@@ -163,8 +168,12 @@ def frame_texts(exc: BaseException | None) -> list[str]:
     return texts
 
 
-def leak_texts(exc: BaseException | None, records: Iterable[logging.LogRecord],
-               events: Iterable[Any] = (), client: Any = None) -> list[str]:
+def leak_texts(
+    exc: BaseException | None,
+    records: Iterable[logging.LogRecord],
+    events: Iterable[Any] = (),
+    client: Any = None,
+) -> list[str]:
     """Every text a failing call exposes: the exception and its chain (str, repr, attributes,
     traceback with every frame's locals), each log record (message and args) and each event."""
     texts = frame_texts(exc)
@@ -178,9 +187,14 @@ def leak_texts(exc: BaseException | None, records: Iterable[logging.LogRecord],
     return texts
 
 
-def openai_completion(content: str | None = "Hi there!", *, tool_calls: list[Any] | None = None,
-                      finish: str = "stop", reasoning: dict[str, str] | None = None,
-                      usage: dict[str, Any] | None = None) -> dict[str, Any]:
+def openai_completion(
+    content: str | None = "Hi there!",
+    *,
+    tool_calls: list[Any] | None = None,
+    finish: str = "stop",
+    reasoning: dict[str, str] | None = None,
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A ``chat.completion`` object as OpenAI documents it."""
     message: dict[str, Any] = {"role": "assistant", "content": content, **(reasoning or {})}
     if tool_calls:
@@ -200,8 +214,9 @@ def openai_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def anthropic_message(content: list[dict[str, Any]], *, stop_reason: str = "end_turn",
-                      usage: dict[str, Any] | None = None) -> dict[str, Any]:
+def anthropic_message(
+    content: list[dict[str, Any]], *, stop_reason: str = "end_turn", usage: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A Messages API reply as Anthropic documents it."""
     return {
         "id": "msg_01XFDUDYJgAACzvnptvVoYEL",

@@ -107,13 +107,16 @@ def test_targeted_figures_have_targets(report: dict[str, Any]) -> None:
 
 
 def test_missed_list_matches_the_met_flags(report: dict[str, Any]) -> None:
-    expected = [f"{name}.{fig_name}" for name, s in report["scenarios"].items()
-                for fig_name, fig in s["figures"].items() if fig["met"] is False]
+    expected = [
+        f"{name}.{fig_name}"
+        for name, s in report["scenarios"].items()
+        for fig_name, fig in s["figures"].items()
+        if fig["met"] is False
+    ]
     assert report["missed"] == expected
 
 
-def test_table_names_every_scenario_and_the_missed_targets(bench: ModuleType,
-                                                           report: dict[str, Any]) -> None:
+def test_table_names_every_scenario_and_the_missed_targets(bench: ModuleType, report: dict[str, Any]) -> None:
     table = bench.render(report)
     for name in bench.SCENARIOS:
         assert name in table
@@ -121,8 +124,13 @@ def test_table_names_every_scenario_and_the_missed_targets(bench: ModuleType,
 
 
 def test_command_line_json_is_one_object() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--json", "--only", "turn_overhead"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json", "--only", "turn_overhead"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert list(data["scenarios"]) == ["turn_overhead"]
@@ -135,8 +143,9 @@ def test_profile_lists_library_functions(bench: ModuleType) -> None:
     assert "_loop.py" in text and "cumulative" in text
 
 
-def test_tool_loading_reports_unavailable_without_the_registry(bench: ModuleType,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+def test_tool_loading_reports_unavailable_without_the_registry(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setitem(sys.modules, "yiemagent.tools._store", None)  # makes the import fail
     scenario = bench.tool_loading(bench.QUICK).to_dict()
     assert scenario["status"] == "unavailable" and "tools._store" in scenario["note"]

@@ -33,8 +33,9 @@ def imported(name: str, path: Path, known: set[str]) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                + ([base] if base else []))
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1] + ([base] if base else [])
+                )
             targets.add(base)
             targets.update(f"{base}.{alias.name}" for alias in node.names)
     edges: set[str] = set()
@@ -56,7 +57,7 @@ def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
 
     def visit(node: str, path: list[str]) -> list[str] | None:
         if node in path:
-            return [*path[path.index(node):], node]
+            return [*path[path.index(node) :], node]
         if node in done:
             return None
         for nxt in sorted(graph.get(node, ())):
@@ -106,18 +107,37 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 
 # What each layer may never import (the package roots named here and everything below them).
 FORBIDDEN: dict[str, tuple[str, ...]] = {
-    "yiemagent.core": ("yiemagent.agent", "yiemagent.tools", "yiemagent.llm",
-                       "yiemagent.integrations", "yiemagent.cli", "yiemagent.testing",
-                       "yiemagent.parity"),
-    "yiemagent.tools": ("yiemagent.agent", "yiemagent.llm", "yiemagent.integrations",
-                        "yiemagent.cli", "yiemagent.testing"),
-    "yiemagent.agent": ("yiemagent.llm", "yiemagent.integrations", "yiemagent.cli",
-                        "yiemagent.testing"),
-    "yiemagent.llm": ("yiemagent.agent", "yiemagent.tools", "yiemagent.integrations",
-                      "yiemagent.cli", "yiemagent.testing"),
+    "yiemagent.core": (
+        "yiemagent.agent",
+        "yiemagent.tools",
+        "yiemagent.llm",
+        "yiemagent.integrations",
+        "yiemagent.cli",
+        "yiemagent.testing",
+        "yiemagent.parity",
+    ),
+    "yiemagent.tools": (
+        "yiemagent.agent",
+        "yiemagent.llm",
+        "yiemagent.integrations",
+        "yiemagent.cli",
+        "yiemagent.testing",
+    ),
+    "yiemagent.agent": ("yiemagent.llm", "yiemagent.integrations", "yiemagent.cli", "yiemagent.testing"),
+    "yiemagent.llm": (
+        "yiemagent.agent",
+        "yiemagent.tools",
+        "yiemagent.integrations",
+        "yiemagent.cli",
+        "yiemagent.testing",
+    ),
     "yiemagent.integrations": ("yiemagent.cli",),
-    "yiemagent.testing.parity": ("yiemagent.llm.openai", "yiemagent.llm.anthropic",
-                                 "yiemagent.llm.llamacpp", "yiemagent.cli"),
+    "yiemagent.testing.parity": (
+        "yiemagent.llm.openai",
+        "yiemagent.llm.anthropic",
+        "yiemagent.llm.llamacpp",
+        "yiemagent.cli",
+    ),
 }
 # The core's only way out: the exceptions, and the lazy-export helper its __init__ uses.
 CORE_MAY_IMPORT = ("yiemagent.core", "yiemagent.errors", "yiemagent._lazy")
@@ -134,11 +154,13 @@ def layer_violations(graph: dict[str, set[str]]) -> list[str]:
         for layer, banned in FORBIDDEN.items():
             if not within(importer, layer):
                 continue
-            found += [f"{importer} -> {t}" for t in sorted(targets)
-                      if any(within(t, b) for b in banned)]
+            found += [f"{importer} -> {t}" for t in sorted(targets) if any(within(t, b) for b in banned)]
         if within(importer, "yiemagent.core"):
-            found += [f"{importer} -> {t}" for t in sorted(targets)
-                      if not any(within(t, ok) for ok in CORE_MAY_IMPORT)]
+            found += [
+                f"{importer} -> {t}"
+                for t in sorted(targets)
+                if not any(within(t, ok) for ok in CORE_MAY_IMPORT)
+            ]
     return sorted(set(found))
 
 
@@ -146,14 +168,17 @@ def test_every_import_points_down_the_layers() -> None:
     assert layer_violations(import_graph()) == []
 
 
-@pytest.mark.parametrize(("importer", "target"), [
-    ("yiemagent.core._loop", "yiemagent.llm.openai._wire"),  # the loop seeing a provider
-    ("yiemagent.core._request", "yiemagent.agent._agent"),
-    ("yiemagent.llm.anthropic._wire", "yiemagent.agent._channels"),  # a provider seeing the shell
-    ("yiemagent.agent._agent", "yiemagent.integrations._tracing"),  # the shell, an integration
-    ("yiemagent.testing.parity._behaviours", "yiemagent.llm.openai._parse"),  # suite, provider
-    ("yiemagent.tools._store", "yiemagent.agent._agent"),
-])
+@pytest.mark.parametrize(
+    ("importer", "target"),
+    [
+        ("yiemagent.core._loop", "yiemagent.llm.openai._wire"),  # the loop seeing a provider
+        ("yiemagent.core._request", "yiemagent.agent._agent"),
+        ("yiemagent.llm.anthropic._wire", "yiemagent.agent._channels"),  # a provider seeing the shell
+        ("yiemagent.agent._agent", "yiemagent.integrations._tracing"),  # the shell, an integration
+        ("yiemagent.testing.parity._behaviours", "yiemagent.llm.openai._parse"),  # suite, provider
+        ("yiemagent.tools._store", "yiemagent.agent._agent"),
+    ],
+)
 def test_the_layer_check_catches_each_kind_of_forbidden_arrow(importer: str, target: str) -> None:
     graph = import_graph()
     graph[importer] = {*graph[importer], target}

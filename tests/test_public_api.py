@@ -18,27 +18,82 @@ import yiemagent.errors
 
 ROOT = [
     # the design's table: content, messages, tools and the pipeline's types
-    "AbortSignal", "AfterToolCallContext", "AfterToolCallResult", "AgentContext", "AgentLoopConfig",
-    "AgentMessage", "AgentState", "AgentTool", "AgentToolCall", "AgentToolCallBatch",
-    "AgentToolResult", "AssistantMessage", "BeforeToolCallContext", "BeforeToolCallResult",
-    "ExecutedOutcome", "FinalizedOutcome", "ImageContent", "ImmediateOutcome", "LlmModel",
-    "LlmUsage", "MessageContent", "PreparedToolCall", "TextContent", "ThinkingContent",
-    "ToolExecEndEvent", "ToolExecStartEvent", "ToolExecUpdateEvent", "ToolResultMessage",
-    "ToolStore", "UserMessage", "YiemAgent",
+    "AbortSignal",
+    "AfterToolCallContext",
+    "AfterToolCallResult",
+    "AgentContext",
+    "AgentLoopConfig",
+    "AgentMessage",
+    "AgentState",
+    "AgentTool",
+    "AgentToolCall",
+    "AgentToolCallBatch",
+    "AgentToolResult",
+    "AssistantMessage",
+    "BeforeToolCallContext",
+    "BeforeToolCallResult",
+    "ExecutedOutcome",
+    "FinalizedOutcome",
+    "ImageContent",
+    "ImmediateOutcome",
+    "LlmModel",
+    "LlmUsage",
+    "MessageContent",
+    "PreparedToolCall",
+    "TextContent",
+    "ThinkingContent",
+    "ToolExecEndEvent",
+    "ToolExecStartEvent",
+    "ToolExecUpdateEvent",
+    "ToolResultMessage",
+    "ToolStore",
+    "UserMessage",
+    "YiemAgent",
     # the design's functions
-    "clear_tools", "create_error_tool_result", "create_tool_result_message",
-    "emit_tool_execution_end", "execute_prepared_tool_call", "execute_tool_calls",
-    "execute_tool_calls_parallel", "execute_tool_calls_sequential", "extract_tool_calls",
-    "finalize_executed_tool_call", "follow_up", "format_msg_for_llm", "get_tools", "list_tool",
-    "load_tools", "openai_to_user_message", "prepare_context", "prepare_tool_call",
-    "prepare_tool_call_arguments", "register_tool", "run_agent", "should_terminate",
-    "take_response", "validate_required_args", "validate_tool_arguments",
+    "clear_tools",
+    "create_error_tool_result",
+    "create_tool_result_message",
+    "emit_tool_execution_end",
+    "execute_prepared_tool_call",
+    "execute_tool_calls",
+    "execute_tool_calls_parallel",
+    "execute_tool_calls_sequential",
+    "extract_tool_calls",
+    "finalize_executed_tool_call",
+    "follow_up",
+    "format_msg_for_llm",
+    "get_tools",
+    "list_tool",
+    "load_tools",
+    "openai_to_user_message",
+    "prepare_context",
+    "prepare_tool_call",
+    "prepare_tool_call_arguments",
+    "register_tool",
+    "run_agent",
+    "should_terminate",
+    "take_response",
+    "validate_required_args",
+    "validate_tool_arguments",
     # the run events beside the spec's three, resume, the request, the loop on its own
-    "AgentEndEvent", "AgentEvent", "AgentStartEvent", "MessageEndEvent", "MessageStartEvent",
-    "MessageUpdateEvent", "TurnEndEvent", "TurnStartEvent", "resume", "LlmRequest", "RunConfig",
+    "AgentEndEvent",
+    "AgentEvent",
+    "AgentStartEvent",
+    "MessageEndEvent",
+    "MessageStartEvent",
+    "MessageUpdateEvent",
+    "TurnEndEvent",
+    "TurnStartEvent",
+    "resume",
+    "LlmRequest",
+    "RunConfig",
     "run_loop",
     # the tour: error kinds, the exception root, a model from one string, a decorated tool
-    "ERROR_KINDS", "error_kind", "YiemAgentError", "create_llm_call", "function_tool",
+    "ERROR_KINDS",
+    "error_kind",
+    "YiemAgentError",
+    "create_llm_call",
+    "function_tool",
 ]
 
 
@@ -57,11 +112,23 @@ def test_mcp_is_importable_from_the_root_without_import_star_loading_it() -> Non
     assert callable(yiemagent.load_mcp_tools)
 
 
-@pytest.mark.parametrize("package", [
-    "yiemagent.core", "yiemagent.agent", "yiemagent.tools", "yiemagent.tools.mcp", "yiemagent.llm",
-    "yiemagent.llm.http", "yiemagent.llm.openai", "yiemagent.llm.anthropic",
-    "yiemagent.llm.llamacpp", "yiemagent.integrations", "yiemagent.testing", "yiemagent.cli",
-])
+@pytest.mark.parametrize(
+    "package",
+    [
+        "yiemagent.core",
+        "yiemagent.agent",
+        "yiemagent.tools",
+        "yiemagent.tools.mcp",
+        "yiemagent.llm",
+        "yiemagent.llm.http",
+        "yiemagent.llm.openai",
+        "yiemagent.llm.anthropic",
+        "yiemagent.llm.llamacpp",
+        "yiemagent.integrations",
+        "yiemagent.testing",
+        "yiemagent.cli",
+    ],
+)
 def test_every_layers_names_resolve(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:
@@ -71,11 +138,13 @@ def test_every_layers_names_resolve(package: str) -> None:
 
 
 def test_every_exception_derives_from_the_one_root() -> None:
-    classes = [v for v in vars(yiemagent.errors).values()
-               if inspect.isclass(v) and issubclass(v, BaseException)]
+    classes = [
+        v for v in vars(yiemagent.errors).values() if inspect.isclass(v) and issubclass(v, BaseException)
+    ]
     assert len(classes) > 15
     assert all(issubclass(c, yiemagent.YiemAgentError) for c in classes), [
-        c.__name__ for c in classes if not issubclass(c, yiemagent.YiemAgentError)]
+        c.__name__ for c in classes if not issubclass(c, yiemagent.YiemAgentError)
+    ]
     # The built-in bases callers catch are kept.
     assert issubclass(yiemagent.errors.SessionError, ValueError)
     assert issubclass(yiemagent.errors.ResponseTimeout, TimeoutError)
@@ -83,13 +152,16 @@ def test_every_exception_derives_from_the_one_root() -> None:
 
 
 def test_import_yiemagent_loads_no_provider_and_no_heavy_dependency() -> None:
-    code = ("import sys, yiemagent\n"
-            "heavy = [m for m in sys.modules if m.split('.')[0] in "
-            "('requests', 'tenacity', 'jsonschema', 'ray', 'mcp', 'llama_cpp', 'opentelemetry')"
-            " or m.startswith(('yiemagent.llm', 'yiemagent.agent', 'yiemagent.core._'))]\n"
-            "print(heavy)")
-    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                          timeout=60)
+    code = (
+        "import sys, yiemagent\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in "
+        "('requests', 'tenacity', 'jsonschema', 'ray', 'mcp', 'llama_cpp', 'opentelemetry')"
+        " or m.startswith(('yiemagent.llm', 'yiemagent.agent', 'yiemagent.core._'))]\n"
+        "print(heavy)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
     assert done.stdout.strip() == "[]"
 
 
@@ -130,8 +202,11 @@ def test_no_list_of_more_than_five_keywords_is_repeated_across_signatures() -> N
 
 def test_no_wall_hides_in_positional_parameters() -> None:
     for name, signature in _signatures().items():
-        positional = [p.name for p in signature.parameters.values()
-                      if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        positional = [
+            p.name
+            for p in signature.parameters.values()
+            if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)
+        ]
         assert len(positional) <= MAX_POSITIONAL, f"{name}: {positional}"
 
 

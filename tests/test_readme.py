@@ -58,8 +58,7 @@ def test_every_docs_page_links_only_to_pages_that_exist() -> None:
 def test_the_readme_tree_is_the_package() -> None:
     tree = section("Architecture").split("```")[1]
     drawn = set(re.findall(r"^  (\w+)/", tree, re.M))
-    folders = {p.name for p in (ROOT / "yiemagent").iterdir()
-               if p.is_dir() and (p / "__init__.py").exists()}
+    folders = {p.name for p in (ROOT / "yiemagent").iterdir() if p.is_dir() and (p / "__init__.py").exists()}
     assert drawn == folders
 
 
@@ -70,18 +69,28 @@ def clone(tmp_path_factory: pytest.TempPathFactory) -> Path:
     where = tmp_path_factory.mktemp("readme")
     # Only the clone: the set-up it chains is the first command's, run by the test below.
     clone_only = line.split("&&")[0].replace("REPO_URL", shlex.quote(str(ROOT)))
-    subprocess.run(clone_only, shell=True, cwd=where, check=True, timeout=120,
-                   capture_output=True)
+    subprocess.run(clone_only, shell=True, cwd=where, check=True, timeout=120, capture_output=True)
     return where / "yiemagent"
 
 
 def run(command: str, cwd: Path, timeout: float) -> subprocess.CompletedProcess[str]:
-    env = {k: v for k, v in os.environ.items()
-           if not k.endswith("_API_KEY") and k not in ("VIRTUAL_ENV", "PYTHONPATH")}
-    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep)
-                                  if not p.startswith(str(Path(sys.executable).parent)))
-    return subprocess.run(["bash", "-c", command], cwd=cwd, capture_output=True, text=True,
-                          timeout=timeout, env=env, stdin=subprocess.DEVNULL)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.endswith("_API_KEY") and k not in ("VIRTUAL_ENV", "PYTHONPATH")
+    }
+    env["PATH"] = os.pathsep.join(
+        p for p in env.get("PATH", "").split(os.pathsep) if not p.startswith(str(Path(sys.executable).parent))
+    )
+    return subprocess.run(
+        ["bash", "-c", command],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def test_the_set_up_commands_run_as_written_in_a_fresh_clone(clone: Path) -> None:
@@ -111,7 +120,11 @@ def test_the_pip_command_names_an_installable_requirement() -> None:
     resolves it (a dry run: nothing is built or installed)."""
     [line] = [c for c in commands(section("Set up and run")) if "pip install" in c]
     requirement = shlex.split(line)[-1].replace("REPO_URL", f"file://{ROOT}")
-    done = subprocess.run([sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps",
-                           requirement], capture_output=True, text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", requirement],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Would install yiemagent" in done.stdout

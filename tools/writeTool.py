@@ -86,7 +86,7 @@ def check_name(name: Any) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise WriteToolRefused(
             f'"name" must be a Python identifier of ASCII letters, digits and underscores that '
-            f"starts with a letter, e.g. \"searchWine\"; got {name!r}. It becomes the file name "
+            f'starts with a letter, e.g. "searchWine"; got {name!r}. It becomes the file name '
             "<name>.py, so paths are not allowed."
         )
     if keyword.iskeyword(name):
@@ -329,7 +329,7 @@ def check_free(store: ToolStore, spec: ToolSpec, target: str) -> bool:
 # The generated file
 # ---------------------------------------------------------------------------------------------
 
-_HEADER = '''\
+_HEADER = """\
 {marker}
 {doc}
 
@@ -347,7 +347,7 @@ LABEL = {label!r}
 DESCRIPTION = {description!r}
 PARALLEL = {parallel!r}
 INPUT_SCHEMA: dict[str, Any] = {schema}
-'''
+"""
 
 _EXECUTE = '''
 
@@ -464,9 +464,16 @@ def render_tool_file(spec: ToolSpec) -> str:
     execute = function_source("_execute_body", EXECUTE_PARAMS, "executeCode", spec.execute_code)
     has_checks = spec.validate_code is not None or spec.prepare_code is not None
     parts = [
-        _HEADER.format(marker=MARKER, doc=doc, name=spec.name, label=spec.label,
-                       description=spec.description, parallel=spec.parallel, schema=schema,
-                       imports=_CHECK_IMPORTS if has_checks else ""),
+        _HEADER.format(
+            marker=MARKER,
+            doc=doc,
+            name=spec.name,
+            label=spec.label,
+            description=spec.description,
+            parallel=spec.parallel,
+            schema=schema,
+            imports=_CHECK_IMPORTS if has_checks else "",
+        ),
         _EXECUTE.format(params=EXECUTE_PARAMS, body=execute, checks=_RUN_CHECKS if has_checks else ""),
     ]
     checks = ""

@@ -22,8 +22,9 @@ class Exports:
     the package, or absolute when it starts with ``yiemagent.``). ``names`` is the package's
     ``__all__``, in sorted order, without the ``optional`` names (those of an optional extra)."""
 
-    def __init__(self, package: str, modules: Mapping[str, Sequence[str]],
-                 optional: Sequence[str] = ()) -> None:
+    def __init__(
+        self, package: str, modules: Mapping[str, Sequence[str]], optional: Sequence[str] = ()
+    ) -> None:
         self.package = package
         self.where = {name: module for module, names in modules.items() for name in names}
         # Names that need an optional extra are importable but left out of ``__all__``, so

@@ -134,15 +134,20 @@ def test_qsize_and_empty_tell_the_truth_while_messages_wait() -> None:
         assert agent.output_channel.empty()
         gate.release.set()
         assert [text(agent.take_response(WAIT)) for _ in range(3)] == [
-            "echo: first", "echo: second", "echo: third"]
+            "echo: first",
+            "echo: second",
+            "echo: third",
+        ]
         agent.follow_up_channel.join()  # every queued message was taken by the worker
         assert agent.follow_up_channel.qsize() == 0 and agent.output_channel.qsize() == 0
 
 
 def test_many_threads_put_and_get_through_the_queues_and_every_message_is_answered_once() -> None:
     with YiemAgent(llm_call=ScriptedLLM()) as agent:
-        senders = [threading.Thread(target=lambda n=n: [agent.follow_up_channel.put(f"m{n}-{i}")
-                                                          for i in range(10)]) for n in range(6)]
+        senders = [
+            threading.Thread(target=lambda n=n: [agent.follow_up_channel.put(f"m{n}-{i}") for i in range(10)])
+            for n in range(6)
+        ]
         got: list[str] = []
         lock = threading.Lock()
 
@@ -164,8 +169,13 @@ def test_many_threads_put_and_get_through_the_queues_and_every_message_is_answer
 
 
 def handoff_tool() -> AgentTool:
-    return AgentTool("handoff", "Handoff", "Hands off to a human", {"type": "object"},
-                     lambda *_: AgentToolResult([TextContent("waiting for approval")], terminate=True))
+    return AgentTool(
+        "handoff",
+        "Handoff",
+        "Hands off to a human",
+        {"type": "object"},
+        lambda *_: AgentToolResult([TextContent("waiting for approval")], terminate=True),
+    )
 
 
 def test_resume_after_a_terminate_finishes_the_handoff() -> None:
@@ -282,8 +292,9 @@ def test_listeners_are_never_entered_by_two_threads_at_once() -> None:
         inside.release()
 
     batch = AssistantMessage([AgentToolCall(f"c{i}", "echo", {"text": str(i)}) for i in range(8)])
-    with YiemAgent(llm_call=ScriptedLLM(batch, reply("ok")), tools=[echo_tool(parallel=True)],
-                   tool_execution="parallel") as agent:
+    with YiemAgent(
+        llm_call=ScriptedLLM(batch, reply("ok")), tools=[echo_tool(parallel=True)], tool_execution="parallel"
+    ) as agent:
         agent.subscribe(listener)
         agent.subscribe(listener)
         agent.prompt("go", WAIT)
@@ -331,8 +342,10 @@ def test_messages_is_a_copy_and_setting_it_replaces_the_history_checked() -> Non
         assert len(agent.messages) == 2
         agent.messages = [UserMessage("earlier"), reply("noted").to_dict()]
         agent.prompt("two", WAIT)
-        texts = [m["content"][0]["text"] if isinstance(m["content"], list) else m["content"]
-                 for m in llm.requests[-1]["messages"][1:]]
+        texts = [
+            m["content"][0]["text"] if isinstance(m["content"], list) else m["content"]
+            for m in llm.requests[-1]["messages"][1:]
+        ]
         assert texts == ["earlier", "noted", "two"]
         with pytest.raises(TypeError, match="AgentMessage"):
             agent.messages = [42]  # type: ignore[list-item]
@@ -458,16 +471,16 @@ def test_follow_up_mode_one_at_a_time_gives_each_follow_up_its_run() -> None:
         agent.follow_up("f1")
         agent.follow_up("f2")
         gate.release.set()
-        assert [text(agent.take_response(WAIT)) for _ in range(3)] == [
-            "echo: first", "echo: f1", "echo: f2"]
+        assert [text(agent.take_response(WAIT)) for _ in range(3)] == ["echo: first", "echo: f1", "echo: f2"]
 
 
 def test_skip_tools_on_steer_gives_a_new_message_the_floor() -> None:
     started, release = threading.Event(), threading.Event()
     batch = AssistantMessage([AgentToolCall("s", "slow", {}), AgentToolCall("e", "echo", {"text": "x"})])
     llm = ScriptedLLM(batch, reply("ok"))
-    with YiemAgent(llm_call=llm, tools=[gated_tool(started, release), echo_tool()],
-                   skip_tools_on_steer=True) as agent:
+    with YiemAgent(
+        llm_call=llm, tools=[gated_tool(started, release), echo_tool()], skip_tools_on_steer=True
+    ) as agent:
         agent.run_agent("go")
         assert started.wait(WAIT)
         agent.run_agent("stop, do something else")
@@ -492,7 +505,10 @@ def test_a_prompt_gets_its_own_answer_after_an_earlier_prompt_timed_out() -> Non
         assert text(agent.prompt("B", WAIT)) == "echo: B"
         assert agent.output_channel.qsize() == 0  # the late answer went to the history only
         assert [text(m) for m in agent.messages if isinstance(m, AssistantMessage)] == [
-            "echo: slow", "echo: A", "echo: B"]
+            "echo: slow",
+            "echo: A",
+            "echo: B",
+        ]
 
 
 def test_blocking_calls_from_the_agents_own_thread_raise_instead_of_deadlocking() -> None:
@@ -501,9 +517,11 @@ def test_blocking_calls_from_the_agents_own_thread_raise_instead_of_deadlocking(
 
     def listener(event: Any) -> None:
         if isinstance(event, TurnStartEvent) and not problems:
-            for attempt in (lambda: holder["agent"].take_response(1),
-                            lambda: holder["agent"].prompt("inner", 1),
-                            lambda: holder["agent"].wait_for_idle(1)):
+            for attempt in (
+                lambda: holder["agent"].take_response(1),
+                lambda: holder["agent"].prompt("inner", 1),
+                lambda: holder["agent"].wait_for_idle(1),
+            ):
                 try:
                     attempt()
                 except RuntimeError as exc:
@@ -529,7 +547,8 @@ def test_an_agent_dropped_without_shutdown_ends_its_thread() -> None:
 
 
 def test_shutdown_with_a_timeout_returns_while_a_tool_ignores_its_signal(
-        caplog: pytest.LogCaptureFixture) -> None:
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     started, release = threading.Event(), threading.Event()
 
     def stubborn(*_args: Any) -> AgentToolResult:

@@ -75,8 +75,9 @@ def test_follow_up_while_idle_is_run_agent() -> None:
 
 def test_abort_during_slow_tool_ends_run_and_agent_goes_on() -> None:
     started, release = threading.Event(), threading.Event()
-    batch = AssistantMessage(content=[AgentToolCall("c1", "slow", {}),
-                                      AgentToolCall("c2", "echo", {"text": "x"})])
+    batch = AssistantMessage(
+        content=[AgentToolCall("c1", "slow", {}), AgentToolCall("c2", "echo", {"text": "x"})]
+    )
     llm = ScriptedLLM(batch)
     with YiemAgent(llm_call=llm, tools=[gated_tool(started, release), echo_tool()]) as agent:
         agent.run_agent("work")
@@ -161,8 +162,14 @@ def test_blocked_taker_is_woken_by_shutdown() -> None:
 def test_no_threads_left_after_shutdown() -> None:
     before = set(agent_threads())
     batch = AssistantMessage(content=[AgentToolCall(f"c{i}", "echo", {"text": str(i)}) for i in range(4)])
-    agents = [YiemAgent(llm_call=ScriptedLLM(batch, reply("ok")), tools=[echo_tool(parallel=True)],
-                        tool_execution="parallel") for _ in range(5)]
+    agents = [
+        YiemAgent(
+            llm_call=ScriptedLLM(batch, reply("ok")),
+            tools=[echo_tool(parallel=True)],
+            tool_execution="parallel",
+        )
+        for _ in range(5)
+    ]
     for agent in agents:
         assert text(agent.prompt("go", timeout=WAIT)) == "ok"
     for agent in agents:
@@ -202,6 +209,7 @@ def test_fifty_agents_twenty_messages_each_all_matched() -> None:
 
 def test_many_threads_on_one_agent_every_follow_up_answered_once() -> None:
     with YiemAgent(llm_call=ScriptedLLM()) as agent:
+
         def send(worker: int) -> None:
             for n in range(10):
                 agent.follow_up(f"w{worker}-{n}")

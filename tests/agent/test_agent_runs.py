@@ -25,7 +25,9 @@ from yiemagent import (
 
 def weather_tool() -> AgentTool:
     return AgentTool(
-        "getWeather", "Weather Lookup", "Fetch current weather",
+        "getWeather",
+        "Weather Lookup",
+        "Fetch current weather",
         {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]},
         lambda _i, a, _s, _p: AgentToolResult([TextContent(f"Weather in {a['city']}: Sunny, 22°C")]),
     )
@@ -38,28 +40,47 @@ def test_spec_section_16_end_to_end() -> None:
             {"role": "user", "content": [{"type": "text", "text": "What's the weather in Tokyo?"}]},
         ]
         assert [t["function"]["name"] for t in request["tools"]] == ["getWeather"]
-        return AssistantMessage(content=[{"type": "tool_calls", "tool_calls": [
-            {"id": "call_1", "name": "getWeather", "arguments": {"city": "Tokyo"}}]}])
+        return AssistantMessage(
+            content=[
+                {
+                    "type": "tool_calls",
+                    "tool_calls": [{"id": "call_1", "name": "getWeather", "arguments": {"city": "Tokyo"}}],
+                }
+            ]
+        )
 
     def second(request: dict[str, Any]) -> AssistantMessage:
         msgs = request["messages"]
         assert [m["role"] for m in msgs] == ["system", "user", "assistant", "tool"]
         assert msgs[2]["content"] is None
-        assert msgs[2]["tool_calls"] == [{"id": "call_1", "type": "function", "function": {
-            "name": "getWeather", "arguments": '{"city": "Tokyo"}'}}]
-        assert msgs[3] == {"role": "tool", "tool_call_id": "call_1",
-                           "content": [{"type": "text", "text": "Weather in Tokyo: Sunny, 22°C"}]}
+        assert msgs[2]["tool_calls"] == [
+            {
+                "id": "call_1",
+                "type": "function",
+                "function": {"name": "getWeather", "arguments": '{"city": "Tokyo"}'},
+            }
+        ]
+        assert msgs[3] == {
+            "role": "tool",
+            "tool_call_id": "call_1",
+            "content": [{"type": "text", "text": "Weather in Tokyo: Sunny, 22°C"}],
+        }
         return reply("The weather in Tokyo is sunny, 22°C.")
 
     llm = ScriptedLLM(first, second)
-    with YiemAgent(system_prompt="You are a helpful assistant.", tools=[weather_tool()],
-                   llm_call=llm) as agent:
+    with YiemAgent(
+        system_prompt="You are a helpful assistant.", tools=[weather_tool()], llm_call=llm
+    ) as agent:
         response = agent.prompt("What's the weather in Tokyo?", timeout=WAIT)
         assert text(response) == "The weather in Tokyo is sunny, 22°C."
         assert len(llm.requests) == 2
         history = agent._state.messages
         assert [type(m).__name__ for m in history] == [
-            "UserMessage", "AssistantMessage", "ToolResultMessage", "AssistantMessage"]
+            "UserMessage",
+            "AssistantMessage",
+            "ToolResultMessage",
+            "AssistantMessage",
+        ]
         assert isinstance(history[2], ToolResultMessage) and history[2].tool_call_id == "call_1"
 
 
@@ -85,8 +106,13 @@ def test_tools_are_copied_at_construction() -> None:
 
 
 def test_terminate_builds_final_response() -> None:
-    done = AgentTool("finish", "Finish", "Ends the task", {"type": "object"},
-                     lambda *_: AgentToolResult([TextContent("deployed v2")], terminate=True))
+    done = AgentTool(
+        "finish",
+        "Finish",
+        "Ends the task",
+        {"type": "object"},
+        lambda *_: AgentToolResult([TextContent("deployed v2")], terminate=True),
+    )
     llm = ScriptedLLM(AssistantMessage(content=[call("finish", {}).content[0]], model="m1"))
     with YiemAgent(llm_call=llm, tools=[done]) as agent:
         response = agent.prompt("deploy", timeout=WAIT)
@@ -98,10 +124,18 @@ def test_terminate_builds_final_response() -> None:
 
 
 def test_terminate_with_failed_call_sets_error_message() -> None:
-    done = AgentTool("finish", "Finish", "Ends", {"type": "object"},
-                     lambda *_: AgentToolResult([TextContent("partial")], terminate=True))
-    with YiemAgent(llm_call=ScriptedLLM(call("finish", {})), tools=[done],
-                   after_tool_call=lambda ctx, sig: {"is_error": True}) as agent:
+    done = AgentTool(
+        "finish",
+        "Finish",
+        "Ends",
+        {"type": "object"},
+        lambda *_: AgentToolResult([TextContent("partial")], terminate=True),
+    )
+    with YiemAgent(
+        llm_call=ScriptedLLM(call("finish", {})),
+        tools=[done],
+        after_tool_call=lambda ctx, sig: {"is_error": True},
+    ) as agent:
         response = agent.prompt("go", timeout=WAIT)
         assert response.stop_reason == "tool_use_terminated"
         assert response.error_message == "One or more tool calls failed"
@@ -178,11 +212,21 @@ def test_events_follow_the_documented_order() -> None:
     with YiemAgent(llm_call=llm, tools=[echo_tool()], agent_event_sink=events.append) as agent:
         agent.prompt("go", timeout=WAIT)
     assert [e.event_type for e in events] == [
-        "agent_start", "message_start", "message_end",           # the user message
-        "turn_start", "message_start", "message_end",            # the assistant reply
-        "tool_execution_start", "tool_execution_end",
-        "message_start", "message_end", "turn_end",              # the tool result
-        "turn_start", "message_start", "message_end", "turn_end",
+        "agent_start",
+        "message_start",
+        "message_end",  # the user message
+        "turn_start",
+        "message_start",
+        "message_end",  # the assistant reply
+        "tool_execution_start",
+        "tool_execution_end",
+        "message_start",
+        "message_end",
+        "turn_end",  # the tool result
+        "turn_start",
+        "message_start",
+        "message_end",
+        "turn_end",
         "agent_end",
     ]
     assert len(events[-1].messages) == 4  # user, reply, tool result, answer  # type: ignore[attr-defined]
@@ -203,8 +247,13 @@ def test_streaming_updates_and_signal_reach_llm_call_when_declared() -> None:
     assert isinstance(got["signal"], AbortSignal)
     kinds = [e.event_type for e in events]
     start = kinds.index("turn_start")
-    assert kinds[start:start + 5] == ["turn_start", "message_start", "message_update",
-                                      "message_update", "message_end"]
+    assert kinds[start : start + 5] == [
+        "turn_start",
+        "message_start",
+        "message_update",
+        "message_update",
+        "message_end",
+    ]
     assert isinstance(events[start + 4], MessageEndEvent)
 
 
@@ -220,20 +269,31 @@ def test_sink_raising_does_not_break_the_run() -> None:
     def sink(event: AgentEvent) -> None:
         raise RuntimeError("ui crashed")
 
-    with YiemAgent(llm_call=ScriptedLLM(call("echo", {"text": "a"}), reply("done")),
-                   tools=[echo_tool()], agent_event_sink=sink) as agent:
+    with YiemAgent(
+        llm_call=ScriptedLLM(call("echo", {"text": "a"}), reply("done")),
+        tools=[echo_tool()],
+        agent_event_sink=sink,
+    ) as agent:
         assert text(agent.prompt("go", timeout=WAIT)) == "done"
 
 
 def test_messages_in_openai_form_with_images_and_bad_inputs() -> None:
     llm = ScriptedLLM(default=lambda req: reply(str(req["messages"][-1]["content"])))
     with YiemAgent(llm_call=llm) as agent:
-        agent.run_agent({"role": "user", "content": [
-            {"type": "text", "text": "what is this?"},
-            {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}]})
+        agent.run_agent(
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "what is this?"},
+                    {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}},
+                ],
+            }
+        )
         agent.take_response(WAIT)
         assert llm.requests[0]["messages"][-1]["content"][1] == {
-            "type": "image_url", "image_url": {"url": "data:image/png;base64,iVBOR"}}
+            "type": "image_url",
+            "image_url": {"url": "data:image/png;base64,iVBOR"},
+        }
         with pytest.raises(TypeError, match="string, a UserMessage or a dict"):
             agent.run_agent(42)
         with pytest.raises(ValueError, match="role"):
@@ -274,12 +334,13 @@ def test_parallel_agent_runs_batch_concurrently() -> None:
         barrier.wait()  # only passes if all three calls run at once
         return AgentToolResult([TextContent(args["text"])])
 
-    tool = AgentTool("meet", "Meet", "Waits for the others", {"type": "object"}, meet,
-                     parallel_tool_execute=True)
-    batch = AssistantMessage(content=[call("meet", {"text": str(i)}, f"c{i}").content[0]
-                                      for i in range(3)])
-    with YiemAgent(llm_call=ScriptedLLM(batch, reply("met")), tools=[tool],
-                   tool_execution="parallel") as agent:
+    tool = AgentTool(
+        "meet", "Meet", "Waits for the others", {"type": "object"}, meet, parallel_tool_execute=True
+    )
+    batch = AssistantMessage(content=[call("meet", {"text": str(i)}, f"c{i}").content[0] for i in range(3)])
+    with YiemAgent(
+        llm_call=ScriptedLLM(batch, reply("met")), tools=[tool], tool_execution="parallel"
+    ) as agent:
         assert text(agent.prompt("go", timeout=WAIT)) == "met"
         results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
         assert [m.tool_call_id for m in results] == ["c0", "c1", "c2"]

@@ -130,8 +130,11 @@ def event_kinds(events: list[AgentEvent]) -> list[str]:
 
 
 def assert_pairs_closed(kinds: list[str]) -> None:
-    for opening, closing in [("turn_start", "turn_end"), ("message_start", "message_end"),
-                             ("agent_start", "agent_end")]:
+    for opening, closing in [
+        ("turn_start", "turn_end"),
+        ("message_start", "message_end"),
+        ("agent_start", "agent_end"),
+    ]:
         depth = 0
         for kind in kinds:
             depth += (kind == opening) - (kind == closing)
@@ -159,8 +162,7 @@ def test_events_are_paired_when_prepare_context_fails() -> None:
     def broken(_state: Any) -> Any:
         raise ValueError("no context")
 
-    with YiemAgent(llm_call=ScriptedLLM(), prepare_context=broken,
-                   agent_event_sink=events.append) as agent:
+    with YiemAgent(llm_call=ScriptedLLM(), prepare_context=broken, agent_event_sink=events.append) as agent:
         assert agent.prompt("x", timeout=WAIT).stop_reason == "error"
     kinds = event_kinds(events)
     assert kinds[-3:] == ["turn_start", "turn_end", "agent_end"]
@@ -181,8 +183,7 @@ def test_an_abort_while_the_model_answers_keeps_the_reply_and_answers_its_calls(
         response = agent.prompt("go", timeout=WAIT)
         history = list(agent.messages)
     assert response.stop_reason == "aborted"
-    assert [type(m).__name__ for m in history] == ["UserMessage", "AssistantMessage",
-                                                  "ToolResultMessage"]
+    assert [type(m).__name__ for m in history] == ["UserMessage", "AssistantMessage", "ToolResultMessage"]
     result = history[2]
     assert isinstance(result, ToolResultMessage) and result.is_error
     assert "aborted" in text(result)  # type: ignore[arg-type]
@@ -209,5 +210,4 @@ def test_each_run_sees_only_its_own_question_last() -> None:
     with YiemAgent(llm_call=llm) as agent:
         for n in range(5):
             agent.follow_up(f"q{n}")
-        assert [text(agent.take_response(WAIT)) for _ in range(5)] == [
-            f"last was q{n}" for n in range(5)]
+        assert [text(agent.take_response(WAIT)) for _ in range(5)] == [f"last was q{n}" for n in range(5)]

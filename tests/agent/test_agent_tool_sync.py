@@ -18,14 +18,14 @@ from yiemagent import (
     register_tool,
 )
 
-TOOL_FILE = '''
+TOOL_FILE = """
 def execute_tool(tool_call_id, args, signal, on_partial_result):
     return AgentToolResult([TextContent("{name} says {word}")])
 
 def get_tool():
     return AgentTool(name="{name}", label="{name}", description="says {word}",
                      input_schema={{"type": "object"}}, execute=execute_tool)
-'''
+"""
 
 
 def write_tool(folder: Path, name: str, word: str) -> None:
@@ -52,15 +52,16 @@ def ask(agent: YiemAgent, tool: str) -> ToolResultMessage:
 
 def calling(tool: str) -> Any:
     """A model that calls ``tool`` when asked to, then answers."""
+
     def answer(request: dict[str, Any]) -> Any:
         if request["messages"][-1]["role"] == "tool":
             return reply("done")
         return call(tool, {})
+
     return answer
 
 
-def test_an_agent_given_its_stores_tools_follows_reloads_removals_and_registrations(
-        tmp_path: Path) -> None:
+def test_an_agent_given_its_stores_tools_follows_reloads_removals_and_registrations(tmp_path: Path) -> None:
     write_tool(tmp_path, "alpha", "one")
     store = ToolStore("live")
     load_tools(store, tmp_path)

@@ -47,8 +47,9 @@ def still_works(agent: YiemAgent, path: Path) -> None:
 
 BAD_ARGUMENTS = {
     "deep dict": AssistantMessage([AgentToolCall("c", "echo", nested(5000))]),
-    "deep dict form": AssistantMessage([{"type": "tool_call", "id": "c", "name": "echo",
-                                         "arguments": nested(5000)}]),
+    "deep dict form": AssistantMessage(
+        [{"type": "tool_call", "id": "c", "name": "echo", "arguments": nested(5000)}]
+    ),
     "deep JSON text": AssistantMessage([AgentToolCall("c", "echo", '{"a":' * 5000 + "1" + "}" * 5000)]),
     "NaN": AssistantMessage([AgentToolCall("c", "echo", {"text": math.nan})]),
     "NaN text": AssistantMessage([AgentToolCall("c", "echo", '{"text": NaN}')]),
@@ -73,8 +74,13 @@ def test_unusable_arguments_give_an_error_result_and_poison_nothing(bad: str, tm
 
 def test_a_deep_but_allowed_argument_still_reaches_the_tool() -> None:
     seen: list[Any] = []
-    tool = AgentTool("deep", "Deep", "takes anything", {"type": "object"},
-                     lambda _i, args, _s, _p: seen.append(args) or AgentToolResult("ok"))
+    tool = AgentTool(
+        "deep",
+        "Deep",
+        "takes anything",
+        {"type": "object"},
+        lambda _i, args, _s, _p: seen.append(args) or AgentToolResult("ok"),
+    )
     args = nested(MAX_JSON_DEPTH - 1)
     llm = ScriptedLLM(AssistantMessage([AgentToolCall("c", "deep", args)]), reply("ok"))
     with YiemAgent(llm_call=llm, tools=[tool]) as agent:
@@ -106,8 +112,13 @@ BAD_DETAILS = {
 @pytest.mark.parametrize("bad", list(BAD_DETAILS), ids=list(BAD_DETAILS))
 def test_details_that_are_not_json_are_converted_and_the_next_save_works(bad: str, tmp_path: Path) -> None:
     details, expected = BAD_DETAILS[bad]
-    tool = AgentTool("odd", "Odd", "odd details", {"type": "object"},
-                     lambda *_: AgentToolResult([TextContent("ok")], details))
+    tool = AgentTool(
+        "odd",
+        "Odd",
+        "odd details",
+        {"type": "object"},
+        lambda *_: AgentToolResult([TextContent("ok")], details),
+    )
     llm = ScriptedLLM(AssistantMessage([AgentToolCall("c", "odd", {})]), reply("done"))
     with YiemAgent(llm_call=llm, tools=[tool]) as agent:
         agent.prompt("go", WAIT)
@@ -125,8 +136,11 @@ def test_details_nested_beyond_the_limit_are_cut_with_a_note() -> None:
 
 def test_an_error_text_echoes_a_few_kb_of_a_huge_argument() -> None:
     huge = "x" * 10_000_000
-    llm = ScriptedLLM(AssistantMessage([AgentToolCall("c", "echo", {"text": 5, "pad": huge})]),
-                      AssistantMessage([AgentToolCall("d", "echo", "{" + huge)]), reply("ok"))
+    llm = ScriptedLLM(
+        AssistantMessage([AgentToolCall("c", "echo", {"text": 5, "pad": huge})]),
+        AssistantMessage([AgentToolCall("d", "echo", "{" + huge)]),
+        reply("ok"),
+    )
     with YiemAgent(llm_call=llm, tools=[echo_tool()]) as agent:
         agent.prompt("go", WAIT)
         errors = [m.content[0].text for m in agent.messages if isinstance(m, ToolResultMessage)]

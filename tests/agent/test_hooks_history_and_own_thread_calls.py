@@ -24,14 +24,17 @@ from yiemagent.core._events import TurnStartEvent
 
 
 def one_result(**options: Any) -> ToolResultMessage:
-    with YiemAgent(llm_call=ScriptedLLM(call("echo", {"text": "x"}), reply("ok")), tools=[echo_tool()],
-                   **options) as agent:
+    with YiemAgent(
+        llm_call=ScriptedLLM(call("echo", {"text": "x"}), reply("ok")), tools=[echo_tool()], **options
+    ) as agent:
         agent.prompt("go", WAIT)
         return next(m for m in agent.messages if isinstance(m, ToolResultMessage))
 
 
-@pytest.mark.parametrize("after", [{"terminate": "false"}, {"is_error": "false"}, {"is_error": 0},
-                                   AfterToolCallResult(terminate="no")])  # type: ignore[arg-type]
+@pytest.mark.parametrize(
+    "after",
+    [{"terminate": "false"}, {"is_error": "false"}, {"is_error": 0}, AfterToolCallResult(terminate="no")],
+)  # type: ignore[arg-type]
 def test_after_hook_flags_must_be_booleans(after: Any) -> None:
     result = one_result(after_tool_call=lambda ctx, sig: after)
     assert result.is_error and "after_tool_call hook failed" in result.content[0].text
@@ -60,8 +63,11 @@ def test_the_history_is_intact_after_a_vandal_hook() -> None:
     def vandal(ctx: Any, _sig: Any) -> None:
         ctx.context.messages.append(UserMessage("forged"))
 
-    with YiemAgent(llm_call=ScriptedLLM(call("echo", {"text": "x"}), reply("ok")), tools=[echo_tool()],
-                   after_tool_call=vandal) as agent:
+    with YiemAgent(
+        llm_call=ScriptedLLM(call("echo", {"text": "x"}), reply("ok")),
+        tools=[echo_tool()],
+        after_tool_call=vandal,
+    ) as agent:
         agent.prompt("go", WAIT)
         assert [m.role for m in agent.messages] == ["user", "assistant", "toolResult", "assistant"]
 
@@ -91,11 +97,13 @@ def test_a_parallel_tool_that_prompts_its_own_agent_gets_an_error_not_a_deadlock
         holder["agent"].prompt("from inside", WAIT)
         return AgentToolResult("unreachable")
 
-    tool = AgentTool("inner", "Inner", "prompts its own agent", {"type": "object"}, reentrant,
-                     parallel_tool_execute=True)
+    tool = AgentTool(
+        "inner", "Inner", "prompts its own agent", {"type": "object"}, reentrant, parallel_tool_execute=True
+    )
     batch = AssistantMessage([AgentToolCall("a", "inner", {}), AgentToolCall("b", "inner", {})])
-    with YiemAgent(llm_call=ScriptedLLM(batch, reply("ok")), tools=[tool],
-                   tool_execution="parallel") as agent:
+    with YiemAgent(
+        llm_call=ScriptedLLM(batch, reply("ok")), tools=[tool], tool_execution="parallel"
+    ) as agent:
         holder["agent"] = agent
         assert text(agent.prompt("go", WAIT)) == "ok"
         results = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
@@ -111,8 +119,9 @@ def test_a_tool_with_a_timeout_that_prompts_its_own_agent_gets_an_error() -> Non
         holder["agent"].take_response(WAIT)
         return AgentToolResult("unreachable")
 
-    tool = AgentTool("inner", "Inner", "waits on its own agent", {"type": "object"}, reentrant,
-                     timeout_s=WAIT * 2)
+    tool = AgentTool(
+        "inner", "Inner", "waits on its own agent", {"type": "object"}, reentrant, timeout_s=WAIT * 2
+    )
     with YiemAgent(llm_call=ScriptedLLM(call("inner", {}), reply("ok")), tools=[tool]) as agent:
         holder["agent"] = agent
         agent.prompt("go", WAIT)
@@ -144,10 +153,20 @@ def test_shutdown_with_wait_from_a_listener_raises_and_without_wait_works() -> N
 def test_a_tool_usage_given_as_a_dict_is_converted_and_a_bad_one_is_an_error_result() -> None:
     from yiemagent import LlmUsage
 
-    good = AgentTool("good", "Good", "usage as a dict", {"type": "object"},
-                     lambda *_: AgentToolResult("ok", usage={"input": 3}))  # type: ignore[arg-type]
-    bad = AgentTool("bad", "Bad", "usage of a wrong type", {"type": "object"},
-                    lambda *_: AgentToolResult("ok", usage="lots"))  # type: ignore[arg-type]
+    good = AgentTool(
+        "good",
+        "Good",
+        "usage as a dict",
+        {"type": "object"},
+        lambda *_: AgentToolResult("ok", usage={"input": 3}),
+    )  # type: ignore[arg-type]
+    bad = AgentTool(
+        "bad",
+        "Bad",
+        "usage of a wrong type",
+        {"type": "object"},
+        lambda *_: AgentToolResult("ok", usage="lots"),
+    )  # type: ignore[arg-type]
     batch = AssistantMessage([AgentToolCall("g", "good", {}), AgentToolCall("b", "bad", {})])
     with YiemAgent(llm_call=ScriptedLLM(batch, reply("done")), tools=[good, bad]) as agent:
         assert text(agent.prompt("go", WAIT)) == "done"
@@ -173,8 +192,11 @@ def test_a_history_set_during_a_run_is_what_a_save_writes_then(tmp_path: Any) ->
     from agent_helpers import gated_tool
 
     llm = ScriptedLLM(call("echo", {"text": "x"}), call("slow", {}, "c2"), reply("done"))
-    with YiemAgent(llm_call=llm, tools=[echo_tool(), gated_tool(started, release)],
-                   messages=[UserMessage(f"old {i}") for i in range(40)]) as agent:
+    with YiemAgent(
+        llm_call=llm,
+        tools=[echo_tool(), gated_tool(started, release)],
+        messages=[UserMessage(f"old {i}") for i in range(40)],
+    ) as agent:
         agent.run_agent("go")
         agent.messages = [UserMessage("trimmed")]  # applies before the run's next LLM call
         assert started.wait(WAIT)  # the second turn's tool runs: the new history is in use
@@ -198,8 +220,9 @@ def test_close_tool_store_without_waiting_closes_only_once_the_run_is_over() -> 
     register_tool(store, gated_tool(started, release))
     closed = threading.Event()
     store.add_closer(closed.set)
-    agent = YiemAgent(llm_call=ScriptedLLM(call("slow", {}), reply("done")), tool_store=store,
-                      close_tool_store=True)
+    agent = YiemAgent(
+        llm_call=ScriptedLLM(call("slow", {}), reply("done")), tool_store=store, close_tool_store=True
+    )
     agent.run_agent("go")
     assert started.wait(WAIT)
     agent.shutdown(wait=False)

@@ -151,5 +151,3 @@ def test_a_long_file_name_still_gets_a_temporary_file_of_a_valid_length(tmp_path
     path = tmp_path / ("é" * 120 + ".json")  # 241 bytes in UTF-8: the name alone nearly fills NAME_MAX
     save_session(SESSION, path)
     assert load_session(path) == SESSION
-
-

@@ -30,21 +30,40 @@ from yiemagent.integrations._session_store import DirectoryStore, RedisStore
 HISTORY = [
     UserMessage([TextContent("look"), ImageContent("iVBORw0KGgo=", "image/png")], timestamp=1),
     AssistantMessage(
-        content=[ThinkingContent("hmm", signature="sig"), TextContent("checking"),
-                 AgentToolCall("call_1", "inspect", {"deep": {"list": [1, 2.5, None, "x"]}}),
-                 {"type": "tool_calls", "tool_calls": [{"id": "call_2", "name": "t", "arguments": {}}]}],
-        api="openai-completions", provider="openai", model="gpt-x",
-        usage=LlmUsage(10, 5, 1, 0, 16, 0.001), stop_reason="toolUse", timestamp=2),
-    ToolResultMessage("call_1", "inspect", [TextContent("found"), ImageContent("AAAA", "image/jpeg")],
-                      details={"rows": [{"id": 1}], "addedToolNames": ["x"]}, added_tool_names=["x"],
-                      is_error=True, timestamp=3),
+        content=[
+            ThinkingContent("hmm", signature="sig"),
+            TextContent("checking"),
+            AgentToolCall("call_1", "inspect", {"deep": {"list": [1, 2.5, None, "x"]}}),
+            {"type": "tool_calls", "tool_calls": [{"id": "call_2", "name": "t", "arguments": {}}]},
+        ],
+        api="openai-completions",
+        provider="openai",
+        model="gpt-x",
+        usage=LlmUsage(10, 5, 1, 0, 16, 0.001),
+        stop_reason="toolUse",
+        timestamp=2,
+    ),
+    ToolResultMessage(
+        "call_1",
+        "inspect",
+        [TextContent("found"), ImageContent("AAAA", "image/jpeg")],
+        details={"rows": [{"id": 1}], "addedToolNames": ["x"]},
+        added_tool_names=["x"],
+        is_error=True,
+        timestamp=3,
+    ),
 ]
 
 
 def test_save_load_round_trip_is_exact(tmp_path: Path) -> None:
     path = tmp_path / "s.json"
-    agent = YiemAgent(llm_call=ScriptedLLM(), system_prompt="Be terse.", model=LlmModel("gpt-x", "openai"),
-                      messages=HISTORY, session_id="abc")
+    agent = YiemAgent(
+        llm_call=ScriptedLLM(),
+        system_prompt="Be terse.",
+        model=LlmModel("gpt-x", "openai"),
+        messages=HISTORY,
+        session_id="abc",
+    )
     agent.save(path)
     agent.shutdown()
     loaded = YiemAgent.load(path, llm_call=ScriptedLLM())
@@ -93,14 +112,20 @@ def test_crash_mid_write_leaves_old_file_whole(tmp_path: Path, monkeypatch: pyte
     assert sorted(p.name for p in tmp_path.iterdir()) == ["s.json"]  # no temporary left behind
 
 
-@pytest.mark.parametrize(("content", "message"), [
-    ("{not json", "damaged session file"),
-    ('{"format": "yiemagent.session", "version": 99}', "version 99 is not supported"),
-    ('{"format": "something else"}', "not a yiemagent session"),
-    ('{"format": "yiemagent.session", "version": 1, "session_id": "a", "system_prompt": "",'
-     ' "model": null, "messages": [{"role": "robot"}]}', "damaged session file"),
-    ('{"format": "yiemagent.session", "version": 1}', "damaged session file"),
-])
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "damaged session file"),
+        ('{"format": "yiemagent.session", "version": 99}', "version 99 is not supported"),
+        ('{"format": "something else"}', "not a yiemagent session"),
+        (
+            '{"format": "yiemagent.session", "version": 1, "session_id": "a", "system_prompt": "",'
+            ' "model": null, "messages": [{"role": "robot"}]}',
+            "damaged session file",
+        ),
+        ('{"format": "yiemagent.session", "version": 1}', "damaged session file"),
+    ],
+)
 def test_bad_session_files_are_named_in_the_error(tmp_path: Path, content: str, message: str) -> None:
     path = tmp_path / "bad.json"
     path.write_text(content)
@@ -166,22 +191,42 @@ def _pool_slot(sid: str) -> None:
     pool.AgentPool.slot_of(SimpleNamespace(size=4), sid)
 
 
-@pytest.mark.parametrize("accept", [
-    lambda _tmp: _agent_with, lambda _tmp: _agent_renamed, _saved,
-    lambda tmp: _directory(tmp, "save"), lambda tmp: _directory(tmp, "load"),
-    lambda tmp: _directory(tmp, "delete"), lambda tmp: _directory(tmp, "path_of"),
-    lambda _tmp: _redis("save"), lambda _tmp: _redis("load"), lambda _tmp: _redis("delete"),
-    lambda _tmp: _pool_slot,
-], ids=["agent", "agent.session_id=", "save_session", "DirectoryStore.save", "DirectoryStore.load",
-        "DirectoryStore.delete", "DirectoryStore.path_of", "RedisStore.save", "RedisStore.load",
-        "RedisStore.delete", "AgentPool.slot_of"])
+@pytest.mark.parametrize(
+    "accept",
+    [
+        lambda _tmp: _agent_with,
+        lambda _tmp: _agent_renamed,
+        _saved,
+        lambda tmp: _directory(tmp, "save"),
+        lambda tmp: _directory(tmp, "load"),
+        lambda tmp: _directory(tmp, "delete"),
+        lambda tmp: _directory(tmp, "path_of"),
+        lambda _tmp: _redis("save"),
+        lambda _tmp: _redis("load"),
+        lambda _tmp: _redis("delete"),
+        lambda _tmp: _pool_slot,
+    ],
+    ids=[
+        "agent",
+        "agent.session_id=",
+        "save_session",
+        "DirectoryStore.save",
+        "DirectoryStore.load",
+        "DirectoryStore.delete",
+        "DirectoryStore.path_of",
+        "RedisStore.save",
+        "RedisStore.load",
+        "RedisStore.delete",
+        "AgentPool.slot_of",
+    ],
+)
 def test_a_session_id_with_a_lone_surrogate_is_refused_naming_the_session_id(
-        tmp_path: Path, accept: Any) -> None:
+    tmp_path: Path, accept: Any
+) -> None:
     with pytest.raises(ValueError) as info:
         accept(tmp_path)(LONE)
     message = str(info.value)
-    assert message.startswith("session_id 'user-\\udc80-7' holds a lone surrogate "
-                              "('\\udc80' at index 5)")
+    assert message.startswith("session_id 'user-\\udc80-7' holds a lone surrogate ('\\udc80' at index 5)")
     assert "use an id of whole characters" in message  # what to do
     assert not isinstance(info.value, UnicodeError)  # not the codec's bare complaint
     assert list(tmp_path.rglob("*")) in ([], [tmp_path / "store"])  # nothing was written
@@ -189,18 +234,26 @@ def test_a_session_id_with_a_lone_surrogate_is_refused_naming_the_session_id(
 
 def test_a_session_file_whose_id_holds_a_lone_surrogate_is_named_in_the_error(tmp_path: Path) -> None:
     path = tmp_path / "odd.json"
-    path.write_text('{"format": "yiemagent.session", "version": 1, "session_id": "a\\udc80",'
-                    ' "system_prompt": "", "model": null, "messages": []}', encoding="utf-8")
-    with pytest.raises(SessionError, match=r"damaged session file .*session_id 'a\\udc80' holds "
-                                           r"a lone surrogate") as info:
+    path.write_text(
+        '{"format": "yiemagent.session", "version": 1, "session_id": "a\\udc80",'
+        ' "system_prompt": "", "model": null, "messages": []}',
+        encoding="utf-8",
+    )
+    with pytest.raises(
+        SessionError,
+        match=r"damaged session file .*session_id 'a\\udc80' holds "
+        r"a lone surrogate",
+    ) as info:
         load_session(path)
     assert str(path) in str(info.value)
 
 
 def test_a_history_holding_a_lone_surrogate_is_saved_whole(tmp_path: Path) -> None:
     # JSON's "\ud83d" (half an emoji, as a model may send) reads as a lone surrogate.
-    odd = [UserMessage("half an emoji: \ud83d", timestamp=1),
-           AssistantMessage([AgentToolCall("c1", "t", {"q": "\udc80"})], timestamp=2)]
+    odd = [
+        UserMessage("half an emoji: \ud83d", timestamp=1),
+        AssistantMessage([AgentToolCall("c1", "t", {"q": "\udc80"})], timestamp=2),
+    ]
     data = SessionData("s1", "system \ud800", None, odd)
     save_session(data, tmp_path / "s.json")
     assert load_session(tmp_path / "s.json") == data

@@ -47,11 +47,9 @@ def events_of(stdout: str) -> list[dict[str, Any]]:
 # -- run --------------------------------------------------------------------------------------
 
 
-def test_run_prints_the_answer_on_stdout_and_tool_activity_on_stderr(tmp_path: Path,
-                                                                      tools: Path) -> None:
+def test_run_prints_the_answer_on_stdout_and_tool_activity_on_stderr(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ECHO_THEN_ANSWER)
-    done = run_cli("run", "Echo hi", "--model", f"scripted:{script}", "--tools", str(tools),
-                   cwd=tmp_path)
+    done = run_cli("run", "Echo hi", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "The echo said HI.\n"
     assert 'echo {"text": "hi"}' in done.stderr
@@ -60,12 +58,28 @@ def test_run_prints_the_answer_on_stdout_and_tool_activity_on_stderr(tmp_path: P
 
 
 def test_run_events_jsonl_is_every_event_in_order(tmp_path: Path, tools: Path) -> None:
-    replies = [{"tool_calls": [{"name": "echo", "arguments": {"text": "a"}},
-                               {"name": "echo", "arguments": {"text": "b"}}]},
-               *ECHO_THEN_ANSWER]
+    replies = [
+        {
+            "tool_calls": [
+                {"name": "echo", "arguments": {"text": "a"}},
+                {"name": "echo", "arguments": {"text": "b"}},
+            ]
+        },
+        *ECHO_THEN_ANSWER,
+    ]
     script = script_file(tmp_path / "replies.json", replies)
-    done = run_cli("run", "Echo", "--model", f"scripted:{script}", "--tools", str(tools),
-                   "--events", "jsonl", "--parallel", cwd=tmp_path)
+    done = run_cli(
+        "run",
+        "Echo",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        "--events",
+        "jsonl",
+        "--parallel",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     events = events_of(done.stdout)
     types = [e["type"] for e in events]
@@ -75,18 +89,21 @@ def test_run_events_jsonl_is_every_event_in_order(tmp_path: Path, tools: Path) -
     assert all(isinstance(e["turn"], int) for e in events)
     starts = {e["tool_call_id"]: i for i, e in enumerate(events) if e["type"] == "tool_execution_start"}
     ends = {e["tool_call_id"]: i for i, e in enumerate(events) if e["type"] == "tool_execution_end"}
-    updates = [(e["tool_call_id"], i) for i, e in enumerate(events)
-               if e["type"] == "tool_execution_update"]
+    updates = [(e["tool_call_id"], i) for i, e in enumerate(events) if e["type"] == "tool_execution_update"]
     assert starts.keys() == ends.keys() and len(starts) == 3
     assert all(starts[cid] < ends[cid] for cid in starts)
     assert all(starts[cid] < i < ends[cid] for cid, i in updates) and len(updates) == 3
     first = next(e for e in events if e["type"] == "tool_execution_start")
-    assert first == {"type": "tool_execution_start", "turn": 1, "tool_call_id": "call_1_1",
-                     "tool_name": "echo", "arguments": {"text": "a"}}
+    assert first == {
+        "type": "tool_execution_start",
+        "turn": 1,
+        "tool_call_id": "call_1_1",
+        "tool_name": "echo",
+        "arguments": {"text": "a"},
+    }
     end = next(e for e in events if e["type"] == "tool_execution_end" and e["turn"] == 2)
     assert end["result"]["content"] == [{"type": "text", "text": "HI"}] and not end["is_error"]
-    streamed = "".join(e["delta"] for e in events
-                       if e["type"] == "message_update" and e["turn"] == 3)
+    streamed = "".join(e["delta"] for e in events if e["type"] == "message_update" and e["turn"] == 3)
     assert streamed == "The echo said HI."
     last = AssistantMessage.from_dict(events[-1]["messages"][-1])
     assert isinstance(last, AssistantMessage) and last.stop_reason == "stop"
@@ -95,8 +112,18 @@ def test_run_events_jsonl_is_every_event_in_order(tmp_path: Path, tools: Path) -
 def test_run_events_file_keeps_the_answer_on_stdout(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ECHO_THEN_ANSWER)
     log = tmp_path / "events.jsonl"
-    done = run_cli("run", "Echo hi", "--model", f"scripted:{script}", "--tools", str(tools),
-                   "--events-file", str(log), "--quiet", cwd=tmp_path)
+    done = run_cli(
+        "run",
+        "Echo hi",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        "--events-file",
+        str(log),
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "The echo said HI.\n" and done.stderr == ""
     events = events_of(log.read_text(encoding="utf-8"))
@@ -105,8 +132,9 @@ def test_run_events_file_keeps_the_answer_on_stdout(tmp_path: Path, tools: Path)
 
 def test_run_json_prints_the_final_message(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ["Hello there."])
-    done = run_cli("run", "Hi", "--model", f"scripted:{script}", "--tools", str(tools), "--json",
-                   cwd=tmp_path)
+    done = run_cli(
+        "run", "Hi", "--model", f"scripted:{script}", "--tools", str(tools), "--json", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     message = AssistantMessage.from_dict(json.loads(done.stdout))
     assert isinstance(message, AssistantMessage)
@@ -115,8 +143,7 @@ def test_run_json_prints_the_final_message(tmp_path: Path, tools: Path) -> None:
 
 def test_run_exits_1_when_the_run_ends_in_an_error(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ECHO_THEN_ANSWER[:1])  # no final answer
-    done = run_cli("run", "Echo hi", "--model", f"scripted:{script}", "--tools", str(tools),
-                   cwd=tmp_path)
+    done = run_cli("run", "Echo hi", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path)
     assert done.returncode == 1
     assert done.stdout == ""
     assert "error:" in done.stderr and "no reply left" in done.stderr
@@ -124,25 +151,45 @@ def test_run_exits_1_when_the_run_ends_in_an_error(tmp_path: Path, tools: Path) 
 
 def test_run_exits_1_when_the_turns_run_out(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ECHO_THEN_ANSWER)
-    done = run_cli("run", "Echo hi", "--model", f"scripted:{script}", "--tools", str(tools),
-                   "--max-turns", "1", cwd=tmp_path)
+    done = run_cli(
+        "run",
+        "Echo hi",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        "--max-turns",
+        "1",
+        cwd=tmp_path,
+    )
     assert done.returncode == 1
     assert "--max-turns" in done.stderr
 
 
 def test_run_reads_the_prompt_from_stdin(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ["Read it."])
-    done = run_cli("run", "-", "--model", f"scripted:{script}", "--tools", str(tools), "--json",
-                   cwd=tmp_path, stdin="a long prompt\n")
+    done = run_cli(
+        "run",
+        "-",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        "--json",
+        cwd=tmp_path,
+        stdin="a long prompt\n",
+    )
     assert done.returncode == 0, done.stderr
 
 
 @posix_terminal
 def test_run_ctrl_c_aborts_the_run_and_exits_1(tmp_path: Path, tools: Path) -> None:
-    script = script_file(tmp_path / "replies.json",
-                         [{"tool_calls": [{"name": "waitForAbort", "arguments": {}}]}])
-    term = Terminal("run", "Wait", "--model", f"scripted:{script}", "--tools", str(tools),
-                    cwd=tmp_path, env=clean_env())
+    script = script_file(
+        tmp_path / "replies.json", [{"tool_calls": [{"name": "waitForAbort", "arguments": {}}]}]
+    )
+    term = Terminal(
+        "run", "Wait", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, env=clean_env()
+    )
     try:
         term.expect("waiting for an abort")
         term.send("\x03")
@@ -156,18 +203,39 @@ def test_run_ctrl_c_aborts_the_run_and_exits_1(tmp_path: Path, tools: Path) -> N
 def test_sigterm_stops_the_run_and_cleans_up(tmp_path: Path) -> None:
     """A terminated command (SIGTERM, or SIGHUP from a closed terminal) still aborts its run
     and removes its temporary copy of the example tools."""
-    script = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "writeTool", "arguments": {
-            "name": "waitForAbort", "label": "Wait", "description": "Wait for the abort.",
-            "inputSchema": {"type": "object"},
-            "executeCode": "on_partial_result('waiting for an abort')\nsignal.wait(120)\n"
-                           "return 'stopped'"}}]},
-        {"tool_calls": [{"name": "waitForAbort", "arguments": {}}]},
-    ])
+    script = script_file(
+        tmp_path / "replies.json",
+        [
+            {
+                "tool_calls": [
+                    {
+                        "name": "writeTool",
+                        "arguments": {
+                            "name": "waitForAbort",
+                            "label": "Wait",
+                            "description": "Wait for the abort.",
+                            "inputSchema": {"type": "object"},
+                            "executeCode": "on_partial_result('waiting for an abort')\nsignal.wait(120)\n"
+                            "return 'stopped'",
+                        },
+                    }
+                ]
+            },
+            {"tool_calls": [{"name": "waitForAbort", "arguments": {}}]},
+        ],
+    )
     temp = tmp_path / "temp"
     temp.mkdir()
-    term = Terminal("run", "Wait", "--model", f"scripted:{script}", "--allow-write-tool", "--yes",
-                    cwd=tmp_path, env=clean_env(TMPDIR=str(temp)))
+    term = Terminal(
+        "run",
+        "Wait",
+        "--model",
+        f"scripted:{script}",
+        "--allow-write-tool",
+        "--yes",
+        cwd=tmp_path,
+        env=clean_env(TMPDIR=str(temp)),
+    )
     try:
         term.expect("waiting for an abort")  # the model wrote a tool into the copy and runs it
         assert len(list(temp.iterdir())) == 1
@@ -178,16 +246,17 @@ def test_sigterm_stops_the_run_and_cleans_up(tmp_path: Path) -> None:
     assert list(temp.iterdir()) == []
 
 
-@pytest.mark.parametrize(("args", "says"), [
-    (["--json", "--events", "jsonl"], "--events-file"),
-    (["--max-turns", "0"], "--max-turns"),
-    (["--base-url", "http://localhost:1/v1"], "--base-url does not apply"),
-])
-def test_run_refuses_bad_options_with_exit_2(tmp_path: Path, tools: Path, args: list[str],
-                                              says: str) -> None:
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--json", "--events", "jsonl"], "--events-file"),
+        (["--max-turns", "0"], "--max-turns"),
+        (["--base-url", "http://localhost:1/v1"], "--base-url does not apply"),
+    ],
+)
+def test_run_refuses_bad_options_with_exit_2(tmp_path: Path, tools: Path, args: list[str], says: str) -> None:
     script = script_file(tmp_path / "replies.json", ["x"])
-    done = run_cli("run", "Hi", "--model", f"scripted:{script}", "--tools", str(tools), *args,
-                   cwd=tmp_path)
+    done = run_cli("run", "Hi", "--model", f"scripted:{script}", "--tools", str(tools), *args, cwd=tmp_path)
     assert done.returncode == 2
     assert says in done.stderr and "Traceback" not in done.stderr
 
@@ -247,8 +316,7 @@ def test_tools_check_names_each_broken_file_and_line(tmp_path: Path, tools: Path
     lines = done.stdout.splitlines()
     # paths relative to the working folder (the test's tmp_path), as a person would type them
     assert "tools/broken.py:3: syntax error at line 3: invalid syntax: def get_tool(:" in lines
-    assert any(line.startswith("tools/raises.py:2: RuntimeError") and "boom" in line
-               for line in lines)
+    assert any(line.startswith("tools/raises.py:2: RuntimeError") and "boom" in line for line in lines)
     assert any(line.startswith("tools/empty.py: defines no get_tool()") for line in lines)
     assert lines[-1] == "3 files with problems; 2 tool files loaded from tools"
 
@@ -265,8 +333,9 @@ def test_tools_of_a_missing_folder_is_exit_2(tmp_path: Path) -> None:
 def test_chat_on_a_terminal(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ECHO_THEN_ANSWER)
     saved = tmp_path / "session.json"
-    term = Terminal("chat", "--model", f"scripted:{script}", "--tools", str(tools),
-                    cwd=tmp_path, env=clean_env())
+    term = Terminal(
+        "chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, env=clean_env()
+    )
     try:
         term.expect("you> ")
         term.send("/tools\n")
@@ -289,12 +358,16 @@ def test_chat_on_a_terminal(tmp_path: Path, tools: Path) -> None:
 
 @posix_terminal
 def test_chat_ctrl_c_aborts_the_answer_not_the_session(tmp_path: Path, tools: Path) -> None:
-    script = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "waitForAbort", "arguments": {}}]},
-        "Still here.",
-    ])
-    term = Terminal("chat", "--model", f"scripted:{script}", "--tools", str(tools),
-                    cwd=tmp_path, env=clean_env())
+    script = script_file(
+        tmp_path / "replies.json",
+        [
+            {"tool_calls": [{"name": "waitForAbort", "arguments": {}}]},
+            "Still here.",
+        ],
+    )
+    term = Terminal(
+        "chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, env=clean_env()
+    )
     try:
         term.expect("you> ")
         term.send("Wait\n")
@@ -315,8 +388,7 @@ def test_chat_load_continues_a_saved_conversation(tmp_path: Path, tools: Path) -
     script = script_file(tmp_path / "replies.json", ["First answer.", "Second answer."])
     saved = tmp_path / "saved.json"
     lines = f"Hello\n/save {saved}\n/reset\n/load {saved}\nAgain\n/save {saved}\n/exit\n"
-    done = run_cli("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path,
-                   stdin=lines)
+    done = run_cli("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, stdin=lines)
     assert done.returncode == 0, done.stderr
     assert "loaded 2 messages" in done.stdout and "Second answer." in done.stdout
     assert len(load_session(saved).messages) == 4
@@ -337,5 +409,7 @@ def test_the_example_tools_ship_inside_the_package() -> None:
     assert config["project"]["scripts"]["yiemagent"] == "yiemagent.cli:main"
     from yiemagent.cli._session import example_tools_folder
 
-    assert example_tools_folder().resolve() in ((root / "tools").resolve(),
-                                                (root / "yiemagent" / "example_tools").resolve())
+    assert example_tools_folder().resolve() in (
+        (root / "tools").resolve(),
+        (root / "yiemagent" / "example_tools").resolve(),
+    )

@@ -22,13 +22,13 @@ posix = pytest.mark.skipif(sys.platform == "win32", reason="closed descriptors, 
 MEMORY = 2**30  # the address space a command that could read without end gets in these tests
 
 # A file that leaves a mark when it runs: what loading a folder that holds it must not do.
-TRAP = '''
+TRAP = """
 from pathlib import Path
 Path(__file__).with_name("I_RAN").write_text("the script ran")
-'''
+"""
 
 # A tool that prints in every way a tool can: print(), its descriptor 1, and a child process.
-NOISY_TOOL = '''
+NOISY_TOOL = """
 import os, subprocess, sys
 
 print("noisy tool file loaded")
@@ -50,10 +50,10 @@ def get_tool():
                       "required": ["text"]},
         execute=execute, parallel_tool_execute=True,
     )
-'''
+"""
 
 # A tool that returns once someone has opened its FIFO ("gate") for writing and closed it.
-GATE_TOOL = '''
+GATE_TOOL = """
 def execute(tool_call_id, args, signal, on_partial_result):
     with open(args["gate"], encoding="utf-8") as gate:
         gate.read()
@@ -66,7 +66,7 @@ def get_tool():
         input_schema={"type": "object", "properties": {"gate": {"type": "string"}}},
         execute=execute,
     )
-'''
+"""
 
 ANSWER = ["The answer."]
 
@@ -139,8 +139,9 @@ def test_a_script_that_is_not_utf8_is_one_line_and_exit_2(tmp_path: Path, tools:
 @posix
 def test_an_endless_script_device_is_refused_unread(tmp_path: Path, tools: Path) -> None:
     """``ScriptedModel.from_file`` reads only regular files: ``/dev/zero`` would never end."""
-    done = run_cli("run", "Hi", "--model", "scripted:/dev/zero", "--tools", str(tools),
-                   cwd=tmp_path, memory_limit=MEMORY)
+    done = run_cli(
+        "run", "Hi", "--model", "scripted:/dev/zero", "--tools", str(tools), cwd=tmp_path, memory_limit=MEMORY
+    )
     assert_one_line_error(done, 2, "--model scripted:/dev/zero")
     assert_refused_unread(done.stderr, "a character device")
 
@@ -154,8 +155,16 @@ def test_a_fifo_that_never_ends_is_refused(tmp_path: Path, tools: Path) -> None:
     writer = threading.Thread(target=_write_for_ever, args=(fifo,), daemon=True)
     writer.start()
     try:
-        done = run_cli("run", "Hi", "--model", f"scripted:{fifo}", "--tools", str(tools),
-                       cwd=tmp_path, memory_limit=MEMORY)
+        done = run_cli(
+            "run",
+            "Hi",
+            "--model",
+            f"scripted:{fifo}",
+            "--tools",
+            str(tools),
+            cwd=tmp_path,
+            memory_limit=MEMORY,
+        )
     finally:
         # If the command never opened the FIFO, open it here, so that the writer's open returns
         # and its next write fails: the thread ends either way.
@@ -194,7 +203,8 @@ def test_an_empty_tools_path_is_refused_and_runs_nothing(tmp_path: Path, command
 
 @pytest.mark.parametrize("command", [["run", "Hi"], ["tools", "--check"]])
 def test_a_folder_of_scripts_without_tool_files_is_refused_and_runs_nothing(
-        tmp_path: Path, command: list[str]) -> None:
+    tmp_path: Path, command: list[str]
+) -> None:
     """A home or project folder given by mistake: none of its .py files is a tool file."""
     scripts = tmp_path / "scripts"
     scripts.mkdir()
@@ -203,8 +213,7 @@ def test_a_folder_of_scripts_without_tool_files_is_refused_and_runs_nothing(
     script = script_file(tmp_path / "replies.json", ANSWER)
     model = ["--model", f"scripted:{script}"] if command[0] == "run" else []
     done = run_cli(*command, *model, "--tools", "scripts", cwd=tmp_path)
-    assert_one_line_error(done, 2, "'scripts' holds no tool files", "defines get_tool()",
-                          "none was run")
+    assert_one_line_error(done, 2, "'scripts' holds no tool files", "defines get_tool()", "none was run")
     assert not (scripts / "I_RAN").exists()
 
 
@@ -233,15 +242,17 @@ def test_run_dash_with_an_empty_stdin_says_the_prompt_is_empty(tmp_path: Path, t
 @posix
 def test_run_dash_with_stdin_closed_says_so(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ANSWER)
-    done = run_cli("run", "-", "--model", f"scripted:{script}", "--tools", str(tools),
-                   cwd=tmp_path, closed=[0])
+    done = run_cli(
+        "run", "-", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, closed=[0]
+    )
     assert_one_line_error(done, 2, "stdin is closed", "give the prompt as an argument")
 
 
 def test_run_dash_with_a_prompt_that_is_not_text(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ANSWER)
-    done = run_cli("run", "-", "--model", f"scripted:{script}", "--tools", str(tools),
-                   cwd=tmp_path, stdin=b"caf\xff\n")
+    done = run_cli(
+        "run", "-", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, stdin=b"caf\xff\n"
+    )
     assert_one_line_error(done, 2, "the prompt on stdin is not utf-8 text")
 
 
@@ -250,10 +261,25 @@ def test_run_dash_with_an_endless_stdin_stops_at_the_limit(tmp_path: Path, tools
     script = script_file(tmp_path / "replies.json", ANSWER)
     with open("/dev/zero", "rb") as zero:
         done = subprocess.run(
-            [sys.executable, "-m", "yiemagent", "run", "-", "--model", f"scripted:{script}",
-             "--tools", str(tools)], cwd=tmp_path, env=clean_env(), stdin=zero,
-            capture_output=True, text=True, timeout=WAIT,
-            preexec_fn=lambda: _limit_memory(MEMORY))
+            [
+                sys.executable,
+                "-m",
+                "yiemagent",
+                "run",
+                "-",
+                "--model",
+                f"scripted:{script}",
+                "--tools",
+                str(tools),
+            ],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdin=zero,
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            preexec_fn=lambda: _limit_memory(MEMORY),
+        )
     assert_one_line_error(done, 2, "the prompt on stdin is longer than 16777216 characters")
 
 
@@ -266,8 +292,7 @@ def _limit_memory(limit: int) -> None:
 @posix
 def test_chat_with_stdin_closed_says_so(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ANSWER)
-    done = run_cli("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path,
-                   closed=[0])
+    done = run_cli("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, closed=[0])
     assert_one_line_error(done, 2, "stdin is closed", "chat reads your messages")
 
 
@@ -281,8 +306,7 @@ def test_chat_with_an_empty_stdin_ends_cleanly(tmp_path: Path, tools: Path) -> N
 def test_chat_survives_lines_and_commands_it_cannot_use(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ANSWER)
     lines = b"caf\xff\n/save a\x00b\n/load /dev/null\n/load .\n/exit\n"
-    done = run_cli("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path,
-                   stdin=lines)
+    done = run_cli("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, stdin=lines)
     assert done.returncode == 0 and "Traceback" not in done.stdout + done.stderr, done.stderr
     assert "The answer." in done.stdout  # the line that was not UTF-8 was sent, repaired
     assert "cannot save to 'a\\x00b': embedded null byte" in done.stdout
@@ -295,8 +319,9 @@ def test_chat_survives_lines_and_commands_it_cannot_use(tmp_path: Path, tools: P
 
 @posix
 @pytest.mark.parametrize("command", [["run", "Hi"], ["chat"], ["tools"]])
-def test_a_closed_stdout_is_refused_before_anything_runs(tmp_path: Path, tools: Path,
-                                                         command: list[str]) -> None:
+def test_a_closed_stdout_is_refused_before_anything_runs(
+    tmp_path: Path, tools: Path, command: list[str]
+) -> None:
     script = script_file(tmp_path / "replies.json", ANSWER)
     model = ["--model", f"scripted:{script}"] if command[0] != "tools" else []
     done = run_cli(*command, *model, "--tools", str(tools), cwd=tmp_path, closed=[1])
@@ -305,46 +330,84 @@ def test_a_closed_stdout_is_refused_before_anything_runs(tmp_path: Path, tools: 
 
 @posix
 def test_a_closed_stderr_loses_only_the_tool_activity(tmp_path: Path, tools: Path) -> None:
-    script = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]}, *ANSWER])
-    done = run_cli("run", "Echo", "--model", f"scripted:{script}", "--tools", str(tools),
-                   cwd=tmp_path, closed=[2])
+    script = script_file(
+        tmp_path / "replies.json", [{"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]}, *ANSWER]
+    )
+    done = run_cli(
+        "run", "Echo", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path, closed=[2]
+    )
     assert done.returncode == 0 and done.stdout == "The answer.\n"
     refused = run_cli("run", "", "--tools", str(tools), cwd=tmp_path, closed=[2])
     assert refused.returncode == 2 and refused.stdout == ""
 
 
 @pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full")
-def test_output_that_cannot_be_written_is_exit_1_with_a_message(tmp_path: Path,
-                                                                 tools: Path) -> None:
+def test_output_that_cannot_be_written_is_exit_1_with_a_message(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ANSWER)
-    done = run_cli("run", "Hi", "--model", f"scripted:{script}", "--tools", str(tools),
-                   "--events-file", "/dev/full", "--quiet", cwd=tmp_path)
+    done = run_cli(
+        "run",
+        "Hi",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        "--events-file",
+        "/dev/full",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert done.returncode == 1 and done.stdout == "The answer.\n"
-    assert done.stderr == ("yiemagent: error: the events could not all be written to "
-                           "--events-file /dev/full: No space left on device\n")
+    assert done.stderr == (
+        "yiemagent: error: the events could not all be written to "
+        "--events-file /dev/full: No space left on device\n"
+    )
     with open("/dev/full", "w") as full:
         answer = subprocess.run(
-            [sys.executable, "-m", "yiemagent", "run", "Hi", "--model", f"scripted:{script}",
-             "--tools", str(tools), "--quiet"], cwd=tmp_path, env=clean_env(), stdout=full,
-            stderr=subprocess.PIPE, stdin=subprocess.DEVNULL, text=True, timeout=WAIT)
+            [
+                sys.executable,
+                "-m",
+                "yiemagent",
+                "run",
+                "Hi",
+                "--model",
+                f"scripted:{script}",
+                "--tools",
+                str(tools),
+                "--quiet",
+            ],
+            cwd=tmp_path,
+            env=clean_env(),
+            stdout=full,
+            stderr=subprocess.PIPE,
+            stdin=subprocess.DEVNULL,
+            text=True,
+            timeout=WAIT,
+        )
     assert answer.returncode == 1
-    assert answer.stderr == ("yiemagent: error: the answer could not be written to stdout: "
-                             "No space left on device\n")
+    assert answer.stderr == (
+        "yiemagent: error: the answer could not be written to stdout: No space left on device\n"
+    )
 
 
 def test_an_empty_events_file_name_is_refused(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ANSWER)
-    done = run_cli("run", "Hi", "--model", f"scripted:{script}", "--tools", str(tools),
-                   "--events-file", "", cwd=tmp_path)
+    done = run_cli(
+        "run", "Hi", "--model", f"scripted:{script}", "--tools", str(tools), "--events-file", "", cwd=tmp_path
+    )
     assert_one_line_error(done, 2, "--events-file is empty")
 
 
 # -- what tools print -------------------------------------------------------------------------
 
-NOISY_CALLS = [{"tool_calls": [{"name": "noisy", "arguments": {"text": "a"}},
-                               {"name": "noisy", "arguments": {"text": "b"}}]},
-               "Both printed."]
+NOISY_CALLS = [
+    {
+        "tool_calls": [
+            {"name": "noisy", "arguments": {"text": "a"}},
+            {"name": "noisy", "arguments": {"text": "b"}},
+        ]
+    },
+    "Both printed.",
+]
 
 
 @pytest.fixture
@@ -366,8 +429,18 @@ def assert_printed_on_stderr(stderr: str) -> None:
 
 def test_events_on_stdout_stay_json_while_parallel_tools_print(tmp_path: Path, noisy: Path) -> None:
     script = script_file(tmp_path / "replies.json", NOISY_CALLS)
-    done = run_cli("run", "Print", "--model", f"scripted:{script}", "--tools", str(noisy),
-                   "--events", "jsonl", "--parallel", cwd=tmp_path)
+    done = run_cli(
+        "run",
+        "Print",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(noisy),
+        "--events",
+        "jsonl",
+        "--parallel",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     events: list[dict[str, Any]] = [json.loads(line) for line in done.stdout.splitlines()]
     types = [e["type"] for e in events]
@@ -380,8 +453,17 @@ def test_the_answer_alone_is_on_stdout_while_tools_print(tmp_path: Path, noisy: 
     script = script_file(tmp_path / "replies.json", NOISY_CALLS)
     log = tmp_path / "events.jsonl"
     for extra in ([], ["--events-file", str(log)]):
-        done = run_cli("run", "Print", "--model", f"scripted:{script}", "--tools", str(noisy),
-                       "--parallel", *extra, cwd=tmp_path)
+        done = run_cli(
+            "run",
+            "Print",
+            "--model",
+            f"scripted:{script}",
+            "--tools",
+            str(noisy),
+            "--parallel",
+            *extra,
+            cwd=tmp_path,
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout == "Both printed.\n"
         assert_printed_on_stderr(done.stderr)
@@ -392,8 +474,18 @@ def test_the_answer_alone_is_on_stdout_while_tools_print(tmp_path: Path, noisy: 
 def test_events_file_dev_stdout_is_still_the_real_stdout(tmp_path: Path, noisy: Path) -> None:
     """``--events-file /dev/stdout`` is opened before the tools' output moves to stderr."""
     script = script_file(tmp_path / "replies.json", NOISY_CALLS)
-    done = run_cli("run", "Print", "--model", f"scripted:{script}", "--tools", str(noisy),
-                   "--events-file", "/dev/stdout", "--quiet", cwd=tmp_path)
+    done = run_cli(
+        "run",
+        "Print",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(noisy),
+        "--events-file",
+        "/dev/stdout",
+        "--quiet",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     *events, answer = done.stdout.splitlines()
     assert [json.loads(line)["type"] for line in events][-1] == "agent_end"
@@ -401,8 +493,7 @@ def test_events_file_dev_stdout_is_still_the_real_stdout(tmp_path: Path, noisy: 
     assert_printed_on_stderr(done.stderr)
 
 
-def test_tools_json_stays_json_while_tool_files_print_as_they_load(tmp_path: Path,
-                                                                   noisy: Path) -> None:
+def test_tools_json_stays_json_while_tool_files_print_as_they_load(tmp_path: Path, noisy: Path) -> None:
     done = run_cli("tools", str(noisy), "--json", cwd=tmp_path)
     assert done.returncode == 0, done.stderr
     assert [t["name"] for t in json.loads(done.stdout)] == ["noisy", "listTools"]
@@ -419,12 +510,31 @@ def test_a_reader_that_goes_away_ends_the_run_quietly_with_exit_1(tmp_path: Path
     (folder / "gate.py").write_text(GATE_TOOL, encoding="utf-8")
     gate = tmp_path / "gate.fifo"
     os.mkfifo(gate)
-    script = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "gate", "arguments": {"gate": str(gate)}}]}, *ANSWER])
+    script = script_file(
+        tmp_path / "replies.json",
+        [{"tool_calls": [{"name": "gate", "arguments": {"gate": str(gate)}}]}, *ANSWER],
+    )
     proc = subprocess.Popen(
-        [sys.executable, "-m", "yiemagent", "run", "Go", "--model", f"scripted:{script}",
-         "--tools", str(folder), "--events", "jsonl", "--quiet"], cwd=tmp_path, env=clean_env(),
-        stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        [
+            sys.executable,
+            "-m",
+            "yiemagent",
+            "run",
+            "Go",
+            "--model",
+            f"scripted:{script}",
+            "--tools",
+            str(folder),
+            "--events",
+            "jsonl",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        env=clean_env(),
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     try:
         assert proc.stdout is not None
         for line in proc.stdout:  # up to the tool's start: it now waits at the gate

@@ -17,16 +17,28 @@ SYSTEM = "You are a helpful assistant. Use the tools when they help; answer brie
 
 
 def run_against(server_url: str, tmp_path: Path, *options: str) -> Any:
-    return run_cli("run", "What time is it in Tokyo?", "--base-url", server_url, "--model",
-                   "smollm2", "--temperature", "0", *options, cwd=tmp_path, env=clean_env())
+    return run_cli(
+        "run",
+        "What time is it in Tokyo?",
+        "--base-url",
+        server_url,
+        "--model",
+        "smollm2",
+        "--temperature",
+        "0",
+        *options,
+        cwd=tmp_path,
+        env=clean_env(),
+    )
 
 
 def first_tool_call(stdout: str) -> tuple[dict[str, Any], dict[str, Any]]:
     """The first tool call's start and end events of a ``--events jsonl`` run."""
     events = [json.loads(line) for line in stdout.splitlines()]
     start = next(e for e in events if e["type"] == "tool_execution_start")
-    end = next(e for e in events if e["type"] == "tool_execution_end"
-               and e["tool_call_id"] == start["tool_call_id"])
+    end = next(
+        e for e in events if e["type"] == "tool_execution_end" and e["tool_call_id"] == start["tool_call_id"]
+    )
     return start, end
 
 
@@ -37,19 +49,30 @@ def check_tokyo_call(done: Any) -> None:
     assert not end["is_error"] and end["text"].startswith("Current time in Tokyo: ")
 
 
-def test_run_streams_falls_back_by_itself_and_calls_the_tool(server_url: str,
-                                                             tmp_path: Path) -> None:
-    done = run_against(server_url, tmp_path, "--system", SYSTEM, "--max-turns", "1",
-                       "--events", "jsonl", "--verbose")
+def test_run_streams_falls_back_by_itself_and_calls_the_tool(server_url: str, tmp_path: Path) -> None:
+    done = run_against(
+        server_url, tmp_path, "--system", SYSTEM, "--max-turns", "1", "--events", "jsonl", "--verbose"
+    )
     check_tokyo_call(done)
-    assert ("answered a streamed request with no events; asking again without streaming, and "
-            "not streaming from now on") in done.stderr
+    assert (
+        "answered a streamed request with no events; asking again without streaming, and "
+        "not streaming from now on"
+    ) in done.stderr
 
 
-def test_run_with_no_stream_calls_the_tool_without_a_fallback(server_url: str,
-                                                             tmp_path: Path) -> None:
-    done = run_against(server_url, tmp_path, "--system", SYSTEM, "--max-turns", "1",
-                       "--events", "jsonl", "--verbose", "--no-stream")
+def test_run_with_no_stream_calls_the_tool_without_a_fallback(server_url: str, tmp_path: Path) -> None:
+    done = run_against(
+        server_url,
+        tmp_path,
+        "--system",
+        SYSTEM,
+        "--max-turns",
+        "1",
+        "--events",
+        "jsonl",
+        "--verbose",
+        "--no-stream",
+    )
     check_tokyo_call(done)
     assert "no events" not in done.stderr
 

@@ -15,12 +15,26 @@ TIME_SERVER = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
 
 
 def test_run_calls_a_tool_of_an_mcp_server(tmp_path: Path) -> None:
-    model = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}]},
-        "Done.",
-    ])
-    done = run_cli("run", "What time is it in Tokyo?", "--model", f"scripted:{model}",
-                   "--tools", str(tmp_path), "--mcp", TIME_SERVER, "--events", "jsonl", cwd=tmp_path)
+    model = script_file(
+        tmp_path / "replies.json",
+        [
+            {"tool_calls": [{"name": "get_current_time", "arguments": {"timezone": "Asia/Tokyo"}}]},
+            "Done.",
+        ],
+    )
+    done = run_cli(
+        "run",
+        "What time is it in Tokyo?",
+        "--model",
+        f"scripted:{model}",
+        "--tools",
+        str(tmp_path),
+        "--mcp",
+        TIME_SERVER,
+        "--events",
+        "jsonl",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     events = [json.loads(line) for line in done.stdout.splitlines()]
     end = next(e for e in events if e["type"] == "tool_execution_end")
@@ -67,12 +81,24 @@ def test_tools_shows_a_servers_names_and_descriptions_without_escapes(tmp_path: 
 
 
 def test_chat_shows_a_tools_and_the_models_escapes_as_text_only(tmp_path: Path) -> None:
-    model = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": ESCAPE_TOOL, "arguments": {}}]},
-        "Done.\x1b[2J\x1b]0;title\x07\r Bye.",
-    ])
-    done = run_cli("chat", "--model", f"scripted:{model}", "--tools", str(tmp_path),
-                   "--mcp", EDGE_SERVER, cwd=tmp_path, stdin="call it\n")
+    model = script_file(
+        tmp_path / "replies.json",
+        [
+            {"tool_calls": [{"name": ESCAPE_TOOL, "arguments": {}}]},
+            "Done.\x1b[2J\x1b]0;title\x07\r Bye.",
+        ],
+    )
+    done = run_cli(
+        "chat",
+        "--model",
+        f"scripted:{model}",
+        "--tools",
+        str(tmp_path),
+        "--mcp",
+        EDGE_SERVER,
+        cwd=tmp_path,
+        stdin="call it\n",
+    )
     assert done.returncode == 0, done.stderr
     assert controls(done.stdout) == []
     assert f"  ✓ {ESCAPE_TOOL} (" in done.stdout

@@ -17,7 +17,7 @@ from yiemagent.agent import load_session
 posix_terminal = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
 ERASE = "\r\x1b[K"
 
-RAISING_TOOL = '''
+RAISING_TOOL = """
 def report(path):
     raise ValueError("disk full while writing " + path)
 
@@ -30,7 +30,7 @@ def get_tool():
     return AgentTool(name="save", label="Save", description="Save a report.",
                      input_schema={"type": "object", "properties": {"path": {"type": "string"}}},
                      execute=execute)
-'''
+"""
 
 
 @pytest.fixture
@@ -40,10 +40,19 @@ def tools(tmp_path: Path) -> Path:
 
 @posix_terminal
 def test_run_shows_a_status_line_while_a_tool_runs_and_erases_it(tmp_path: Path, tools: Path) -> None:
-    script = script_file(tmp_path / "replies.json",
-                         [{"tool_calls": [{"name": "waitForAbort", "arguments": {}}]}])
-    term = Terminal("run", "Wait", "--model", f"scripted:{script}", "--tools", str(tools),
-                    cwd=tmp_path, env=clean_env(TERM="xterm"))
+    script = script_file(
+        tmp_path / "replies.json", [{"tool_calls": [{"name": "waitForAbort", "arguments": {}}]}]
+    )
+    term = Terminal(
+        "run",
+        "Wait",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        cwd=tmp_path,
+        env=clean_env(TERM="xterm"),
+    )
     try:
         term.expect("running waitForAbort ")  # drawn while the tool runs ...
         term.expect(" s")  # ... with how long it has been running
@@ -62,10 +71,19 @@ def test_run_shows_a_status_line_while_a_tool_runs_and_erases_it(tmp_path: Path,
 
 @posix_terminal
 def test_chat_erases_the_status_before_the_answer_and_the_prompt(tmp_path: Path, tools: Path) -> None:
-    script = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]}, "The echo said HI."])
-    term = Terminal("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path,
-                    env=clean_env(TERM="xterm"))
+    script = script_file(
+        tmp_path / "replies.json",
+        [{"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]}, "The echo said HI."],
+    )
+    term = Terminal(
+        "chat",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        cwd=tmp_path,
+        env=clean_env(TERM="xterm"),
+    )
     try:
         term.expect("you> ")
         term.send("Echo hi\n")
@@ -81,10 +99,19 @@ def test_chat_erases_the_status_before_the_answer_and_the_prompt(tmp_path: Path,
 
 
 def test_no_status_line_goes_into_a_pipe(tmp_path: Path, tools: Path) -> None:
-    script = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]}, "Done."])
-    done = run_cli("run", "Echo hi", "--model", f"scripted:{script}", "--tools", str(tools),
-                   cwd=tmp_path, env=clean_env(TERM="xterm"))
+    script = script_file(
+        tmp_path / "replies.json", [{"tool_calls": [{"name": "echo", "arguments": {"text": "hi"}}]}, "Done."]
+    )
+    done = run_cli(
+        "run",
+        "Echo hi",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        cwd=tmp_path,
+        env=clean_env(TERM="xterm"),
+    )
     assert done.returncode == 0, done.stderr
     assert "thinking" not in done.stderr and "\x1b[K" not in done.stderr
     assert done.stdout == "Done.\n"
@@ -94,8 +121,15 @@ def _save_after(tmp_path: Path, tools: Path, typed: str) -> list[str]:
     """Type ``typed`` into a chat on a pty, then save; the user messages it received."""
     script = script_file(tmp_path / "replies.json", ["One answer.", "Another answer."])
     saved = tmp_path / "session.json"
-    term = Terminal("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path,
-                    env=clean_env(TERM="xterm"))
+    term = Terminal(
+        "chat",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        cwd=tmp_path,
+        env=clean_env(TERM="xterm"),
+    )
     try:
         term.expect("you> ")
         term.send(typed)
@@ -105,8 +139,11 @@ def _save_after(tmp_path: Path, tools: Path, typed: str) -> list[str]:
         assert term.wait() == 0
     finally:
         term.close()
-    return [m.content[0].text for m in load_session(saved).messages  # type: ignore[union-attr]
-            if m.role == "user"]
+    return [
+        m.content[0].text
+        for m in load_session(saved).messages  # type: ignore[union-attr]
+        if m.role == "user"
+    ]
 
 
 @posix_terminal
@@ -124,8 +161,15 @@ def test_multi_and_end_make_one_message_of_several_lines(tmp_path: Path, tools: 
 def test_multi_from_a_pipe_is_one_message_too(tmp_path: Path, tools: Path) -> None:
     script = script_file(tmp_path / "replies.json", ["Got it."])
     saved = tmp_path / "session.json"
-    done = run_cli("chat", "--model", f"scripted:{script}", "--tools", str(tools), cwd=tmp_path,
-                   stdin=f"!multi\nline one\nline two\n!end\n/save {saved}\n")
+    done = run_cli(
+        "chat",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        cwd=tmp_path,
+        stdin=f"!multi\nline one\nline two\n!end\n/save {saved}\n",
+    )
     assert done.returncode == 0, done.stderr
     [user] = [m for m in load_session(saved).messages if m.role == "user"]
     assert user.content[0].text == "line one\nline two"  # type: ignore[union-attr]
@@ -135,8 +179,10 @@ def test_verbose_shows_a_failing_tools_traceback(tmp_path: Path) -> None:
     folder = tmp_path / "tools"
     folder.mkdir()
     (folder / "save.py").write_text(RAISING_TOOL, encoding="utf-8")
-    script = script_file(tmp_path / "replies.json", [
-        {"tool_calls": [{"name": "save", "arguments": {"path": "/tmp/r.txt"}}]}, "Sorry."])
+    script = script_file(
+        tmp_path / "replies.json",
+        [{"tool_calls": [{"name": "save", "arguments": {"path": "/tmp/r.txt"}}]}, "Sorry."],
+    )
     args = ["run", "Save it", "--model", f"scripted:{script}", "--tools", str(folder)]
     quiet = run_cli(*args, cwd=tmp_path)
     verbose = run_cli(*args, "--verbose", cwd=tmp_path)

@@ -32,22 +32,25 @@ def controls(text: str) -> list[str]:
     return sorted({c for c in text if unicodedata.category(c) == "Cc" and c != "\n"})
 
 
-@pytest.mark.parametrize(("raw", "shown"), [
-    ("plain text", "plain text"),
-    (f"{ESC}[1;31mred{ESC}[0m", "red"),  # CSI: colours
-    (f"{ESC}[2J{ESC}[H{ESC}[?1049h", ""),  # erase, cursor home, the alternate screen
-    (f"{ESC}]0;owned\x07title", "title"),  # OSC: the window title, ended by BEL
-    (f"{ESC}]8;;https://evil.example{ESC}\\link{ESC}]8;;{ESC}\\", "link"),  # OSC 8, ended by ST
-    (f"{ESC}]52;c;cGFzdGU=\x07copied", "copied"),  # OSC 52: writing the clipboard
-    (f"{ESC}P1$qm{ESC}\\after", "after"),  # DCS: a request the terminal would answer
-    (f"{ESC}c{ESC}(B{ESC}7reset", "reset"),  # full reset, charset, save cursor
-    ("\x9b31m8-bit\x9dtitle\x9c", "8-bit"),  # 8-bit CSI and OSC
-    ("bell\x07nul\x00del\x7f", "bellnuldel"),
-    ("overwrite\rme", "overwriteme"),  # a lone CR would let text overwrite its line
-    ("two\r\nlines\tand a tab", "two\nlines\tand a tab"),
-    (f"cut {ESC}", "cut "),  # a sequence cut at the end of a piece: its ESC goes all the same
-    ("wetter in münchen ☀", "wetter in münchen ☀"),
-])
+@pytest.mark.parametrize(
+    ("raw", "shown"),
+    [
+        ("plain text", "plain text"),
+        (f"{ESC}[1;31mred{ESC}[0m", "red"),  # CSI: colours
+        (f"{ESC}[2J{ESC}[H{ESC}[?1049h", ""),  # erase, cursor home, the alternate screen
+        (f"{ESC}]0;owned\x07title", "title"),  # OSC: the window title, ended by BEL
+        (f"{ESC}]8;;https://evil.example{ESC}\\link{ESC}]8;;{ESC}\\", "link"),  # OSC 8, ended by ST
+        (f"{ESC}]52;c;cGFzdGU=\x07copied", "copied"),  # OSC 52: writing the clipboard
+        (f"{ESC}P1$qm{ESC}\\after", "after"),  # DCS: a request the terminal would answer
+        (f"{ESC}c{ESC}(B{ESC}7reset", "reset"),  # full reset, charset, save cursor
+        ("\x9b31m8-bit\x9dtitle\x9c", "8-bit"),  # 8-bit CSI and OSC
+        ("bell\x07nul\x00del\x7f", "bellnuldel"),
+        ("overwrite\rme", "overwriteme"),  # a lone CR would let text overwrite its line
+        ("two\r\nlines\tand a tab", "two\nlines\tand a tab"),
+        (f"cut {ESC}", "cut "),  # a sequence cut at the end of a piece: its ESC goes all the same
+        ("wetter in münchen ☀", "wetter in münchen ☀"),
+    ],
+)
 def test_printable_leaves_text_only(raw: str, shown: str) -> None:
     assert printable(raw) == shown
     assert set(controls(printable(raw))) <= {"\t"}  # tabs stay; nothing else of the kind
@@ -66,8 +69,13 @@ def test_every_line_the_renderer_writes_is_text_only() -> None:
     render(ToolExecEndEvent("c1", f"tool{bad}", AgentToolResult(f"result{bad}")))
     render(ToolExecEndEvent("c2", f"tool{bad}", AgentToolResult(f"failed{bad}"), is_error=True))
     render(MessageStartEvent(None))
-    render(MessageEndEvent(AssistantMessage(content=[ThinkingContent(f"whole{bad} thought"),
-                                                     TextContent(f"whole{bad} reply")])))
+    render(
+        MessageEndEvent(
+            AssistantMessage(
+                content=[ThinkingContent(f"whole{bad} thought"), TextContent(f"whole{bad} reply")]
+            )
+        )
+    )
     shown = out.getvalue()
     assert controls(shown) == []
     assert "pondering" in shown and "streamed text" in shown

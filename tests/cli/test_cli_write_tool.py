@@ -16,10 +16,13 @@ from yiemagent.agent import load_session
 
 posix_terminal = pytest.mark.skipif(sys.platform == "win32", reason="POSIX pseudo-terminals")
 
-SHOUT = {"name": "shout", "label": "Shout", "description": "Shout a text.",
-         "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
-                         "required": ["text"]},
-         "executeCode": "return args['text'].upper() + '!'"}
+SHOUT = {
+    "name": "shout",
+    "label": "Shout",
+    "description": "Shout a text.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "executeCode": "return args['text'].upper() + '!'",
+}
 WRITE_THEN_CALL: list[Any] = [
     {"tool_calls": [{"name": "writeTool", "arguments": SHOUT}]},
     {"tool_calls": [{"name": "shout", "arguments": {"text": "hi"}}]},
@@ -29,14 +32,18 @@ WRITE_THEN_CALL: list[Any] = [
 
 def tool_names(session: Path) -> list[str]:
     """The names of the tools the saved conversation's tool results came from."""
-    return [m.tool_name for m in load_session(session).messages  # type: ignore[attr-defined]
-            if m.role == "toolResult"]
+    return [
+        m.tool_name
+        for m in load_session(session).messages  # type: ignore[attr-defined]
+        if m.role == "toolResult"
+    ]
 
 
 def test_writetool_is_not_offered_by_default(tmp_path: Path) -> None:
     script = script_file(tmp_path / "replies.json", WRITE_THEN_CALL)
-    done = run_cli("run", "Make a shout tool", "--model", f"scripted:{script}", "--events", "jsonl",
-                   cwd=tmp_path)
+    done = run_cli(
+        "run", "Make a shout tool", "--model", f"scripted:{script}", "--events", "jsonl", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr
     assert 'Tool \\"writeTool\\" not found. Available tools: getTime, getWeather, listTools.' in done.stdout
     assert 'Tool \\"shout\\" not found' in done.stdout  # nothing was written
@@ -44,18 +51,34 @@ def test_writetool_is_not_offered_by_default(tmp_path: Path) -> None:
 
 def test_without_a_terminal_a_writetool_call_is_blocked_and_says_why(tmp_path: Path) -> None:
     script = script_file(tmp_path / "replies.json", WRITE_THEN_CALL)
-    done = run_cli("run", "Make a shout tool", "--model", f"scripted:{script}",
-                   "--allow-write-tool", "--events", "jsonl", cwd=tmp_path)
+    done = run_cli(
+        "run",
+        "Make a shout tool",
+        "--model",
+        f"scripted:{script}",
+        "--allow-write-tool",
+        "--events",
+        "jsonl",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
-    assert ("needs the user's yes, and there is no terminal to ask on (run yiemagent with --yes "
-            "to allow it)") in done.stdout
+    assert (
+        "needs the user's yes, and there is no terminal to ask on (run yiemagent with --yes to allow it)"
+    ) in done.stdout
     assert 'Tool \\"shout\\" not found' in done.stdout  # never written, so never callable
 
 
 def test_yes_allows_writetool_without_asking(tmp_path: Path) -> None:
     script = script_file(tmp_path / "replies.json", WRITE_THEN_CALL)
-    done = run_cli("run", "Make a shout tool", "--model", f"scripted:{script}",
-                   "--allow-write-tool", "--yes", cwd=tmp_path)
+    done = run_cli(
+        "run",
+        "Make a shout tool",
+        "--model",
+        f"scripted:{script}",
+        "--allow-write-tool",
+        "--yes",
+        cwd=tmp_path,
+    )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Done.\n"
     assert "✓ shout" in done.stderr and "HI!" in done.stderr
@@ -66,8 +89,9 @@ def _chat_with_writetool(tmp_path: Path, answer: str) -> tuple[str, Path]:
     at the question. Returns what the terminal showed and the saved session."""
     script = script_file(tmp_path / "replies.json", WRITE_THEN_CALL)
     saved = tmp_path / "session.json"
-    term = Terminal("chat", "--model", f"scripted:{script}", "--allow-write-tool", cwd=tmp_path,
-                    env=clean_env())
+    term = Terminal(
+        "chat", "--model", f"scripted:{script}", "--allow-write-tool", cwd=tmp_path, env=clean_env()
+    )
     try:
         term.expect("you> ")
         term.send("/tools\n")
@@ -75,7 +99,7 @@ def _chat_with_writetool(tmp_path: Path, answer: str) -> tuple[str, Path]:
         term.send("Make a shout tool\n")
         question = term.expect("Allow it? [y/N] ")
         assert "The model wants to call writeTool with:" in question
-        assert '"executeCode": "return args[\'text\'].upper() + \'!\'"' in question  # the code
+        assert "\"executeCode\": \"return args['text'].upper() + '!'\"" in question  # the code
         term.send(answer + "\n")
         shown = term.expect("you> ")
         term.send(f"/save {saved}\n/exit\n")

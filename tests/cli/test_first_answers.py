@@ -63,49 +63,74 @@ RESULT = f"Current time in Tokyo: {ISO} (Tuesday, time zone Asia/Tokyo, JST)"
 QUESTION = "What time is it in Tokyo?"
 
 
-@pytest.mark.parametrize(("answer", "problem"), [
-    # The issue's answers, written out whole as the old code gave them.
-    (f"I'm sorry for your loss, but as a text-based AI, I don't see{ISO} (Tuesday, time zone "
-     "Asia/Tokyo, JST) and you're asking about the current time in Tokyo.", "apologises"),
-    (f"I'm sorry for your loss, but as a text-based AI, I don't see{ISO} (Tuesday, time zone "
-     "Asia/Tokyo, JST) and you're asking about the current time in Tokyo.", "glued"),
-    (f"I'm sorry for your loss, but as a text-based AI, I don't see{ISO}. You need to use "
-     "2023-04-22T12:00:00Z.", "a date or time the tool did not give: ['2023-04-22T12:00:00']"),
-    (f"The answer is in one sentence. The tool responds with a time{ISO} (Tuesday, time zone "
-     "Asia/Tokyo, JST)", "talks about its prompt"),
-    (f'The answer is in one sentence. The result of the "getTime" ({ISO}) time zone Japan\'s '
-     f"current local time, which is {ISO}.", "stated more than once"),
-    # And others the old code or a loose grammar wrote.
-    (f"It is {ISO}. In Tokyo the sun sets at 16:28. Have a good evening.", "did not give"),
-    (f"It is {ISO}. The sun has set. It is dark. Good night.", "sentences (at most two)"),
-    (f"What time is it in Tokyo, Tuesday, time zone Asia, JST: {ISO}.", "repeats the question"),
-    ("I don't know the time in Tokyo.", "is missing"),
-    (f"The current time in Tokyo is {ISO}, and the sun is sett", "does not end cleanly"),
-])
+@pytest.mark.parametrize(
+    ("answer", "problem"),
+    [
+        # The issue's answers, written out whole as the old code gave them.
+        (
+            f"I'm sorry for your loss, but as a text-based AI, I don't see{ISO} (Tuesday, time zone "
+            "Asia/Tokyo, JST) and you're asking about the current time in Tokyo.",
+            "apologises",
+        ),
+        (
+            f"I'm sorry for your loss, but as a text-based AI, I don't see{ISO} (Tuesday, time zone "
+            "Asia/Tokyo, JST) and you're asking about the current time in Tokyo.",
+            "glued",
+        ),
+        (
+            f"I'm sorry for your loss, but as a text-based AI, I don't see{ISO}. You need to use "
+            "2023-04-22T12:00:00Z.",
+            "a date or time the tool did not give: ['2023-04-22T12:00:00']",
+        ),
+        (
+            f"The answer is in one sentence. The tool responds with a time{ISO} (Tuesday, time zone "
+            "Asia/Tokyo, JST)",
+            "talks about its prompt",
+        ),
+        (
+            f'The answer is in one sentence. The result of the "getTime" ({ISO}) time zone Japan\'s '
+            f"current local time, which is {ISO}.",
+            "stated more than once",
+        ),
+        # And others the old code or a loose grammar wrote.
+        (f"It is {ISO}. In Tokyo the sun sets at 16:28. Have a good evening.", "did not give"),
+        (f"It is {ISO}. The sun has set. It is dark. Good night.", "sentences (at most two)"),
+        (f"What time is it in Tokyo, Tuesday, time zone Asia, JST: {ISO}.", "repeats the question"),
+        ("I don't know the time in Tokyo.", "is missing"),
+        (f"The current time in Tokyo is {ISO}, and the sun is sett", "does not end cleanly"),
+    ],
+)
 def test_the_checks_reject_the_issues_bad_answers(answer: str, problem: str) -> None:
     problems = grounded_problems(answer, ISO, RESULT, QUESTION)
     assert any(problem in p for p in problems), problems
 
 
-@pytest.mark.parametrize("answer", [
-    f"The current time in Tokyo is {ISO}.",
-    f"Current time in Tokyo: {ISO}.",
-    f"It is {ISO} in Tokyo (Tuesday, JST). Have a good evening!",
-])
+@pytest.mark.parametrize(
+    "answer",
+    [
+        f"The current time in Tokyo is {ISO}.",
+        f"Current time in Tokyo: {ISO}.",
+        f"It is {ISO} in Tokyo (Tuesday, JST). Have a good evening!",
+    ],
+)
 def test_the_checks_accept_good_answers(answer: str) -> None:
     assert grounded_problems(answer, ISO, RESULT, QUESTION) == []
 
 
 def test_the_checks_judge_the_weather_by_the_tools_numbers() -> None:
-    result = ("Weather in Tokyo, Tokyo, Japan: partly cloudy, 22.5°C (feels like 21.0°C), "
-              "humidity 40%, wind 10.0 km/h (observed 2026-03-26T16:15 local time)")
+    result = (
+        "Weather in Tokyo, Tokyo, Japan: partly cloudy, 22.5°C (feels like 21.0°C), "
+        "humidity 40%, wind 10.0 km/h (observed 2026-03-26T16:15 local time)"
+    )
     value = "partly cloudy, 22.5°C"
     assert grounded_problems(f"The weather in Tokyo is {value}, humidity 40%.", value, result) == []
     assert grounded_problems(f"The weather in Tokyo is {value}, humidity 75%.", value, result) == [
-        "numbers the tool did not give: ['75']"]
+        "numbers the tool did not give: ['75']"
+    ]
 
 
 # --- the README's first command and the weather question, 20 runs each ----------------------------
+
 
 @attrs.define
 class Run:
@@ -123,12 +148,21 @@ def run_command(question: str, events: Path) -> Run:
     embedded model; the default tools and system prompt), recording its events in ``events``."""
     done = subprocess.run(
         [sys.executable, "-m", "yiemagent", "run", question, "--events-file", str(events)],
-        capture_output=True, text=True, encoding="utf-8", env=clean_env(),
-        timeout=RUN_TIMEOUT_S, check=False)
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        env=clean_env(),
+        timeout=RUN_TIMEOUT_S,
+        check=False,
+    )
     lines = [json.loads(line) for line in events.read_text(encoding="utf-8").splitlines()]
-    return Run(done.stdout.strip(), done.returncode, done.stderr,
-               [e for e in lines if e["type"] == "tool_execution_end"],
-               [e["arguments"] for e in lines if e["type"] == "tool_execution_start"])
+    return Run(
+        done.stdout.strip(),
+        done.returncode,
+        done.stderr,
+        [e for e in lines if e["type"] == "tool_execution_end"],
+        [e["arguments"] for e in lines if e["type"] == "tool_execution_start"],
+    )
 
 
 def call_problems(run: Run, tool: str) -> list[str]:
@@ -163,8 +197,7 @@ def test_the_readme_first_command_answers_well(tmp_path: Path) -> None:
         problems = call_problems(run, "getTime")
         if not problems:
             call = run.calls[0]
-            problems = grounded_problems(run.answer, call["result"]["details"]["iso"],
-                                         call["text"], QUESTION)
+            problems = grounded_problems(run.answer, call["result"]["details"]["iso"], call["text"], QUESTION)
         results.append((run.answer, problems))
     assert tally(results, QUESTION) >= ACCEPTED, results
 
@@ -172,15 +205,18 @@ def test_the_readme_first_command_answers_well(tmp_path: Path) -> None:
 def conditions(rng: random.Random) -> dict[str, float | int]:
     """A current weather the loopback server reports for Tokyo in one run."""
     temperature = round(rng.uniform(-12.0, 38.0), 1)
-    return {"temperature_2m": temperature,
-            "apparent_temperature": round(temperature - rng.uniform(0.0, 4.0), 1),
-            "relative_humidity_2m": rng.randint(12, 100),
-            "weather_code": rng.choice(WMO_CODES),
-            "wind_speed_10m": round(rng.uniform(0.0, 55.0), 1)}
+    return {
+        "temperature_2m": temperature,
+        "apparent_temperature": round(temperature - rng.uniform(0.0, 4.0), 1),
+        "relative_humidity_2m": rng.randint(12, 100),
+        "weather_code": rng.choice(WMO_CODES),
+        "wind_speed_10m": round(rng.uniform(0.0, 55.0), 1),
+    }
 
 
-def test_the_weather_question_answers_well(meteo: OpenMeteoServer, tmp_path: Path,
-                                           monkeypatch: pytest.MonkeyPatch) -> None:
+def test_the_weather_question_answers_well(
+    meteo: OpenMeteoServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     question = "What's the weather in Tokyo?"
     rng = random.Random(19)
     results = []
@@ -193,14 +229,17 @@ def test_the_weather_question_answers_well(meteo: OpenMeteoServer, tmp_path: Pat
             call = run.calls[0]
             details = call["result"]["details"]
             assert details["current"]["temperature_2m"] == served["temperature_2m"]  # loopback
-            value = (f"{details['conditions']}, {details['current']['temperature_2m']}"
-                     f"{details['current_units']['temperature_2m']}")
+            value = (
+                f"{details['conditions']}, {details['current']['temperature_2m']}"
+                f"{details['current_units']['temperature_2m']}"
+            )
             problems = grounded_problems(run.answer, value, call["text"], question)
         results.append((run.answer, problems))
     assert tally(results, question) >= ACCEPTED, results
 
 
 # --- five other first questions ---------------------------------------------------------------------
+
 
 @attrs.define
 class Reply:
@@ -222,16 +261,19 @@ def ask(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Callable[[str], Re
         shutil.copytree(TOOLS, folder, ignore=shutil.ignore_patterns("__pycache__"))
         with ToolStore("first-answers") as store:
             load_tools(store, folder)
-            with YiemAgent(llm_call=llm, tools=get_tools(store), tool_store=store,
-                           system_prompt=DEFAULT_SYSTEM_PROMPT) as agent:
+            with YiemAgent(
+                llm_call=llm, tools=get_tools(store), tool_store=store, system_prompt=DEFAULT_SYSTEM_PROMPT
+            ) as agent:
                 reply = agent.prompt(question, timeout=RUN_TIMEOUT_S)
                 history = list(agent.messages)
         calls = [b for m in history for b in m.content if isinstance(b, AgentToolCall)]
-        results = ["".join(b.text for b in m.content if isinstance(b, TextContent))
-                   for m in history if isinstance(m, ToolResultMessage)]
+        results = [
+            "".join(b.text for b in m.content if isinstance(b, TextContent))
+            for m in history
+            if isinstance(m, ToolResultMessage)
+        ]
         text = "".join(b.text for b in reply.content if isinstance(b, TextContent))
-        return Reply(text, [(c.name, dict(c.arguments), r)
-                            for c, r in zip(calls, results, strict=True)])
+        return Reply(text, [(c.name, dict(c.arguments), r) for c, r in zip(calls, results, strict=True)])
 
     try:
         yield asking
@@ -247,12 +289,14 @@ def no_tool(reply: Reply) -> list[str]:
 def mentions(*words: str) -> Callable[[Reply], list[str]]:
     """An expectation: no tool, and a correct answer (naming each of ``words``) or an honest "I
     can't"."""
+
     def check(reply: Reply) -> list[str]:
         problems = no_tool(reply) + common_problems(reply.answer)
         missing = [w for w in words if not re.search(rf"\b{w}\b", reply.answer, re.IGNORECASE)]
         if missing and not says_cannot(reply.answer):
             problems.append(f"neither says {missing} nor that it cannot")
         return problems
+
     return check
 
 
@@ -264,6 +308,7 @@ def cannot(reply: Reply) -> list[str]:
 
 def sum_of(a: int, b: int) -> Callable[[Reply], list[str]]:
     """An expectation: no tool, and ``a + b`` answered with no other number (or "I can't")."""
+
     def check(reply: Reply) -> list[str]:
         problems = no_tool(reply) + common_problems(reply.answer)
         numbers = numbers_in(reply.answer)
@@ -272,12 +317,14 @@ def sum_of(a: int, b: int) -> Callable[[Reply], list[str]]:
         if str(a + b) not in numbers or numbers - {str(a), str(b), str(a + b)}:
             problems.append(f"the numbers {sorted(numbers)}, not {a} + {b} = {a + b}")
         return problems
+
     return check
 
 
 def tool_or_cannot(tool: str) -> Callable[[Reply], list[str]]:
     """An expectation: a good call of ``tool`` answered with its value, or an honest "I can't"
     and no tool; never another tool."""
+
     def check(reply: Reply) -> list[str]:
         if not reply.calls:
             return cannot(reply)
@@ -286,43 +333,51 @@ def tool_or_cannot(tool: str) -> Callable[[Reply], list[str]]:
             return [f"it called {[c[0] for c in reply.calls]}"]
         value = result.split(": ", 1)[-1].split(" (", 1)[0]
         return grounded_problems(reply.answer, value, result)
+
     return check
 
 
 def written(*words: str) -> Callable[[Reply], list[str]]:
     """An expectation: no tool, and a text about ``words`` that ends cleanly (or "I can't")."""
+
     def check(reply: Reply) -> list[str]:
         problems = no_tool(reply) + common_problems(reply.answer)
         missing = [w for w in words if w.lower() not in reply.answer.lower()]
         if missing and not says_cannot(reply.answer):
             problems.append(f"nothing about {missing}")
         return problems
+
     return check
 
 
 def greeting(reply: Reply) -> list[str]:
     """An expectation: no tool, and a short greeting back."""
     problems = no_tool(reply) + common_problems(reply.answer)
-    if not re.match(r"(hello|hi|hey|good (morning|afternoon|evening)|greetings)\b",
-                    reply.answer, re.IGNORECASE):
+    if not re.match(
+        r"(hello|hi|hey|good (morning|afternoon|evening)|greetings)\b", reply.answer, re.IGNORECASE
+    ):
         problems.append("it does not greet back")
     return problems
 
 
-@pytest.mark.parametrize(("kind", "question", "expectation"), [
-    ("no tool can answer", "What is the capital of France?", mentions("Paris")),
-    ("no tool can answer", "Can you book me a flight to Paris?", cannot),
-    ("a small sum", "What is 2 + 2?", sum_of(2, 2)),
-    ("a small sum", "What is 3 + 4?", sum_of(3, 4)),
-    ("a question in French", "Quelle heure est-il à Tokyo ?", tool_or_cannot("getTime")),
-    ("a question in French", "Quel temps fait-il à Tokyo ?", tool_or_cannot("getWeather")),
-    ("a request to write", "Write an email to my boss asking for Friday off.", written("Friday")),
-    ("a request to write", "Write two sentences about the sea.", written("sea")),
-    ("a greeting", "Hello!", greeting),
-    ("a greeting", "Hi, who are you?", greeting),
-])
-def test_other_first_questions(ask: Callable[[str], Reply], kind: str, question: str,
-                               expectation: Callable[[Reply], list[str]]) -> None:
+@pytest.mark.parametrize(
+    ("kind", "question", "expectation"),
+    [
+        ("no tool can answer", "What is the capital of France?", mentions("Paris")),
+        ("no tool can answer", "Can you book me a flight to Paris?", cannot),
+        ("a small sum", "What is 2 + 2?", sum_of(2, 2)),
+        ("a small sum", "What is 3 + 4?", sum_of(3, 4)),
+        ("a question in French", "Quelle heure est-il à Tokyo ?", tool_or_cannot("getTime")),
+        ("a question in French", "Quel temps fait-il à Tokyo ?", tool_or_cannot("getWeather")),
+        ("a request to write", "Write an email to my boss asking for Friday off.", written("Friday")),
+        ("a request to write", "Write two sentences about the sea.", written("sea")),
+        ("a greeting", "Hello!", greeting),
+        ("a greeting", "Hi, who are you?", greeting),
+    ],
+)
+def test_other_first_questions(
+    ask: Callable[[str], Reply], kind: str, question: str, expectation: Callable[[Reply], list[str]]
+) -> None:
     reply = ask(question)
     print(f"\n{kind}: {question!r} -> {reply.answer!r} (tools: {[c[0] for c in reply.calls]})")
     assert expectation(reply) == [], reply

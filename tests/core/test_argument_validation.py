@@ -45,14 +45,22 @@ def test_valid_arguments_give_none() -> None:
     assert validate_required_args({"city": "Tokyo", "units": "metric"}, WEATHER_SCHEMA) is None
 
 
-@pytest.mark.parametrize(("args", "line"), [
-    ({}, "  - args: 'city' is a required property"),
-    ({"city": 42}, "  - args.city: 42 is not of type 'string'"),
-    ({"city": "Oslo", "units": "kelvin"}, "  - args.units: 'kelvin' is not one of ['metric', 'imperial']"),
-    ({"city": "Oslo", "days": 0}, "  - args.days: 0 is less than the minimum of 1"),
-    ({"city": "Oslo", "colour": "red"},
-     "  - args: Additional properties are not allowed ('colour' was unexpected)"),
-])
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        ({}, "  - args: 'city' is a required property"),
+        ({"city": 42}, "  - args.city: 42 is not of type 'string'"),
+        (
+            {"city": "Oslo", "units": "kelvin"},
+            "  - args.units: 'kelvin' is not one of ['metric', 'imperial']",
+        ),
+        ({"city": "Oslo", "days": 0}, "  - args.days: 0 is less than the minimum of 1"),
+        (
+            {"city": "Oslo", "colour": "red"},
+            "  - args: Additional properties are not allowed ('colour' was unexpected)",
+        ),
+    ],
+)
 def test_each_kind_of_violation_is_reported_with_its_path(args: dict[str, Any], line: str) -> None:
     report = validate_required_args(args, WEATHER_SCHEMA)
     assert report is not None
@@ -125,12 +133,13 @@ def test_custom_validator_replaces_the_schema_check() -> None:
         return None if args.get("code") == "ok" else "code must be 'ok'"
 
     # The schema alone would reject {"code": "ok"}: the custom validator decides instead.
-    tool = make_tool("custom", schema={"type": "object", "required": ["other"]},
-                     validate_required_args=validate)
+    tool = make_tool(
+        "custom", schema={"type": "object", "required": ["other"]}, validate_required_args=validate
+    )
     assert validate_tool_arguments(tool, AgentToolCall("c", "custom", {"code": "ok"})) == {"code": "ok"}
     with pytest.raises(ToolArgumentError) as info:
         validate_tool_arguments(tool, AgentToolCall("c", "custom", {"code": "no"}))
-    assert str(info.value).startswith('Validation failed for tool "custom":\n  - code must be \'ok\'\n')
+    assert str(info.value).startswith("Validation failed for tool \"custom\":\n  - code must be 'ok'\n")
     assert '"code": "no"' in str(info.value)
     assert seen == [{"code": "ok"}, {"code": "no"}]
 
@@ -195,15 +204,19 @@ def test_prepare_hook_runs_before_validation_in_the_pipeline() -> None:
     assert prep.tool_call is call  # the original call is kept, as in the spec
 
 
-@pytest.mark.parametrize(("prepare", "expected"), [
-    (lambda args: "nope", 'prepare_arguments of tool "t" returned str'),
-    (lambda args: args["missing"], 'Preparing the arguments for tool "t" failed: KeyError'),
-])
+@pytest.mark.parametrize(
+    ("prepare", "expected"),
+    [
+        (lambda args: "nope", 'prepare_arguments of tool "t" returned str'),
+        (lambda args: args["missing"], 'Preparing the arguments for tool "t" failed: KeyError'),
+    ],
+)
 def test_prepare_failures_become_immediate_error_outcomes(prepare: Any, expected: str) -> None:
     tool = make_tool("t", prepare_arguments=prepare)
     call = AgentToolCall("c", "t", {})
-    out = prepare_tool_call(AgentContext(tools=[tool]), AssistantMessage([call]), call,
-                            AgentLoopConfig(), None)
+    out = prepare_tool_call(
+        AgentContext(tools=[tool]), AssistantMessage([call]), call, AgentLoopConfig(), None
+    )
     assert isinstance(out, ImmediateOutcome)
     assert out.is_error
     assert expected in text(out.result)
@@ -215,7 +228,8 @@ def test_custom_validator_that_raises_becomes_an_error_outcome() -> None:
 
     tool = make_tool("t", validate_required_args=validate)
     call = AgentToolCall("c", "t", {})
-    out = prepare_tool_call(AgentContext(tools=[tool]), AssistantMessage([call]), call,
-                            AgentLoopConfig(), None)
+    out = prepare_tool_call(
+        AgentContext(tools=[tool]), AssistantMessage([call]), call, AgentLoopConfig(), None
+    )
     assert isinstance(out, ImmediateOutcome) and out.is_error
     assert "RuntimeError: validator crashed" in text(out.result)

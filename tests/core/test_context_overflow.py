@@ -25,8 +25,12 @@ OVERFLOWS = [
     # Ollama
     "input length exceeds the context length",
 ]
-OTHERS = ["OpenAI API error (HTTP 429): rate limit exceeded", "invalid api key",
-          "LlmError: connection refused", "Tool output too long"]
+OTHERS = [
+    "OpenAI API error (HTTP 429): rate limit exceeded",
+    "invalid api key",
+    "LlmError: connection refused",
+    "Tool output too long",
+]
 
 
 @pytest.mark.parametrize("text", OVERFLOWS)

@@ -35,11 +35,18 @@ def boom(*_: Any) -> AgentToolResult:
     raise RuntimeError("boom")
 
 
-def kind_of(call: AgentToolCall, tool: AgentTool, signal: AbortSignal | None = None,
-            **config: Any) -> str | None:
+def kind_of(
+    call: AgentToolCall, tool: AgentTool, signal: AbortSignal | None = None, **config: Any
+) -> str | None:
     reply = normalize_tool_calls(AssistantMessage([call]))
-    batch = execute_tool_calls(AgentContext(tools=[tool]), reply, list(reply.content),
-                               AgentLoopConfig([tool], **config), signal, None)
+    batch = execute_tool_calls(
+        AgentContext(tools=[tool]),
+        reply,
+        list(reply.content),
+        AgentLoopConfig([tool], **config),
+        signal,
+        None,
+    )
     (msg,) = batch.messages
     assert msg.is_error == (error_kind(msg.details) is not None)
     return error_kind(msg.details)
@@ -62,10 +69,12 @@ CASES: dict[str, tuple[Any, Any, dict[str, Any]]] = {
     "invalid_arguments": (AgentToolCall("c", "t", "[1, 2]"), tool(), {}),
     "prepare_failed": (AgentToolCall("c", "t", {"n": 1}), tool(prepare_arguments=lambda a: [a]), {}),
     "schema_violation": (AgentToolCall("c", "t", {"n": "one"}), tool(), {}),
-    "blocked": (AgentToolCall("c", "t", {"n": 1}), tool(),
-                {"before_tool_call": lambda *_: {"block": True, "reason": "no"}}),
-    "hook_failed": (AgentToolCall("c", "t", {"n": 1}), tool(),
-                    {"after_tool_call": lambda *_: 1 / 0}),
+    "blocked": (
+        AgentToolCall("c", "t", {"n": 1}),
+        tool(),
+        {"before_tool_call": lambda *_: {"block": True, "reason": "no"}},
+    ),
+    "hook_failed": (AgentToolCall("c", "t", {"n": 1}), tool(), {"after_tool_call": lambda *_: 1 / 0}),
     "tool_raised": (AgentToolCall("c", "t", {"n": 1}), tool(boom), {}),
     "invalid_result": (AgentToolCall("c", "t", {"n": 1}), tool(lambda *_: "text"), {}),
     "repeated_call": (AgentToolCall("c", "t", {"n": 1}), tool(), {"repeated_calls": _made_once()}),
@@ -95,8 +104,14 @@ def test_successes_and_hook_made_errors_have_no_kind() -> None:
     assert kind_of(AgentToolCall("c", "t", {"n": 1}), tool()) is None
     flip = {"after_tool_call": lambda *_: {"is_error": True}}
     reply = AssistantMessage([AgentToolCall("c", "t", {"n": 1})])
-    batch = execute_tool_calls(AgentContext(tools=[tool()]), reply, list(reply.content),
-                               AgentLoopConfig([tool()], **flip), None, None)
+    batch = execute_tool_calls(
+        AgentContext(tools=[tool()]),
+        reply,
+        list(reply.content),
+        AgentLoopConfig([tool()], **flip),
+        None,
+        None,
+    )
     assert batch.messages[0].is_error and error_kind(batch.messages[0].details) is None
 
 

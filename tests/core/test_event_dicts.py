@@ -33,15 +33,14 @@ def progress(_id: str, args: dict[str, Any], _signal: Any, on_partial: Any) -> A
 
 def test_every_event_of_a_run_serialises_to_json() -> None:
     tool = AgentTool("p", "P", "progress", {"type": "object"}, progress)
-    llm = ScriptedLLM(AssistantMessage([AgentToolCall("c1", "p", {"n": 1}),
-                                        AgentToolCall("c2", "nope", {})]), reply("ok"))
+    llm = ScriptedLLM(
+        AssistantMessage([AgentToolCall("c1", "p", {"n": 1}), AgentToolCall("c2", "nope", {})]), reply("ok")
+    )
     events: list[Any] = []
-    run_loop([UserMessage("hi")], AgentState("s", None, [tool]), RunConfig(llm_call=llm),
-             events.append)
+    run_loop([UserMessage("hi")], AgentState("s", None, [tool]), RunConfig(llm_call=llm), events.append)
     dicts = [e.to_dict() for e in events]
     json.dumps(dicts, allow_nan=False)
-    assert [d["type"] for d in dicts][:4] == ["agent_start", "message_start", "message_end",
-                                            "turn_start"]
+    assert [d["type"] for d in dicts][:4] == ["agent_start", "message_start", "message_end", "turn_start"]
     updates = [d for d in dicts if d["type"] == "tool_execution_update"]
     assert [u["text"] for u in updates] == ["half", "most", "done soon"]
     ends = {d["tool_call_id"]: d for d in dicts if d["type"] == "tool_execution_end"}
@@ -64,5 +63,10 @@ def test_result_and_small_events_to_dict() -> None:
     update = ToolExecUpdateEvent("c", "t", {}, object()).to_dict()
     assert update["text"] == "" and isinstance(update["partial_result"], str)
     assert MessageUpdateEvent("text", "hi").to_dict() == {
-        "type": "message_update", "kind": "text", "delta": "hi", "content_index": 0,
-        "tool_call_id": None, "tool_name": None}
+        "type": "message_update",
+        "kind": "text",
+        "delta": "hi",
+        "content_index": 0,
+        "tool_call_id": None,
+        "tool_name": None,
+    }

@@ -36,9 +36,16 @@ from yiemagent.llm._jsonutil import to_json as _to_json
 
 
 def test_a_result_built_from_checked_fields_equals_the_checked_constructor() -> None:
-    fields: dict[str, Any] = dict(tool_call_id="c1", tool_name="echo", content=[TextContent("ok")],
-                  details={"n": 1}, usage=LlmUsage(input=3), added_tool_names=["x"],
-                  is_error=True, timestamp=42)
+    fields: dict[str, Any] = dict(
+        tool_call_id="c1",
+        tool_name="echo",
+        content=[TextContent("ok")],
+        details={"n": 1},
+        usage=LlmUsage(input=3),
+        added_tool_names=["x"],
+        is_error=True,
+        timestamp=42,
+    )
     fast = ToolResultMessage._checked_fields(**fields)
     assert fast == ToolResultMessage(**fields)
     # Every field is set: a field added to the class but not to the shortcut fails here.
@@ -53,8 +60,10 @@ class _TaggedReply(AssistantMessage):
 
 
 def test_normalizing_converts_content_changed_after_the_reply_was_built() -> None:
-    reply_msg = AssistantMessage([{"type": "tool_calls", "tool_calls": [
-        {"id": "c1", "name": "echo", "arguments": {"text": "x"}}]}], stop_reason="toolUse")
+    reply_msg = AssistantMessage(
+        [{"type": "tool_calls", "tool_calls": [{"id": "c1", "name": "echo", "arguments": {"text": "x"}}]}],
+        stop_reason="toolUse",
+    )
     reply_msg.content.append("late text")  # type: ignore[arg-type]
     fixed = normalize_tool_calls(reply_msg)
     assert fixed.content == [AgentToolCall("c1", "echo", {"text": "x"}), TextContent("late text")]
@@ -62,15 +71,21 @@ def test_normalizing_converts_content_changed_after_the_reply_was_built() -> Non
 
 def test_the_hooks_context_check_covers_every_field() -> None:
     # run._Run.hooks_context reuses a context only while each of these still shows the state.
-    assert [f.name for f in attrs.fields(AgentContext)] == [
-        "system_prompt", "messages", "tools"]
+    assert [f.name for f in attrs.fields(AgentContext)] == ["system_prompt", "messages", "tools"]
 
 
 @pytest.mark.parametrize("cls", [AssistantMessage, _TaggedReply])
 def test_a_reply_with_new_content_equals_evolve(cls: type[AssistantMessage]) -> None:
-    original = cls([{"type": "tool_calls", "tool_calls": []}], api="a", provider="p", model="m",
-                   usage=LlmUsage(output=2), stop_reason="toolUse", error_message=None,
-                   timestamp=7)
+    original = cls(
+        [{"type": "tool_calls", "tool_calls": []}],
+        api="a",
+        provider="p",
+        model="m",
+        usage=LlmUsage(output=2),
+        stop_reason="toolUse",
+        error_message=None,
+        timestamp=7,
+    )
     content: list[Any] = [AgentToolCall("c1", "echo", {"text": "hi"})]
     fast = original._with_checked_content(content)
     assert fast == attrs.evolve(original, content=content)
@@ -79,21 +94,30 @@ def test_a_reply_with_new_content_equals_evolve(cls: type[AssistantMessage]) -> 
         getattr(fast, field.name)
 
 
-@pytest.mark.parametrize("details", [
-    {},
-    {"addedToolNames": ["extra"], "n": 1, "nested": {"when": (1, 2)}},
-    {"addedToolNames": {"a"}},  # a set is not a list of names: none, as the checked path says
-    {"addedToolNames": "one"},
-])
+@pytest.mark.parametrize(
+    "details",
+    [
+        {},
+        {"addedToolNames": ["extra"], "n": 1, "nested": {"when": (1, 2)}},
+        {"addedToolNames": {"a"}},  # a set is not a list of names: none, as the checked path says
+        {"addedToolNames": "one"},
+    ],
+)
 def test_the_pipeline_result_message_equals_the_checked_one(details: dict[str, Any]) -> None:
-    returned = AgentToolResult([TextContent("ok"), TextContent("two")], details,
-                               usage=LlmUsage(input=2, output=3))
-    tool = AgentTool("t", "t", "Returns a fixed result.", {"type": "object"},
-                     lambda *_: returned)
+    returned = AgentToolResult(
+        [TextContent("ok"), TextContent("two")], details, usage=LlmUsage(input=2, output=3)
+    )
+    tool = AgentTool("t", "t", "Returns a fixed result.", {"type": "object"}, lambda *_: returned)
     reply_msg = call("t", {"x": 1}, "c9")
     calls = [b for b in reply_msg.content if isinstance(b, AgentToolCall)]
-    batch = execute_tool_calls(AgentContext("", [], {"t": tool}), reply_msg, calls,
-                               AgentLoopConfig({"t": tool}, clock=lambda: 5), None, None)
+    batch = execute_tool_calls(
+        AgentContext("", [], {"t": tool}),
+        reply_msg,
+        calls,
+        AgentLoopConfig({"t": tool}, clock=lambda: 5),
+        None,
+        None,
+    )
     (msg,) = batch.messages
     expected = create_tool_result_message(FinalizedOutcome(calls[0], returned, False), 5)
     assert msg == expected
@@ -106,12 +130,12 @@ def test_a_result_with_a_field_of_the_wrong_type_takes_the_checked_path() -> Non
     # checked constructor refuses it, and the call gets an error result instead of a bad message.
     result = AgentToolResult([TextContent("ok")])
     result.content.append(3)  # type: ignore[arg-type]
-    tool = AgentTool("bad", "bad", "Returns a broken result.", {"type": "object"},
-                     lambda *_: result)
+    tool = AgentTool("bad", "bad", "Returns a broken result.", {"type": "object"}, lambda *_: result)
     reply_msg = call("bad", {}, "c1")
     calls = [b for b in reply_msg.content if isinstance(b, AgentToolCall)]
-    batch = execute_tool_calls(AgentContext("", [], {"bad": tool}), reply_msg, calls,
-                               AgentLoopConfig({"bad": tool}), None, None)
+    batch = execute_tool_calls(
+        AgentContext("", [], {"bad": tool}), reply_msg, calls, AgentLoopConfig({"bad": tool}), None, None
+    )
     (msg,) = batch.messages
     assert msg.is_error and "cannot be stored" in msg.content[0].text  # type: ignore[union-attr]
 
@@ -121,35 +145,44 @@ def test_a_clock_that_returns_a_float_is_refused_by_the_checked_path() -> None:
     reply_msg = call("echo", {"text": "hi"}, "c1")
     calls = [b for b in reply_msg.content if isinstance(b, AgentToolCall)]
     with pytest.raises(TypeError, match="timestamp"):
-        execute_tool_calls(AgentContext("", [], {"echo": tool}), reply_msg, calls,
-                           AgentLoopConfig({"echo": tool}, clock=lambda: 1.5),  # type: ignore[arg-type,return-value]
-                           None, None)
+        execute_tool_calls(
+            AgentContext("", [], {"echo": tool}),
+            reply_msg,
+            calls,
+            AgentLoopConfig({"echo": tool}, clock=lambda: 1.5),  # type: ignore[arg-type,return-value]
+            None,
+            None,
+        )
 
 
 def test_ids_and_names_that_are_not_text_become_text_when_the_reply_enters_the_history() -> None:
-    odd = AssistantMessage([AgentToolCall(7, "echo", {"text": "x"})],  # type: ignore[arg-type]
-                           stop_reason="toolUse")
+    odd = AssistantMessage(
+        [AgentToolCall(7, "echo", {"text": "x"})],  # type: ignore[arg-type]
+        stop_reason="toolUse",
+    )
     fixed = normalize_tool_calls(odd)
     (block,) = fixed.content
     assert isinstance(block, AgentToolCall) and block.id == "7"
     state = AgentState("", None, [echo_tool()])
-    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=ScriptedLLM(
-        odd, reply("done"))), None)
+    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=ScriptedLLM(odd, reply("done"))), None)
     assert response.stop_reason == "stop"
     result = state.messages[2]
     assert isinstance(result, ToolResultMessage) and result.tool_call_id == "7"
     assert not result.is_error
 
 
-@pytest.mark.parametrize("value, expected", [
-    ({"a": 1, "b": "x", "c": None, "d": True, "e": 1.5}, None),
-    ({"a": [1, {"b": float("nan")}]}, "args.a[1].b is nan, which is not a JSON number"),
-    ({"a": {"0": [1, 2, float("inf")]}}, "args.a.0[2] is inf, which is not a JSON number"),
-    ({"a": {1: "x"}}, "args.a has a key 1 that is not a string"),
-    ({"a": [object]}, "args.a[0] is a type, which is not JSON"),
-    ({"n": float("nan")}, "args.n is nan, which is not a JSON number"),
-    ({3: 1}, "args has a key 3 that is not a string"),
-])
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ({"a": 1, "b": "x", "c": None, "d": True, "e": 1.5}, None),
+        ({"a": [1, {"b": float("nan")}]}, "args.a[1].b is nan, which is not a JSON number"),
+        ({"a": {"0": [1, 2, float("inf")]}}, "args.a.0[2] is inf, which is not a JSON number"),
+        ({"a": {1: "x"}}, "args.a has a key 1 that is not a string"),
+        ({"a": [object]}, "args.a[0] is a type, which is not JSON"),
+        ({"n": float("nan")}, "args.n is nan, which is not a JSON number"),
+        ({3: 1}, "args has a key 3 that is not a string"),
+    ],
+)
 def test_argument_problems_name_the_path_of_the_bad_value(value: Any, expected: str | None) -> None:
     assert argument_problem(value) == expected
 
@@ -244,10 +277,15 @@ def test_hooks_see_the_live_history_and_a_replaced_one() -> None:
         return []
 
     state = AgentState("", None, [echo_tool()])
-    llm = ScriptedLLM(call("echo", {"text": "1"}, "a"), call("echo", {"text": "2"}, "b"),
-                      call("echo", {"text": "3"}, "c"), reply("done"))
-    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=llm, before_tool_call=before),
-                        None, None, take_input)
+    llm = ScriptedLLM(
+        call("echo", {"text": "1"}, "a"),
+        call("echo", {"text": "2"}, "b"),
+        call("echo", {"text": "3"}, "c"),
+        reply("done"),
+    )
+    response = run_loop(
+        [UserMessage("go")], state, RunConfig(llm_call=llm, before_tool_call=before), None, None, take_input
+    )
     assert response.stop_reason == "stop"
     assert [n for n, _ in seen] == [2, 4, 6]  # the view grows with the history
     assert seen[0][1] == seen[1][1] != seen[2][1]  # a new context for the new list
@@ -263,10 +301,8 @@ def test_a_hook_that_changes_its_context_does_not_change_what_the_next_batch_see
         ctx.context.system_prompt = "changed"
 
     state = AgentState("system", None, [echo_tool()])
-    llm = ScriptedLLM(call("echo", {"text": "1"}, "a"), call("echo", {"text": "2"}, "b"),
-                      reply("done"))
-    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=llm, before_tool_call=before),
-                        None)
+    llm = ScriptedLLM(call("echo", {"text": "1"}, "a"), call("echo", {"text": "2"}, "b"), reply("done"))
+    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=llm, before_tool_call=before), None)
     assert response.stop_reason == "stop"
     assert seen == [2, 4]
     assert state.system_prompt == "system"

@@ -83,17 +83,25 @@ def test_the_three_phases_one_by_one() -> None:
     assert prep == PreparedToolCall(tool, tc, {"x": 1})
     rec = Recorder()
     executed = execute_prepared_tool_call(prep, None, rec)
-    assert executed == ExecutedOutcome(AgentToolResult([TextContent("c1:[('x', 1)]")], {"args": {"x": 1}}),
-                                       False)
+    assert executed == ExecutedOutcome(
+        AgentToolResult([TextContent("c1:[('x', 1)]")], {"args": {"x": 1}}), False
+    )
     finalized = finalize_executed_tool_call(context, message, prep, executed, config, None)
     assert finalized == FinalizedOutcome(tc, executed.result, False)
     emit_tool_execution_end(finalized, rec)
     assert rec.events == [ToolExecEndEvent("c1", "echo", executed.result, False)]
     emit_tool_execution_end(finalized, None)  # no sink: nothing to do, no error
     msg = create_tool_result_message(finalized)
-    assert (msg.role, msg.tool_call_id, msg.tool_name, msg.content, msg.details, msg.usage,
-            msg.added_tool_names, msg.is_error) == (
-        "toolResult", "c1", "echo", executed.result.content, {"args": {"x": 1}}, None, [], False)
+    assert (
+        msg.role,
+        msg.tool_call_id,
+        msg.tool_name,
+        msg.content,
+        msg.details,
+        msg.usage,
+        msg.added_tool_names,
+        msg.is_error,
+    ) == ("toolResult", "c1", "echo", executed.result.content, {"args": {"x": 1}}, None, [], False)
 
 
 def test_successful_batch_in_sequential_mode_keeps_events_per_call_together() -> None:
@@ -127,14 +135,18 @@ def test_tool_not_found_names_the_tool_and_the_known_ones() -> None:
     assert not found.is_error and counter.calls == ["c2"]
 
 
-@pytest.mark.parametrize(("args", "line"), [
-    ({}, "args: 'city' is a required property"),
-    ({"city": 1}, "args.city: 1 is not of type 'string'"),
-    ({"city": "x", "units": "kelvin"}, "args.units: 'kelvin' is not one of ['metric', 'imperial']"),
-    ({"city": "x", "extra": 1}, "args: Additional properties are not allowed ('extra' was unexpected)"),
-])
+@pytest.mark.parametrize(
+    ("args", "line"),
+    [
+        ({}, "args: 'city' is a required property"),
+        ({"city": 1}, "args.city: 1 is not of type 'string'"),
+        ({"city": "x", "units": "kelvin"}, "args.units: 'kelvin' is not one of ['metric', 'imperial']"),
+        ({"city": "x", "extra": 1}, "args: Additional properties are not allowed ('extra' was unexpected)"),
+    ],
+)
 def test_schema_violations_become_error_results_and_the_tool_does_not_run(
-        args: dict[str, Any], line: str) -> None:
+    args: dict[str, Any], line: str
+) -> None:
     counter = Counter()
     calls = [call("c1", "getWeather", args)]
     batch, rec = run([make_tool("getWeather", counter, WEATHER_SCHEMA)], calls)
@@ -160,13 +172,17 @@ def test_custom_validator_in_the_pipeline() -> None:
 # --- before_tool_call -----------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize(("decision", "expected"), [
-    (BeforeToolCallResult(block=True, reason="Not on Sundays."), "Not on Sundays."),
-    (BeforeToolCallResult(block=True), "Tool execution was blocked"),
-    (BeforeToolCallResult(True, ""), "Tool execution was blocked"),
-    ({"block": True, "reason": "Policy says no."}, "Policy says no."),
-    ({"block": True}, "Tool execution was blocked"),
-], ids=["object-reason", "object-no-reason", "object-empty-reason", "dict-reason", "dict-no-reason"])
+@pytest.mark.parametrize(
+    ("decision", "expected"),
+    [
+        (BeforeToolCallResult(block=True, reason="Not on Sundays."), "Not on Sundays."),
+        (BeforeToolCallResult(block=True), "Tool execution was blocked"),
+        (BeforeToolCallResult(True, ""), "Tool execution was blocked"),
+        ({"block": True, "reason": "Policy says no."}, "Policy says no."),
+        ({"block": True}, "Tool execution was blocked"),
+    ],
+    ids=["object-reason", "object-no-reason", "object-empty-reason", "dict-reason", "dict-no-reason"],
+)
 def test_before_hook_blocks(decision: Any, expected: str) -> None:
     counter = Counter()
     tool = make_tool("t", counter)
@@ -179,10 +195,17 @@ def test_before_hook_blocks(decision: Any, expected: str) -> None:
     assert counter.calls == []
 
 
-@pytest.mark.parametrize("decision", [
-    None, BeforeToolCallResult(), BeforeToolCallResult(block=False, reason="ignored"),
-    {"block": False}, {},
-], ids=["none", "object-default", "object-explicit-allow", "dict-allow", "empty-dict"])
+@pytest.mark.parametrize(
+    "decision",
+    [
+        None,
+        BeforeToolCallResult(),
+        BeforeToolCallResult(block=False, reason="ignored"),
+        {"block": False},
+        {},
+    ],
+    ids=["none", "object-default", "object-explicit-allow", "dict-allow", "empty-dict"],
+)
 def test_before_hook_allows(decision: Any) -> None:
     counter = Counter()
     tool = make_tool("t", counter)
@@ -203,8 +226,9 @@ def test_before_hook_sees_the_message_call_prepared_args_context_and_signal() ->
     message = AssistantMessage([TextContent("hi"), tc])
     context = AgentContext("sys", [], [tool])
     signal = AbortSignal()
-    batch = execute_tool_calls_sequential(context, message, [tc], AgentLoopConfig([tool], before), signal,
-                                          None)
+    batch = execute_tool_calls_sequential(
+        context, message, [tc], AgentLoopConfig([tool], before), signal, None
+    )
     assert not batch.messages[0].is_error
     [(ctx, sig)] = seen
     assert ctx.message is message and ctx.assistant_message is message
@@ -226,7 +250,8 @@ def test_before_hook_that_raises_gives_an_error_result() -> None:
     assert_batch_well_formed(calls, batch, rec.events)
     assert batch.messages[0].is_error
     assert text(batch.messages[0]) == (
-        'before_tool_call hook failed for tool "t": RuntimeError: policy service down')
+        'before_tool_call hook failed for tool "t": RuntimeError: policy service down'
+    )
     assert counter.calls == []
 
 
@@ -293,16 +318,23 @@ def test_a_tool_that_exits_is_still_contained() -> None:
     assert batch.messages[0].is_error and "SystemExit: 3" in text(batch.messages[0])
 
 
-@pytest.mark.parametrize(("returned", "type_name"), [
-    (None, "NoneType"), ({"content": "x"}, "dict"), ("text", "str"), ([TextContent("x")], "list"),
-])
+@pytest.mark.parametrize(
+    ("returned", "type_name"),
+    [
+        (None, "NoneType"),
+        ({"content": "x"}, "dict"),
+        ("text", "str"),
+        ([TextContent("x")], "list"),
+    ],
+)
 def test_a_tool_that_returns_the_wrong_type_gives_an_error_result(returned: Any, type_name: str) -> None:
     calls = [call("c1", "bad")]
     batch, rec = run([make_tool("bad", lambda *a: returned)], calls)
     assert_batch_well_formed(calls, batch, rec.events)
     assert batch.messages[0].is_error
-    assert text(batch.messages[0]) == (f'Tool "bad" returned {type_name}; its execute function must '
-                                       "return an AgentToolResult.")
+    assert text(batch.messages[0]) == (
+        f'Tool "bad" returned {type_name}; its execute function must return an AgentToolResult.'
+    )
 
 
 def test_the_tool_gets_id_validated_args_signal_and_a_callback() -> None:
@@ -339,8 +371,12 @@ def test_partial_results_become_update_events_between_start_and_end() -> None:
     updates = rec.of(ToolExecUpdateEvent, "c1")
     assert updates == [ToolExecUpdateEvent("c1", "stream", {"q": 1}, {"progress": i}) for i in range(3)]
     assert [type(e).__name__ for e in rec.events[:5]] == [
-        "ToolExecStartEvent", "ToolExecUpdateEvent", "ToolExecUpdateEvent", "ToolExecUpdateEvent",
-        "ToolExecEndEvent"]
+        "ToolExecStartEvent",
+        "ToolExecUpdateEvent",
+        "ToolExecUpdateEvent",
+        "ToolExecUpdateEvent",
+        "ToolExecEndEvent",
+    ]
 
 
 def test_partial_results_without_a_sink_are_harmless() -> None:
@@ -350,8 +386,9 @@ def test_partial_results_without_a_sink_are_harmless() -> None:
 
     tool = make_tool("s", execute)
     tc = call("c1", "s")
-    batch = execute_tool_calls_sequential(AgentContext(tools=[tool]), AssistantMessage([tc]), [tc],
-                                          AgentLoopConfig(), None, None)
+    batch = execute_tool_calls_sequential(
+        AgentContext(tools=[tool]), AssistantMessage([tc]), [tc], AgentLoopConfig(), None, None
+    )
     assert not batch.messages[0].is_error and text(batch.messages[0]) == "done"
 
 
@@ -465,27 +502,41 @@ BASE = AgentToolResult([TextContent("secret 1234")], {"raw": True}, LlmUsage(inp
 NEW_USAGE = LlmUsage(input=5, output=6, total_tokens=11)
 
 
-@pytest.mark.parametrize(("override", "field", "expected"), [
-    ({"content": [TextContent("masked")]}, "content", [TextContent("masked")]),
-    ({"content": "masked"}, "content", [TextContent("masked")]),
-    ({"content": [ImageContent("aGk=")]}, "content", [ImageContent("aGk=")]),
-    ({"details": {"masked": True}}, "details", {"masked": True}),
-    ({"usage": NEW_USAGE}, "usage", NEW_USAGE),
-    ({"terminate": True}, "terminate", True),
-    ({"is_error": True}, "is_error", True),
-])
+@pytest.mark.parametrize(
+    ("override", "field", "expected"),
+    [
+        ({"content": [TextContent("masked")]}, "content", [TextContent("masked")]),
+        ({"content": "masked"}, "content", [TextContent("masked")]),
+        ({"content": [ImageContent("aGk=")]}, "content", [ImageContent("aGk=")]),
+        ({"details": {"masked": True}}, "details", {"masked": True}),
+        ({"usage": NEW_USAGE}, "usage", NEW_USAGE),
+        ({"terminate": True}, "terminate", True),
+        ({"is_error": True}, "is_error", True),
+    ],
+)
 @pytest.mark.parametrize("form", ["object", "dict"])
 def test_after_hook_overrides_one_field_and_keeps_the_others(
-        override: dict[str, Any], field: str, expected: Any, form: str) -> None:
+    override: dict[str, Any], field: str, expected: Any, form: str
+) -> None:
     returned = AfterToolCallResult(**override) if form == "object" else dict(override)
     tool = make_tool("t", lambda *a: BASE)
     config = AgentLoopConfig([tool], after_tool_call=lambda c, s: returned)
     batch, rec = run([tool], [call("c1", "t")], config)
     msg = batch.messages[0]
-    final = {"content": msg.content, "details": msg.details, "usage": msg.usage,
-             "terminate": rec.of(ToolExecEndEvent)[0].result.terminate, "is_error": msg.is_error}
-    base = {"content": BASE.content, "details": BASE.details, "usage": BASE.usage,
-            "terminate": BASE.terminate, "is_error": False}
+    final = {
+        "content": msg.content,
+        "details": msg.details,
+        "usage": msg.usage,
+        "terminate": rec.of(ToolExecEndEvent)[0].result.terminate,
+        "is_error": msg.is_error,
+    }
+    base = {
+        "content": BASE.content,
+        "details": BASE.details,
+        "usage": BASE.usage,
+        "terminate": BASE.terminate,
+        "is_error": False,
+    }
     assert final == {**base, field: expected}
     assert batch.terminate is (field == "terminate")
 
@@ -512,27 +563,42 @@ def test_after_hook_can_turn_a_failure_into_a_success(form: str) -> None:
     assert isinstance(ctx.message, AssistantMessage) and ctx.assistant_message is ctx.message
 
 
-@pytest.mark.parametrize("returned", [None, AfterToolCallResult(), {},
-                                      {"content": None, "details": None, "usage": None,
-                                       "terminate": None, "is_error": None}],
-                         ids=["none", "empty-object", "empty-dict", "dict-of-nones"])
+@pytest.mark.parametrize(
+    "returned",
+    [
+        None,
+        AfterToolCallResult(),
+        {},
+        {"content": None, "details": None, "usage": None, "terminate": None, "is_error": None},
+    ],
+    ids=["none", "empty-object", "empty-dict", "dict-of-nones"],
+)
 def test_after_hook_returning_nothing_to_change_keeps_everything(returned: Any) -> None:
     def failing(*_a: Any) -> AgentToolResult:
         raise RuntimeError("x")
 
     tools = [make_tool("ok", lambda *a: BASE), make_tool("bad", failing)]
-    batch, _ = run(tools, [call("c1", "ok"), call("c2", "bad")],
-                   AgentLoopConfig(tools, after_tool_call=lambda c, s: returned))
+    batch, _ = run(
+        tools,
+        [call("c1", "ok"), call("c2", "bad")],
+        AgentLoopConfig(tools, after_tool_call=lambda c, s: returned),
+    )
     ok, bad = batch.messages
     assert (ok.content, ok.details, ok.usage, ok.is_error) == (BASE.content, BASE.details, BASE.usage, False)
     assert bad.is_error and "RuntimeError: x" in text(bad)
 
 
-@pytest.mark.parametrize(("returned", "expected"), [
-    (RuntimeError("hook crashed"), 'after_tool_call hook failed for tool "t": RuntimeError: hook crashed'),
-    ("masked", "after_tool_call returned str; expected None"),
-    ({"contents": []}, "unknown fields ['contents']"),
-])
+@pytest.mark.parametrize(
+    ("returned", "expected"),
+    [
+        (
+            RuntimeError("hook crashed"),
+            'after_tool_call hook failed for tool "t": RuntimeError: hook crashed',
+        ),
+        ("masked", "after_tool_call returned str; expected None"),
+        ({"contents": []}, "unknown fields ['contents']"),
+    ],
+)
 def test_after_hook_failures_give_an_error_result(returned: Any, expected: str) -> None:
     def after(_ctx: Any, _sig: Any) -> Any:
         if isinstance(returned, Exception):
@@ -551,8 +617,11 @@ def test_after_hook_failures_give_an_error_result(returned: Any, expected: str) 
 def test_after_hook_is_not_run_for_immediate_outcomes() -> None:
     seen: list[str] = []
     tool = make_tool("t")
-    batch, _ = run([tool], [call("c1", "missing")],
-                   AgentLoopConfig([tool], after_tool_call=lambda c, s: seen.append(c.tool_call.id)))
+    batch, _ = run(
+        [tool],
+        [call("c1", "missing")],
+        AgentLoopConfig([tool], after_tool_call=lambda c, s: seen.append(c.tool_call.id)),
+    )
     assert batch.messages[0].is_error and seen == []
 
 
@@ -563,10 +632,17 @@ def _fin(terminate: bool) -> FinalizedOutcome:
     return FinalizedOutcome(call("c", "t"), AgentToolResult([], terminate=terminate), False)
 
 
-@pytest.mark.parametrize(("flags", "expected"), [
-    ([True, True, True], True), ([True], True), ([True, False, True], False), ([False, False], False),
-    ([], False),
-], ids=["all", "one", "some", "none", "empty"])
+@pytest.mark.parametrize(
+    ("flags", "expected"),
+    [
+        ([True, True, True], True),
+        ([True], True),
+        ([True, False, True], False),
+        ([False, False], False),
+        ([], False),
+    ],
+    ids=["all", "one", "some", "none", "empty"],
+)
 def test_should_terminate(flags: list[bool], expected: bool) -> None:
     assert should_terminate([_fin(f) for f in flags]) is expected
     tools = [make_tool(f"t{i}", ok_execute(terminate=f)) for i, f in enumerate(flags)]
@@ -580,15 +656,19 @@ def test_an_error_result_does_not_terminate() -> None:
     assert batch.terminate is False
 
 
-@pytest.mark.parametrize(("details", "expected"), [
-    ({"addedToolNames": ["searchWine", "orderWine"]}, ["searchWine", "orderWine"]),
-    ({"addedToolNames": "searchWine"}, ["searchWine"]),
-    ({"addedToolNames": []}, []),
-    ({"other": 1}, []),
-])
+@pytest.mark.parametrize(
+    ("details", "expected"),
+    [
+        ({"addedToolNames": ["searchWine", "orderWine"]}, ["searchWine", "orderWine"]),
+        ({"addedToolNames": "searchWine"}, ["searchWine"]),
+        ({"addedToolNames": []}, []),
+        ({"other": 1}, []),
+    ],
+)
 def test_added_tool_names_come_from_details(details: dict[str, Any], expected: list[str]) -> None:
-    batch, _ = run([make_tool("writeTool", ok_execute("written", details=details))],
-                   [call("c1", "writeTool")])
+    batch, _ = run(
+        [make_tool("writeTool", ok_execute("written", details=details))], [call("c1", "writeTool")]
+    )
     assert batch.messages[0].added_tool_names == expected
     assert batch.messages[0].details == details
 
@@ -638,14 +718,16 @@ def test_prepare_and_execute_check_the_signal_themselves() -> None:
     tool = make_tool("t", Counter())
     tc = call("c1", "t")
     signal = AbortSignal()
-    prep = prepare_tool_call(AgentContext(tools=[tool]), AssistantMessage([tc]), tc, AgentLoopConfig(),
-                             signal)
+    prep = prepare_tool_call(
+        AgentContext(tools=[tool]), AssistantMessage([tc]), tc, AgentLoopConfig(), signal
+    )
     assert isinstance(prep, PreparedToolCall)
     signal.abort()
     executed = execute_prepared_tool_call(prep, signal, None)
     assert executed.is_error and ABORTED in text(executed.result)
-    again = prepare_tool_call(AgentContext(tools=[tool]), AssistantMessage([tc]), tc, AgentLoopConfig(),
-                              signal)
+    again = prepare_tool_call(
+        AgentContext(tools=[tool]), AssistantMessage([tc]), tc, AgentLoopConfig(), signal
+    )
     assert isinstance(again, ImmediateOutcome) and again.is_error
 
 

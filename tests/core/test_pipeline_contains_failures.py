@@ -60,8 +60,9 @@ def test_a_keyboard_interrupt_is_not_swallowed() -> None:
         run([make_tool("t", execute)], [call("c1", "t")])
 
 
-@pytest.mark.parametrize(("added", "expected"), [
-    (3, []), (None, []), ({"x": 1}, []), (["ok", 5], ["ok"]), ("single", ["single"])])
+@pytest.mark.parametrize(
+    ("added", "expected"), [(3, []), (None, []), ({"x": 1}, []), (["ok", 5], ["ok"]), ("single", ["single"])]
+)
 def test_unusable_added_tool_names_never_break_the_batch(added: Any, expected: list[str]) -> None:
     tool = make_tool("t", lambda *_: AgentToolResult("done", {"addedToolNames": added}))
     batch, _ = run([tool], [call("c1", "t")])
@@ -78,12 +79,16 @@ def test_details_that_are_not_a_dict_are_an_error_result() -> None:
 
 def test_after_hook_usage_dict_is_converted_and_bad_usage_is_an_error() -> None:
     tools = [make_tool("t")]
-    batch, _ = run(tools, [call("c1", "t")], AgentLoopConfig(
-        tools, after_tool_call=lambda ctx, sig: {"usage": {"input": 3, "output": 4}}))
+    batch, _ = run(
+        tools,
+        [call("c1", "t")],
+        AgentLoopConfig(tools, after_tool_call=lambda ctx, sig: {"usage": {"input": 3, "output": 4}}),
+    )
     assert batch.messages[0].usage == LlmUsage(input=3, output=4)
     assert batch.messages[0].to_dict()["usage"]["input"] == 3  # serialisable, not a raw dict
-    batch, _ = run(tools, [call("c1", "t")], AgentLoopConfig(
-        tools, after_tool_call=lambda ctx, sig: {"usage": "lots"}))
+    batch, _ = run(
+        tools, [call("c1", "t")], AgentLoopConfig(tools, after_tool_call=lambda ctx, sig: {"usage": "lots"})
+    )
     assert batch.messages[0].is_error and "usage" in text(batch.messages[0])
 
 

@@ -60,8 +60,9 @@ class Concurrency:
             self.active -= 1
 
 
-def barrier_tool(name: str, barrier: threading.Barrier, conc: Concurrency | None = None,
-                 *, parallel: bool = True) -> AgentTool:
+def barrier_tool(
+    name: str, barrier: threading.Barrier, conc: Concurrency | None = None, *, parallel: bool = True
+) -> AgentTool:
     """A tool that only returns once ``barrier`` is full: a non-concurrent run breaks it."""
 
     def execute(call_id: str, _args: Any, _sig: Any, on_partial: Any) -> AgentToolResult:
@@ -229,11 +230,15 @@ def test_max_parallel_tools_caps_concurrency(cap: int, monkeypatch: pytest.Monke
 def test_without_a_cap_the_pool_has_one_thread_per_prepared_call(monkeypatch: pytest.MonkeyPatch) -> None:
     sizes: list[int] = []
     real_pool = agent_core.ThreadPoolExecutor
-    monkeypatch.setattr(agent_core, "ThreadPoolExecutor",
-                        lambda n, *a, **k: sizes.append(n) or real_pool(n, *a, **k))
+    monkeypatch.setattr(
+        agent_core, "ThreadPoolExecutor", lambda n, *a, **k: sizes.append(n) or real_pool(n, *a, **k)
+    )
     tool = make_tool("t", parallel=True)
-    run([tool], [call(f"c{i}", "t") for i in range(5)] + [call("x", "ghost")],
-        AgentLoopConfig([tool], tool_execution="parallel"))
+    run(
+        [tool],
+        [call(f"c{i}", "t") for i in range(5)] + [call("x", "ghost")],
+        AgentLoopConfig([tool], tool_execution="parallel"),
+    )
     assert sizes == [5]
 
 
@@ -299,8 +304,9 @@ def test_late_updates_and_timeouts_in_parallel_mode() -> None:
     quick = make_tool("quick", parallel=True)
     calls = [call("a", "slow"), call("b", "quick")]
     try:
-        batch, rec = run([slow_tool, quick], calls,
-                         AgentLoopConfig([slow_tool, quick], tool_execution="parallel"))
+        batch, rec = run(
+            [slow_tool, quick], calls, AgentLoopConfig([slow_tool, quick], tool_execution="parallel")
+        )
         assert not finished.is_set()
         assert text(batch.messages[0]) == 'Tool "slow" timed out after 0.05 s.'
         assert batch.messages[0].is_error and not batch.messages[1].is_error
@@ -384,8 +390,13 @@ def test_a_parallel_batch_that_falls_back_to_order_says_why_once(caplog: pytest.
         execute_tool_calls,
     )
 
-    lonely = AgentTool("lonelyHint", "Lonely", "sequential only", {"type": "object"},
-                       lambda *_: AgentToolResult([TextContent("ok")]))
+    lonely = AgentTool(
+        "lonelyHint",
+        "Lonely",
+        "sequential only",
+        {"type": "object"},
+        lambda *_: AgentToolResult([TextContent("ok")]),
+    )
     calls = [AgentToolCall("a", "lonelyHint", {}), AgentToolCall("b", "lonelyHint", {})]
     context = AgentContext("", [], {"lonelyHint": lonely})
     config = AgentLoopConfig({"lonelyHint": lonely}, tool_execution="parallel")

@@ -42,7 +42,7 @@ SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[Healt
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
 TOOLS = {"alpha": True, "beta": True, "gamma": False}  # name -> parallel_tool_execute
 
-ARGS = {"valid": {"n": 1}, "wrong_type": {"n": "one"}, "missing": {}, "bad_json": "{\"n\": "}
+ARGS = {"valid": {"n": 1}, "wrong_type": {"n": "one"}, "missing": {}, "bad_json": '{"n": '}
 TOOL_BEHAVIOURS = ["ok", "terminate", "raise", "wrong_type", "none", "partials"]
 BEFORE = ["allow", "block_object", "block_dict", "raise", "wrong_type"]
 AFTER = ["none", "terminate_true", "terminate_false", "is_error", "content", "raise"]
@@ -77,8 +77,9 @@ def call_plans(draw: st.DrawFn, with_abort: bool = False) -> list[CallPlan]:
     ]
 
 
-def _build(plans: list[CallPlan], mode: str, cap: int | None
-           ) -> tuple[AgentContext, AgentLoopConfig, list[AgentToolCall]]:
+def _build(
+    plans: list[CallPlan], mode: str, cap: int | None
+) -> tuple[AgentContext, AgentLoopConfig, list[AgentToolCall]]:
     by_id = {p.call_id: p for p in plans}
 
     def execute(call_id: str, _args: Any, signal: AbortSignal | None, on_partial: Any) -> Any:
@@ -93,8 +94,9 @@ def _build(plans: list[CallPlan], mode: str, cap: int | None
             return None
         if plan.behaviour == "abort" and signal is not None:
             signal.abort()
-        return AgentToolResult([TextContent(f"ok {call_id}")], {"id": call_id},
-                               terminate=plan.behaviour == "terminate")
+        return AgentToolResult(
+            [TextContent(f"ok {call_id}")], {"id": call_id}, terminate=plan.behaviour == "terminate"
+        )
 
     def before(ctx: Any, _signal: Any) -> Any:
         kind = by_id[ctx.tool_call.id].before
@@ -177,8 +179,9 @@ def _executes(p: CallPlan) -> bool:
     return p.tool in TOOLS and p.args == "valid" and p.before == "allow"
 
 
-def _run(plans: list[CallPlan], mode: str, cap: int | None, signal: AbortSignal | None = None
-         ) -> tuple[Any, Recorder, list[AgentToolCall]]:
+def _run(
+    plans: list[CallPlan], mode: str, cap: int | None, signal: AbortSignal | None = None
+) -> tuple[Any, Recorder, list[AgentToolCall]]:
     context, config, calls = _build(plans, mode, cap)
     rec = Recorder()
     batch = execute_tool_calls(context, AssistantMessage(list(calls)), calls, config, signal, rec)
@@ -194,10 +197,12 @@ def _check_structure(batch: Any, rec: Recorder, calls: list[AgentToolCall]) -> N
 
 
 @SETTINGS
-@given(plans=call_plans(), mode=st.sampled_from(["sequential", "parallel"]),
-       cap=st.sampled_from([None, 1, 2, 4]))
+@given(
+    plans=call_plans(), mode=st.sampled_from(["sequential", "parallel"]), cap=st.sampled_from([None, 1, 2, 4])
+)
 def test_every_call_gets_one_result_in_order_with_its_events(
-        plans: list[CallPlan], mode: str, cap: int | None) -> None:
+    plans: list[CallPlan], mode: str, cap: int | None
+) -> None:
     batch, rec, calls = _run(plans, mode, cap)
     _check_structure(batch, rec, calls)
     expected = [_expect(p) for p in plans]
@@ -211,10 +216,15 @@ def test_every_call_gets_one_result_in_order_with_its_events(
 
 
 @SETTINGS
-@given(plans=call_plans(with_abort=True), mode=st.sampled_from(["sequential", "parallel"]),
-       cap=st.sampled_from([None, 1, 3]), pre_aborted=st.booleans())
+@given(
+    plans=call_plans(with_abort=True),
+    mode=st.sampled_from(["sequential", "parallel"]),
+    cap=st.sampled_from([None, 1, 3]),
+    pre_aborted=st.booleans(),
+)
 def test_aborts_never_leave_a_call_without_its_result(
-        plans: list[CallPlan], mode: str, cap: int | None, pre_aborted: bool) -> None:
+    plans: list[CallPlan], mode: str, cap: int | None, pre_aborted: bool
+) -> None:
     signal = AbortSignal(aborted=pre_aborted)
     batch, rec, calls = _run(plans, mode, cap, signal)
     _check_structure(batch, rec, calls)
@@ -231,42 +241,79 @@ def test_aborts_never_leave_a_call_without_its_result(
 
 # --- lossless message round trips -----------------------------------------------------------------
 
-json_scalars = st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) \
-    | st.text()
-json_values = st.recursive(json_scalars,
-                           lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner,
-                                                                                    max_size=3),
-                           max_leaves=8)
+json_scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text()
+)
+json_values = st.recursive(
+    json_scalars,
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(), inner, max_size=3),
+    max_leaves=8,
+)
 json_objects = st.dictionaries(st.text(), json_values, max_size=4)
 
 blocks = st.one_of(
     st.builds(TextContent, st.text()),
     st.builds(ImageContent, st.text(), st.sampled_from(["image/png", "image/jpeg", "image/gif"])),
     st.builds(ThinkingContent, st.text(), st.none() | st.text()),
-    st.builds(AgentToolCall, st.text(), st.text(), json_objects | st.text(),
-              st.sampled_from(["function", "x"])),
-    st.builds(lambda calls: {"type": "tool_calls", "tool_calls": calls},
-              st.lists(st.fixed_dictionaries({"id": st.text(), "name": st.text(), "arguments": json_objects}),
-                       max_size=2)),
-    st.builds(lambda i, n, a: {"type": "tool_call", "id": i, "name": n, "arguments": a},
-              st.text(), st.text(), json_objects),
+    st.builds(
+        AgentToolCall, st.text(), st.text(), json_objects | st.text(), st.sampled_from(["function", "x"])
+    ),
+    st.builds(
+        lambda calls: {"type": "tool_calls", "tool_calls": calls},
+        st.lists(
+            st.fixed_dictionaries({"id": st.text(), "name": st.text(), "arguments": json_objects}), max_size=2
+        ),
+    ),
+    st.builds(
+        lambda i, n, a: {"type": "tool_call", "id": i, "name": n, "arguments": a},
+        st.text(),
+        st.text(),
+        json_objects,
+    ),
 )
-usages = st.none() | st.builds(LlmUsage, st.integers(0, 10**9), st.integers(0, 10**9), st.integers(0, 10**6),
-                               st.integers(0, 10**6), st.integers(0, 10**9),
-                               st.floats(0, 100, allow_nan=False))
+usages = st.none() | st.builds(
+    LlmUsage,
+    st.integers(0, 10**9),
+    st.integers(0, 10**9),
+    st.integers(0, 10**6),
+    st.integers(0, 10**6),
+    st.integers(0, 10**9),
+    st.floats(0, 100, allow_nan=False),
+)
 timestamps = st.integers(min_value=0, max_value=2**53)
 
 messages = st.one_of(
-    st.builds(UserMessage, st.lists(st.one_of(st.builds(TextContent, st.text()),
-                                              st.builds(ImageContent, st.text())), max_size=3),
-              timestamps),
-    st.builds(AssistantMessage, st.lists(blocks, max_size=4), st.text(), st.text(), st.text(), usages,
-              st.sampled_from(["stop", "toolUse", "error", "aborted", ""]), st.none() | st.text(),
-              timestamps),
-    st.builds(ToolResultMessage, st.text(), st.text(),
-              st.lists(st.one_of(st.builds(TextContent, st.text()), st.builds(ImageContent, st.text())),
-                       max_size=3),
-              json_objects, usages, st.lists(st.text(), max_size=2), st.booleans(), timestamps),
+    st.builds(
+        UserMessage,
+        st.lists(
+            st.one_of(st.builds(TextContent, st.text()), st.builds(ImageContent, st.text())), max_size=3
+        ),
+        timestamps,
+    ),
+    st.builds(
+        AssistantMessage,
+        st.lists(blocks, max_size=4),
+        st.text(),
+        st.text(),
+        st.text(),
+        usages,
+        st.sampled_from(["stop", "toolUse", "error", "aborted", ""]),
+        st.none() | st.text(),
+        timestamps,
+    ),
+    st.builds(
+        ToolResultMessage,
+        st.text(),
+        st.text(),
+        st.lists(
+            st.one_of(st.builds(TextContent, st.text()), st.builds(ImageContent, st.text())), max_size=3
+        ),
+        json_objects,
+        usages,
+        st.lists(st.text(), max_size=2),
+        st.booleans(),
+        timestamps,
+    ),
 )
 
 

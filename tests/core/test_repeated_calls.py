@@ -20,19 +20,26 @@ def weather_tool(runs: list[dict[str, Any]], parallel: bool = False) -> AgentToo
         runs.append(args)
         return AgentToolResult(f"Sunny in {args['city']}")
 
-    return AgentTool("getWeather", "Weather", "The weather in a city.",
-                     {"type": "object", "properties": {"city": {"type": "string"}}},
-                     execute, parallel_tool_execute=parallel)
+    return AgentTool(
+        "getWeather",
+        "Weather",
+        "The weather in a city.",
+        {"type": "object", "properties": {"city": {"type": "string"}}},
+        execute,
+        parallel_tool_execute=parallel,
+    )
 
 
 def calls(*cities: str, tag: str = "c") -> dict[str, Any]:
-    return {"tool_calls": [{"id": f"{tag}{i}", "name": "getWeather", "arguments": {"city": c}}
-                           for i, c in enumerate(cities)]}
+    return {
+        "tool_calls": [
+            {"id": f"{tag}{i}", "name": "getWeather", "arguments": {"city": c}} for i, c in enumerate(cities)
+        ]
+    }
 
 
 def results(agent: YiemAgent) -> list[tuple[str | None, str]]:
-    return [(error_kind(m.details), m.content[0].text) for m in agent.messages
-            if m.role == "toolResult"]  # type: ignore[union-attr]
+    return [(error_kind(m.details), m.content[0].text) for m in agent.messages if m.role == "toolResult"]  # type: ignore[union-attr]
 
 
 def test_the_third_identical_call_of_a_run_is_refused_and_does_not_run() -> None:
@@ -52,8 +59,15 @@ def test_the_third_identical_call_of_a_run_is_refused_and_does_not_run() -> None
 
 def test_other_arguments_are_not_repeats_and_each_run_counts_afresh() -> None:
     runs: list[dict[str, Any]] = []
-    replies = [calls("Paris", tag="a"), calls("Rome", tag="b"), calls("Paris", tag="c"),
-               calls("Rome", tag="d"), "done", calls("Paris", tag="e"), "done again"]
+    replies = [
+        calls("Paris", tag="a"),
+        calls("Rome", tag="b"),
+        calls("Paris", tag="c"),
+        calls("Rome", tag="d"),
+        "done",
+        calls("Paris", tag="e"),
+        "done again",
+    ]
     with YiemAgent(llm_call=ScriptedModel(replies), tools=[weather_tool(runs)]) as agent:
         agent.prompt("first", timeout=WAIT_S)
         agent.prompt("second", timeout=WAIT_S)
@@ -63,8 +77,9 @@ def test_other_arguments_are_not_repeats_and_each_run_counts_afresh() -> None:
 def test_repeats_within_one_parallel_batch_count_too() -> None:
     runs: list[dict[str, Any]] = []
     replies = [calls("Oslo", "Oslo", "Oslo", "Bergen"), "done"]
-    with YiemAgent(llm_call=ScriptedModel(replies), tools=[weather_tool(runs, parallel=True)],
-                   tool_execution="parallel") as agent:
+    with YiemAgent(
+        llm_call=ScriptedModel(replies), tools=[weather_tool(runs, parallel=True)], tool_execution="parallel"
+    ) as agent:
         agent.prompt("go", timeout=WAIT_S)
         kinds = [kind for kind, _ in results(agent)]
     assert kinds == [None, None, "repeated_call", None]
@@ -75,8 +90,9 @@ def test_repeats_within_one_parallel_batch_count_too() -> None:
 def test_the_limit_is_a_setting_and_none_turns_it_off(limit: int | None, ran: int) -> None:
     runs: list[dict[str, Any]] = []
     replies = [calls("Paris", tag=f"t{n}-") for n in range(5)] + ["done"]
-    with YiemAgent(llm_call=ScriptedModel(replies), tools=[weather_tool(runs)],
-                   max_repeated_calls=limit) as agent:
+    with YiemAgent(
+        llm_call=ScriptedModel(replies), tools=[weather_tool(runs)], max_repeated_calls=limit
+    ) as agent:
         agent.prompt("go", timeout=WAIT_S)
         assert agent.max_repeated_calls == limit
     assert len(runs) == ran

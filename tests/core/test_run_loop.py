@@ -39,26 +39,46 @@ def kinds(events: list[Any]) -> list[str]:
     return [type(e).__name__.removesuffix("Event") for e in events]
 
 
-def run(llm: Any, *first: str, tools: list[AgentTool] | None = None, history: list[Any] | None = None,
-        signal: AbortSignal | None = None, **options: Any) -> tuple[AssistantMessage, AgentState, list[Any]]:
+def run(
+    llm: Any,
+    *first: str,
+    tools: list[AgentTool] | None = None,
+    history: list[Any] | None = None,
+    signal: AbortSignal | None = None,
+    **options: Any,
+) -> tuple[AssistantMessage, AgentState, list[Any]]:
     state = AgentState("system", None, tools or [echo_tool()], list(history or []))
     events: list[Any] = []
-    response = run_loop([UserMessage(t) for t in first], state, RunConfig(llm_call=llm, **options),
-                        events.append, signal)
+    response = run_loop(
+        [UserMessage(t) for t in first], state, RunConfig(llm_call=llm, **options), events.append, signal
+    )
     return response, state, events
 
 
 def terminating_tool() -> AgentTool:
-    return AgentTool("handoff", "Handoff", "Hands off", {"type": "object"},
-                     lambda *_: AgentToolResult([TextContent("handed off")], terminate=True))
+    return AgentTool(
+        "handoff",
+        "Handoff",
+        "Hands off",
+        {"type": "object"},
+        lambda *_: AgentToolResult([TextContent("handed off")], terminate=True),
+    )
 
 
 def test_an_answer_without_tool_calls_ends_the_run_and_is_history() -> None:
     response, state, events = run(ScriptedLLM(reply("hello")), "hi")
     assert text(response) == "hello" and response.stop_reason == "stop"
     assert [m.role for m in state.messages] == ["user", "assistant"]
-    assert kinds(events) == ["AgentStart", "MessageStart", "MessageEnd", "TurnStart", "MessageStart",
-                             "MessageEnd", "TurnEnd", "AgentEnd"]
+    assert kinds(events) == [
+        "AgentStart",
+        "MessageStart",
+        "MessageEnd",
+        "TurnStart",
+        "MessageStart",
+        "MessageEnd",
+        "TurnEnd",
+        "AgentEnd",
+    ]
     assert events[-1].messages == state.messages
     assert state.error_message is None
 
@@ -71,7 +91,9 @@ def test_a_tool_turn_runs_the_call_feeds_the_result_back_and_asks_again() -> Non
     tool_msgs = [m for m in llm.requests[1]["messages"] if m["role"] == "tool"]
     assert tool_msgs[0]["tool_call_id"] == "call_1"
     assert [type(e) for e in events if isinstance(e, (ToolExecStartEvent, ToolExecEndEvent))] == [
-        ToolExecStartEvent, ToolExecEndEvent]
+        ToolExecStartEvent,
+        ToolExecEndEvent,
+    ]
     assert [e.turn for e in events if isinstance(e, TurnStartEvent)] == [1, 2]
     turn_end = next(e for e in events if isinstance(e, TurnEndEvent))
     assert turn_end.tool_results == [state.messages[2]]
@@ -145,8 +167,14 @@ def test_take_input_is_asked_before_every_llm_call_and_its_messages_join() -> No
     queued = [[], [UserMessage("late news")]]
     llm = ScriptedLLM(call("echo", {"text": "x"}), reply("ok"))
     state = AgentState("s", None, [echo_tool()], [])
-    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=llm), None, None,
-                        lambda: queued.pop(0) if queued else [])
+    response = run_loop(
+        [UserMessage("go")],
+        state,
+        RunConfig(llm_call=llm),
+        None,
+        None,
+        lambda: queued.pop(0) if queued else [],
+    )
     assert text(response) == "ok"
     assert [m.role for m in state.messages] == ["user", "assistant", "toolResult", "user", "assistant"]
     assert llm.requests[1]["messages"][-1]["content"][0]["text"] == "late news"
@@ -162,8 +190,15 @@ def test_skip_tools_on_steer_skips_the_calls_not_yet_started_when_input_waits() 
         asked.append(len(asked))
         return len(asked) >= 2
 
-    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=llm, skip_tools_on_steer=True),
-                        None, None, lambda: [], has_input)
+    response = run_loop(
+        [UserMessage("go")],
+        state,
+        RunConfig(llm_call=llm, skip_tools_on_steer=True),
+        None,
+        None,
+        lambda: [],
+        has_input,
+    )
     assert text(response) == "ok"
     results = [m for m in state.messages if isinstance(m, ToolResultMessage)]
     assert [r.is_error for r in results] == [False, False, True]
@@ -224,14 +259,22 @@ def test_resume_problem_names_what_cannot_be_resumed() -> None:
     assert "history is empty" in (resume_problem([]) or "")
     assert "ends with the model's answer" in (resume_problem([UserMessage("q"), reply("a")]) or "")
     assert resume_problem([UserMessage("q")]) is None
-    answered = [UserMessage("q"), call("echo", {"text": "x"}, "c"),
-                ToolResultMessage("c", "echo", [TextContent("x")])]
+    answered = [
+        UserMessage("q"),
+        call("echo", {"text": "x"}, "c"),
+        ToolResultMessage("c", "echo", [TextContent("x")]),
+    ]
     assert resume_problem(answered) is None
 
 
 def test_sync_tools_is_called_before_each_llm_call_with_the_names_tools_added() -> None:
-    adder = AgentTool("adder", "Adder", "adds a tool", {"type": "object"},
-                      lambda *_: AgentToolResult([TextContent("added")], {"addedToolNames": ["fresh"]}))
+    adder = AgentTool(
+        "adder",
+        "Adder",
+        "adds a tool",
+        {"type": "object"},
+        lambda *_: AgentToolResult([TextContent("added")], {"addedToolNames": ["fresh"]}),
+    )
     calls: list[list[str]] = []
     llm = ScriptedLLM(call("adder", {}), reply("ok"))
     run(llm, "go", tools=[adder], sync_tools=lambda _state, added: calls.append(list(added)))
@@ -275,11 +318,18 @@ def test_a_tool_call_without_an_id_gets_one_id_once_and_keeps_it() -> None:
 def test_an_injected_clock_and_id_maker_stamp_what_the_loop_makes() -> None:
     ticks = iter(range(1000, 2000))
     ids = iter(f"gen_{n}" for n in range(1, 100))
-    llm = ScriptedLLM(AssistantMessage([{"type": "tool_call", "name": "echo", "arguments": {}},
-                                        {"type": "tool_call", "name": "echo", "arguments": {}}]),
-                      AssistantMessage([AgentToolCall("c9", "echo", {})]))
-    response, state, _ = run(llm, "hi", max_turns=2, clock=lambda: next(ticks),
-                             new_tool_call_id=lambda: next(ids))
+    llm = ScriptedLLM(
+        AssistantMessage(
+            [
+                {"type": "tool_call", "name": "echo", "arguments": {}},
+                {"type": "tool_call", "name": "echo", "arguments": {}},
+            ]
+        ),
+        AssistantMessage([AgentToolCall("c9", "echo", {})]),
+    )
+    response, state, _ = run(
+        llm, "hi", max_turns=2, clock=lambda: next(ticks), new_tool_call_id=lambda: next(ids)
+    )
     results = [m for m in state.messages if isinstance(m, ToolResultMessage)]
     assert [m.tool_call_id for m in results] == ["gen_1", "gen_2", "c9"]
     assert [m.timestamp for m in results] == [1000, 1001, 1002]

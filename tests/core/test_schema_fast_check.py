@@ -16,17 +16,24 @@ from yiemagent.core._tools import compile_schema_validator
 SCALAR_TYPES = ["string", "integer", "number", "boolean", "null", "object", "array"]
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-5, 5) | st.floats(-5, 5, allow_nan=False)
-    | st.sampled_from([0.0, 1.0, 2.5, -1.0]) | st.sampled_from(["", "a", "ab", "abc", "x1", "B"]),
-    lambda children: st.lists(children, max_size=3)
-    | st.dictionaries(st.sampled_from(["a", "b", "c", "n"]), children, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.integers(-5, 5)
+    | st.floats(-5, 5, allow_nan=False)
+    | st.sampled_from([0.0, 1.0, 2.5, -1.0])
+    | st.sampled_from(["", "a", "ab", "abc", "x1", "B"]),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.sampled_from(["a", "b", "c", "n"]), children, max_size=3)
+    ),
     max_leaves=8,
 )
 
 leaf_schemas = st.one_of(
     st.builds(lambda t: {"type": t}, st.sampled_from(SCALAR_TYPES)),
-    st.builds(lambda ts: {"type": ts}, st.lists(st.sampled_from(SCALAR_TYPES), min_size=1, max_size=3,
-                                                unique=True)),
+    st.builds(
+        lambda ts: {"type": ts}, st.lists(st.sampled_from(SCALAR_TYPES), min_size=1, max_size=3, unique=True)
+    ),
     st.builds(lambda e: {"enum": e}, st.lists(st.sampled_from(["a", "ab", "B"]), min_size=1, max_size=3)),
     st.builds(lambda v: {"minimum": v}, st.integers(-2, 2) | st.sampled_from([0.5, 1.5])),
     st.builds(lambda v: {"maximum": v}, st.integers(-2, 2)),
@@ -42,11 +49,17 @@ leaf_schemas = st.one_of(
 
 def _combine(children: Any) -> Any:
     return st.one_of(
-        st.builds(lambda props, req, extra: {
-            "type": "object", "properties": props, "required": req, "additionalProperties": extra},
+        st.builds(
+            lambda props, req, extra: {
+                "type": "object",
+                "properties": props,
+                "required": req,
+                "additionalProperties": extra,
+            },
             st.dictionaries(st.sampled_from(["a", "b", "n"]), children, max_size=3),
             st.lists(st.sampled_from(["a", "b", "c"]), max_size=2, unique=True),
-            st.booleans() | children),
+            st.booleans() | children,
+        ),
         st.builds(lambda items: {"type": "array", "items": items}, children),
         st.builds(lambda a, b: {**a, **b}, children, children),
     )
@@ -75,10 +88,18 @@ def test_the_fast_check_accepts_what_it_can(schema: dict[str, Any], value: Any) 
 
 
 def test_schemas_it_does_not_understand_get_no_fast_check() -> None:
-    for schema in ({"anyOf": [{"type": "string"}]}, {"$ref": "#/$defs/x"}, {"const": 1},
-                   {"type": "object", "patternProperties": {"^a": {}}}, {"items": [{"type": "string"}]},
-                   {"enum": [1, 2]}, {"$schema": "http://json-schema.org/draft-04/schema#"},
-                   {"type": "widget"}, {"minimum": "1"}, {"properties": {"a": {"not": {}}}}):
+    for schema in (
+        {"anyOf": [{"type": "string"}]},
+        {"$ref": "#/$defs/x"},
+        {"const": 1},
+        {"type": "object", "patternProperties": {"^a": {}}},
+        {"items": [{"type": "string"}]},
+        {"enum": [1, 2]},
+        {"$schema": "http://json-schema.org/draft-04/schema#"},
+        {"type": "widget"},
+        {"minimum": "1"},
+        {"properties": {"a": {"not": {}}}},
+    ):
         assert compile_fast_check(schema) is None, schema
 
 

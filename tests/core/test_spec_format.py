@@ -21,8 +21,7 @@ from yiemagent import (
 
 
 def tool(name: str) -> AgentTool:
-    return AgentTool(name, name, f"{name} tool", {"type": "object"},
-                     lambda *_: AgentToolResult("x"))
+    return AgentTool(name, name, f"{name} tool", {"type": "object"}, lambda *_: AgentToolResult("x"))
 
 
 def roles(request: dict[str, Any]) -> list[str]:
@@ -32,7 +31,8 @@ def roles(request: dict[str, Any]) -> list[str]:
 def test_images_from_tool_results_follow_the_whole_run_of_tool_messages() -> None:
     calls = AssistantMessage([AgentToolCall("c1", "shot", {}), AgentToolCall("c2", "shot", {})])
     history = [
-        UserMessage("screenshots please"), calls,
+        UserMessage("screenshots please"),
+        calls,
         ToolResultMessage("c1", "shot", [TextContent("first"), ImageContent("AAA", "image/png")]),
         ToolResultMessage("c2", "shot", [ImageContent("BBB", "image/jpeg")]),
         AssistantMessage([TextContent("two screenshots")]),
@@ -49,8 +49,10 @@ def test_images_are_placed_the_same_way_when_converted_turn_by_turn() -> None:
     calls = AssistantMessage([AgentToolCall("c1", "shot", {}), AgentToolCall("c2", "shot", {})])
     state.messages += [UserMessage("go"), calls]
     format_msg_for_llm(prepare_context(state))  # caches the first two messages
-    state.messages += [ToolResultMessage("c1", "shot", [ImageContent("AAA")]),
-                       ToolResultMessage("c2", "shot", [TextContent("no image")])]
+    state.messages += [
+        ToolResultMessage("c1", "shot", [ImageContent("AAA")]),
+        ToolResultMessage("c2", "shot", [TextContent("no image")]),
+    ]
     request = format_msg_for_llm(prepare_context(state))
     assert roles(request) == ["system", "user", "assistant", "tool", "tool", "user"]
 
@@ -80,8 +82,9 @@ def test_the_tools_array_follows_changes_to_the_tools() -> None:
     first = format_msg_for_llm(prepare_context(state))
     state.tools["b"] = tool("b")
     second = format_msg_for_llm(prepare_context(state))
-    state.tools["a"] = AgentTool("a", "a", "changed description", {"type": "object"},
-                                 lambda *_: AgentToolResult("x"))  # same name, a new object
+    state.tools["a"] = AgentTool(
+        "a", "a", "changed description", {"type": "object"}, lambda *_: AgentToolResult("x")
+    )  # same name, a new object
     third = format_msg_for_llm(prepare_context(state))
     assert [t["function"]["name"] for t in first["tools"]] == ["a"]
     assert [t["function"]["name"] for t in second["tools"]] == ["a", "b"]
@@ -91,8 +94,13 @@ def test_the_tools_array_follows_changes_to_the_tools() -> None:
 
 
 def test_assistant_tool_calls_go_out_as_json_strings_and_bad_json_unchanged() -> None:
-    msg = AssistantMessage([TextContent("let me look"), AgentToolCall("c1", "t", {"q": "é"}),
-                            AgentToolCall("c2", "t", "{not json")])
+    msg = AssistantMessage(
+        [
+            TextContent("let me look"),
+            AgentToolCall("c1", "t", {"q": "é"}),
+            AgentToolCall("c2", "t", "{not json"),
+        ]
+    )
     wire = format_msg_for_llm(AgentContext("", [msg]))["messages"][0]
     assert wire["content"] == "let me look"
     assert [c["function"]["arguments"] for c in wire["tool_calls"]] == ['{"q": "é"}', "{not json"]
@@ -102,6 +110,9 @@ def test_the_request_carries_its_context_for_other_providers() -> None:
     ctx = AgentContext("sys", [UserMessage("hi")])
     request = format_msg_for_llm(ctx)
     assert request.context is ctx
-    assert request == {"messages": [
-        {"role": "system", "content": [{"type": "text", "text": "sys"}]},
-        {"role": "user", "content": [{"type": "text", "text": "hi"}]}]}
+    assert request == {
+        "messages": [
+            {"role": "system", "content": [{"type": "text", "text": "sys"}]},
+            {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        ]
+    }

@@ -83,16 +83,20 @@ def test_content_that_is_not_a_block_is_rejected_at_construction() -> None:
         UserMessage([TextContent("a"), 42])  # type: ignore[list-item]
 
 
-@pytest.mark.parametrize(("make", "owner"), [
-    (lambda: UserMessage(5), "UserMessage.content"),  # type: ignore[arg-type]
-    (lambda: AssistantMessage(5), "AssistantMessage.content"),  # type: ignore[arg-type]
-    (lambda: ToolResultMessage("c", "t", 5), "ToolResultMessage.content"),  # type: ignore[arg-type]
-    (lambda: UserMessage(3.5), "UserMessage.content"),  # type: ignore[arg-type]
-    (lambda: AssistantMessage(content=object()), "AssistantMessage.content"),  # type: ignore[arg-type]
-    (lambda: ToolResultMessage("c", "t", b"raw"), "ToolResultMessage.content"),  # type: ignore[arg-type]
-])
+@pytest.mark.parametrize(
+    ("make", "owner"),
+    [
+        (lambda: UserMessage(5), "UserMessage.content"),  # type: ignore[arg-type]
+        (lambda: AssistantMessage(5), "AssistantMessage.content"),  # type: ignore[arg-type]
+        (lambda: ToolResultMessage("c", "t", 5), "ToolResultMessage.content"),  # type: ignore[arg-type]
+        (lambda: UserMessage(3.5), "UserMessage.content"),  # type: ignore[arg-type]
+        (lambda: AssistantMessage(content=object()), "AssistantMessage.content"),  # type: ignore[arg-type]
+        (lambda: ToolResultMessage("c", "t", b"raw"), "ToolResultMessage.content"),  # type: ignore[arg-type]
+    ],
+)
 def test_content_that_is_not_content_names_the_class_the_field_and_what_it_accepts(
-        make: Any, owner: str) -> None:
+    make: Any, owner: str
+) -> None:
     with pytest.raises(TypeError) as info:
         make()
     text = str(info.value)
@@ -107,14 +111,20 @@ def test_bytes_content_says_to_decode_it() -> None:
         UserMessage(b"hi")  # type: ignore[arg-type]
 
 
-@pytest.mark.parametrize("make", [
-    lambda: UserMessage([TextContent("a"), None]),  # type: ignore[list-item]
-    lambda: AssistantMessage(iter(["a", 7])),  # type: ignore[list-item]
-    lambda: ToolResultMessage("c", "t", ("a", 2.5)),  # type: ignore[arg-type]
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: UserMessage([TextContent("a"), None]),  # type: ignore[list-item]
+        lambda: AssistantMessage(iter(["a", 7])),  # type: ignore[list-item]
+        lambda: ToolResultMessage("c", "t", ("a", 2.5)),  # type: ignore[arg-type]
+    ],
+)
 def test_a_bad_block_is_named_by_class_field_and_index(make: Any) -> None:
-    with pytest.raises(TypeError, match=r"^(User|Assistant|ToolResult)Message\.content\[1\]: "
-                                        r"content blocks must be MessageContent"):
+    with pytest.raises(
+        TypeError,
+        match=r"^(User|Assistant|ToolResult)Message\.content\[1\]: "
+        r"content blocks must be MessageContent",
+    ):
         make()
 
 
@@ -143,11 +153,18 @@ def test_positional_order_follows_design() -> None:
     tool = make_tool("t")
     config = AgentLoopConfig([tool], before, after, "parallel")
     assert (config.before_tool_call, config.after_tool_call, config.tool_execution) == (
-        before, after, "parallel")
+        before,
+        after,
+        "parallel",
+    )
     execute = ok_execute()
     tool2 = AgentTool("n", "L", "D", {"type": "object"}, execute, None, None, True)
     assert (tool2.label, tool2.description, tool2.execute, tool2.parallel_tool_execute) == (
-        "L", "D", execute, True)
+        "L",
+        "D",
+        execute,
+        True,
+    )
     assert PreparedToolCall(tool2, call, {"a": 1}).args == {"a": 1}
 
 
@@ -182,8 +199,11 @@ def _frozen_instances() -> list[tuple[Any, str]]:
     ]
 
 
-@pytest.mark.parametrize(("instance", "field"), _frozen_instances(),
-                         ids=lambda v: type(v).__name__ if not isinstance(v, str) else v)
+@pytest.mark.parametrize(
+    ("instance", "field"),
+    _frozen_instances(),
+    ids=lambda v: type(v).__name__ if not isinstance(v, str) else v,
+)
 def test_values_are_frozen(instance: Any, field: str) -> None:
     before = getattr(instance, field)
     with pytest.raises(attrs.exceptions.FrozenInstanceError):
@@ -195,8 +215,10 @@ def test_values_are_frozen(instance: Any, field: str) -> None:
 
 def _messages() -> list[AgentMessage]:
     return [
-        UserMessage([TextContent("look at this"), ImageContent("iVBORw0KGgo=", "image/jpeg")],
-                    timestamp=1_700_000_000_000),
+        UserMessage(
+            [TextContent("look at this"), ImageContent("iVBORw0KGgo=", "image/jpeg")],
+            timestamp=1_700_000_000_000,
+        ),
         UserMessage("epoch", timestamp=0),
         AssistantMessage(
             content=[
@@ -205,11 +227,17 @@ def _messages() -> list[AgentMessage]:
                 TextContent("Checking the weather."),
                 AgentToolCall("call_1", "getWeather", {"city": "Tokyo", "days": [1, 2]}),
                 AgentToolCall("call_2", "bad", "{not json", type="custom"),
-                {"type": "tool_calls", "tool_calls": [
-                    {"id": "call_3", "name": "getTime", "arguments": {"timezone": "Asia/Tokyo"}},
-                    {"id": "call_4", "type": "function",
-                     "function": {"name": "getTime", "arguments": "{\"timezone\": \"UTC\"}"}},
-                ]},
+                {
+                    "type": "tool_calls",
+                    "tool_calls": [
+                        {"id": "call_3", "name": "getTime", "arguments": {"timezone": "Asia/Tokyo"}},
+                        {
+                            "id": "call_4",
+                            "type": "function",
+                            "function": {"name": "getTime", "arguments": '{"timezone": "UTC"}'},
+                        },
+                    ],
+                },
                 {"type": "tool_call", "id": "call_5", "name": "listTools", "arguments": {}},
             ],
             api="openai-completions",
@@ -251,8 +279,15 @@ def test_round_trip_keeps_typed_blocks_typed() -> None:
     back = AgentMessage.from_dict(msg.to_dict())
     assert isinstance(back, AssistantMessage)
     kinds = [type(b).__name__ for b in back.content]
-    assert kinds == ["ThinkingContent", "ThinkingContent", "TextContent", "AgentToolCall",
-                     "AgentToolCall", "dict", "dict"]
+    assert kinds == [
+        "ThinkingContent",
+        "ThinkingContent",
+        "TextContent",
+        "AgentToolCall",
+        "AgentToolCall",
+        "dict",
+        "dict",
+    ]
     assert back.content[0] == ThinkingContent("Let me think.", "sig-abc==")
     assert back.content[4] == AgentToolCall("call_2", "bad", "{not json", "custom")
     assert back.usage == USAGE
@@ -311,12 +346,15 @@ def test_valid_schema_is_compiled_once_at_construction() -> None:
     assert not tool.schema_validator.is_valid({})
 
 
-@pytest.mark.parametrize(("kw", "match"), [
-    ({"timeout_s": 0}, "timeout_s must be a positive number of seconds"),
-    ({"timeout_s": -1.5}, "timeout_s must be a positive number of seconds"),
-    ({"timeout_s": "5"}, "timeout_s must be a positive number of seconds"),
-    ({"timeout_s": True}, "timeout_s must be a positive number of seconds"),
-])
+@pytest.mark.parametrize(
+    ("kw", "match"),
+    [
+        ({"timeout_s": 0}, "timeout_s must be a positive number of seconds"),
+        ({"timeout_s": -1.5}, "timeout_s must be a positive number of seconds"),
+        ({"timeout_s": "5"}, "timeout_s must be a positive number of seconds"),
+        ({"timeout_s": True}, "timeout_s must be a positive number of seconds"),
+    ],
+)
 def test_bad_timeout_is_rejected(kw: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):
         make_tool("t", **kw)
@@ -408,6 +446,7 @@ def test_on_abort_callbacks_run_exactly_once_under_concurrent_aborts() -> None:
         def callback() -> None:
             with lock:
                 calls.append(tag)
+
         return callback
 
     signal.on_abort(record("a"))
@@ -452,18 +491,22 @@ def test_a_raising_abort_callback_does_not_stop_the_others() -> None:
     assert calls == ["second"]
 
 
-@pytest.mark.parametrize("make", [
-    lambda: UserMessage("user", [TextContent("x")]),  # type: ignore[arg-type]
-    lambda: AssistantMessage([TextContent("x")], timestamp="now"),  # type: ignore[arg-type]
-    lambda: ToolResultMessage("c1", "t", "ok", timestamp=1.5),  # type: ignore[arg-type]
-])
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: UserMessage("user", [TextContent("x")]),  # type: ignore[arg-type]
+        lambda: AssistantMessage([TextContent("x")], timestamp="now"),  # type: ignore[arg-type]
+        lambda: ToolResultMessage("c1", "t", "ok", timestamp=1.5),  # type: ignore[arg-type]
+    ],
+)
 def test_a_misplaced_argument_is_caught_by_the_timestamp_check(make: Any) -> None:
     with pytest.raises(TypeError, match="timestamp must be an int"):
         make()
 
 
-@pytest.mark.parametrize("kw", [{"max_parallel_tools": True}, {"max_parallel_tools": 2.0},
-                                {"tool_timeout_s": False}])
+@pytest.mark.parametrize(
+    "kw", [{"max_parallel_tools": True}, {"max_parallel_tools": 2.0}, {"tool_timeout_s": False}]
+)
 def test_loop_config_rejects_booleans_and_wrong_types(kw: dict[str, Any]) -> None:
     with pytest.raises(ValueError, match="must be a positive"):
         AgentLoopConfig(**kw)

@@ -40,8 +40,12 @@ USER = UserMessage("hi", timestamp=1)
 REPLY = AssistantMessage(content=[AgentToolCall("c1", "echo", {"text": "a"})], timestamp=2)
 RESULT = ToolResultMessage("c1", "echo", [TextContent("A")], timestamp=3)
 TOOL_RESULT = AgentToolResult([TextContent("A")], {"n": 1})
-TOOL_RESULT_DICT = {"content": [{"type": "text", "text": "A"}], "details": {"n": 1},
-                    "usage": None, "terminate": False}
+TOOL_RESULT_DICT = {
+    "content": [{"type": "text", "text": "A"}],
+    "details": {"n": 1},
+    "usage": None,
+    "terminate": False,
+}
 
 # Every event class with one instance and the to_dict() docs/cli.md documents for it.
 SHAPES: list[tuple[AgentEvent, dict[str, Any]]] = [
@@ -49,34 +53,79 @@ SHAPES: list[tuple[AgentEvent, dict[str, Any]]] = [
     (TurnStartEvent(2), {"type": "turn_start", "turn": 2}),
     (MessageStartEvent(USER), {"type": "message_start", "message": USER.to_dict()}),
     (MessageStartEvent(None), {"type": "message_start", "message": None}),
-    (MessageUpdateEvent("text", "Hel", 0), {
-        "type": "message_update", "kind": "text", "delta": "Hel", "content_index": 0,
-        "tool_call_id": None, "tool_name": None}),
+    (
+        MessageUpdateEvent("text", "Hel", 0),
+        {
+            "type": "message_update",
+            "kind": "text",
+            "delta": "Hel",
+            "content_index": 0,
+            "tool_call_id": None,
+            "tool_name": None,
+        },
+    ),
     (MessageEndEvent(REPLY), {"type": "message_end", "message": REPLY.to_dict()}),
-    (ToolExecStartEvent("c1", "echo", {"text": "a"}), {
-        "type": "tool_execution_start", "tool_call_id": "c1", "tool_name": "echo",
-        "arguments": {"text": "a"}}),
-    (ToolExecUpdateEvent("c1", "echo", {"text": "a"}, TOOL_RESULT), {
-        "type": "tool_execution_update", "tool_call_id": "c1", "tool_name": "echo",
-        "arguments": {"text": "a"}, "text": "A", "partial_result": TOOL_RESULT_DICT}),
-    (ToolExecUpdateEvent("c1", "echo", {"text": "a"}, {"done": 0.5}), {
-        "type": "tool_execution_update", "tool_call_id": "c1", "tool_name": "echo",
-        "arguments": {"text": "a"}, "text": "", "partial_result": {"done": 0.5}}),
-    (ToolExecEndEvent("c1", "echo", TOOL_RESULT, False), {
-        "type": "tool_execution_end", "tool_call_id": "c1", "tool_name": "echo",
-        "is_error": False, "error_kind": None, "text": "A", "result": TOOL_RESULT_DICT}),
-    (TurnEndEvent(REPLY, [RESULT]), {
-        "type": "turn_end", "message": REPLY.to_dict(), "tool_results": [RESULT.to_dict()]}),
-    (AgentEndEvent([USER, REPLY]), {
-        "type": "agent_end", "messages": [USER.to_dict(), REPLY.to_dict()], "response": None}),
+    (
+        ToolExecStartEvent("c1", "echo", {"text": "a"}),
+        {
+            "type": "tool_execution_start",
+            "tool_call_id": "c1",
+            "tool_name": "echo",
+            "arguments": {"text": "a"},
+        },
+    ),
+    (
+        ToolExecUpdateEvent("c1", "echo", {"text": "a"}, TOOL_RESULT),
+        {
+            "type": "tool_execution_update",
+            "tool_call_id": "c1",
+            "tool_name": "echo",
+            "arguments": {"text": "a"},
+            "text": "A",
+            "partial_result": TOOL_RESULT_DICT,
+        },
+    ),
+    (
+        ToolExecUpdateEvent("c1", "echo", {"text": "a"}, {"done": 0.5}),
+        {
+            "type": "tool_execution_update",
+            "tool_call_id": "c1",
+            "tool_name": "echo",
+            "arguments": {"text": "a"},
+            "text": "",
+            "partial_result": {"done": 0.5},
+        },
+    ),
+    (
+        ToolExecEndEvent("c1", "echo", TOOL_RESULT, False),
+        {
+            "type": "tool_execution_end",
+            "tool_call_id": "c1",
+            "tool_name": "echo",
+            "is_error": False,
+            "error_kind": None,
+            "text": "A",
+            "result": TOOL_RESULT_DICT,
+        },
+    ),
+    (
+        TurnEndEvent(REPLY, [RESULT]),
+        {"type": "turn_end", "message": REPLY.to_dict(), "tool_results": [RESULT.to_dict()]},
+    ),
+    (
+        AgentEndEvent([USER, REPLY]),
+        {"type": "agent_end", "messages": [USER.to_dict(), REPLY.to_dict()], "response": None},
+    ),
 ]
 
 
 def test_every_event_class_has_a_documented_shape() -> None:
     covered = {type(event) for event, _ in SHAPES}
-    defined = {getattr(events, name) for name in events.__all__
-               if isinstance(getattr(events, name), type)
-               and issubclass(getattr(events, name), AgentEvent)} - {AgentEvent}
+    defined = {
+        getattr(events, name)
+        for name in events.__all__
+        if isinstance(getattr(events, name), type) and issubclass(getattr(events, name), AgentEvent)
+    } - {AgentEvent}
     assert covered == defined
 
 
@@ -114,10 +163,16 @@ def test_lines_put_type_and_turn_first_and_stay_ascii() -> None:
 def test_the_writer_numbers_turns_from_a_real_run() -> None:
     replies = iter([REPLY, AssistantMessage(content=[TextContent("done")])])
     stream = io.StringIO()
-    tool = AgentTool("echo", "Echo", "Echo.", {"type": "object"},
-                     lambda _id, args, _s, _p: AgentToolResult(args["text"].upper()))
-    with YiemAgent(llm_call=lambda _request: next(replies), tools=[tool],
-                   agent_event_sink=JsonlEventWriter(stream)) as agent:
+    tool = AgentTool(
+        "echo",
+        "Echo",
+        "Echo.",
+        {"type": "object"},
+        lambda _id, args, _s, _p: AgentToolResult(args["text"].upper()),
+    )
+    with YiemAgent(
+        llm_call=lambda _request: next(replies), tools=[tool], agent_event_sink=JsonlEventWriter(stream)
+    ) as agent:
         assert agent.prompt("go", timeout=10).stop_reason == "stop"
     lines = [json.loads(line) for line in stream.getvalue().splitlines()]
     turns = [(e["type"], e["turn"]) for e in lines]

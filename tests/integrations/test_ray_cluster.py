@@ -61,11 +61,24 @@ pytestmark = pytest.mark.timeout(300)
 
 TESTS = str(TESTS)
 W = 120.0  # seconds any test waits for a response, a latch or a flush before failing
-RUN_EVENTS = [AgentStartEvent, MessageStartEvent, MessageEndEvent,  # the user message
-              TurnStartEvent, MessageStartEvent, MessageEndEvent,  # the call
-              ToolExecStartEvent, ToolExecEndEvent, MessageStartEvent, MessageEndEvent, TurnEndEvent,
-              TurnStartEvent, MessageStartEvent, MessageEndEvent, TurnEndEvent,  # the answer
-              AgentEndEvent]
+RUN_EVENTS = [
+    AgentStartEvent,
+    MessageStartEvent,
+    MessageEndEvent,  # the user message
+    TurnStartEvent,
+    MessageStartEvent,
+    MessageEndEvent,  # the call
+    ToolExecStartEvent,
+    ToolExecEndEvent,
+    MessageStartEvent,
+    MessageEndEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+    MessageStartEvent,
+    MessageEndEvent,
+    TurnEndEvent,  # the answer
+    AgentEndEvent,
+]
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -261,9 +274,12 @@ def test_a_pool_of_4_actors_serves_200_sessions_with_saves_and_reloads(tmp_path:
     store = DirectoryStore(tmp_path)
     sink = EventSink.start()
     ids = [f"user-{n:03d}" for n in range(200)]
-    with AgentPool(4, settings(), store, max_sessions_per_actor=10, idle_timeout_s=None,
-                   event_sink=sink) as pool, \
-            concurrent.futures.ThreadPoolExecutor(16) as callers:
+    with (
+        AgentPool(
+            4, settings(), store, max_sessions_per_actor=10, idle_timeout_s=None, event_sink=sink
+        ) as pool,
+        concurrent.futures.ThreadPoolExecutor(16) as callers,
+    ):
         first = dict(zip(ids, callers.map(lambda sid: pool.prompt(sid, f"hello {sid}", W), ids), strict=True))
         # By now each actor holds at most 10 of its ~50 sessions: most second prompts reload.
         second = dict(zip(ids, callers.map(lambda sid: pool.prompt(sid, "again", W), ids), strict=True))
@@ -338,8 +354,9 @@ def test_idle_sessions_are_evicted_to_the_store(tmp_path: Path) -> None:
 
 
 def local_agent(*tools: Any, events: list[AgentEvent], **options: Any) -> YiemAgent:
-    return YiemAgent(llm_call=helpers.make_llm(None), tools=list(tools), agent_event_sink=events.append,
-                     **options)
+    return YiemAgent(
+        llm_call=helpers.make_llm(None), tools=list(tools), agent_event_sink=events.append, **options
+    )
 
 
 def test_a_ray_tool_batch_runs_in_parallel_and_streams_partial_results() -> None:
@@ -389,7 +406,8 @@ def test_a_tool_file_travels_to_the_task(tmp_path: Path) -> None:
         "def get_tool():\n"
         "    return AgentTool(name='shout', label='Shout', description='Shouts',\n"
         "                     input_schema={'type': 'object'}, execute=execute_tool)\n",
-        encoding="utf-8")
+        encoding="utf-8",
+    )
     store = ToolStore("ray-files")
     load_tools(store, tmp_path)
     events: list[AgentEvent] = []
@@ -398,8 +416,7 @@ def test_a_tool_file_travels_to_the_task(tmp_path: Path) -> None:
     assert answer.startswith("done: HEY from ") and answer != f"done: HEY from {os.getpid()}"
 
 
-def test_a_session_that_cannot_be_loaded_gives_an_error_response_and_no_preload(
-        tmp_path: Path) -> None:
+def test_a_session_that_cannot_be_loaded_gives_an_error_response_and_no_preload(tmp_path: Path) -> None:
     # The host itself, in this process: a session file that is not JSON cannot be loaded.
     from yiemagent.integrations.ray._session_host import SessionHost
 

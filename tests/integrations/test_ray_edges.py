@@ -54,8 +54,9 @@ def kinds(events: list[AgentEvent]) -> list[type]:
 # -- (a) shutdown while a prompt is in flight --------------------------------------------------
 
 
-def _prompt_then_shutdown(prompt: Any, shutdown: Any, key: str,
-                          callers: concurrent.futures.Executor) -> AssistantMessage:
+def _prompt_then_shutdown(
+    prompt: Any, shutdown: Any, key: str, callers: concurrent.futures.Executor
+) -> AssistantMessage:
     """Start ``prompt`` with a run that waits in the gate tool, and once the tool has started
     call ``shutdown`` (which aborts the run); return the prompt's answer. The abort ends the
     run from inside the shutdown, so the run's response is always delivered while the shutdown
@@ -103,8 +104,9 @@ def _remote_tries(agents: int, callers: concurrent.futures.Executor) -> None:
 
     def one(n: int) -> str:
         agent = handles[n]
-        response = _prompt_then_shutdown(agent.prompt, lambda: agent.shutdown(abort=True, timeout=W),
-                                         f"remote-{n}", callers)
+        response = _prompt_then_shutdown(
+            agent.prompt, lambda: agent.shutdown(abort=True, timeout=W), f"remote-{n}", callers
+        )
         with pytest.raises(AgentClosedError):
             agent.take_response(0)  # nothing was kept as a response nobody took
         return response.stop_reason
@@ -193,9 +195,13 @@ def test_a_script_that_drops_a_remote_agent_with_a_busy_listener_exits(tmp_path:
     script.write_text(DROP_SCRIPT, encoding="utf-8")
     context = ray.get_runtime_context()
     path = os.pathsep.join(p for p in (TESTS, os.environ.get("PYTHONPATH")) if p)
-    done = subprocess.run([sys.executable, str(script), context.gcs_address, context.namespace, path],
-                          env={**os.environ, "PYTHONPATH": path}, capture_output=True, text=True,
-                          timeout=180)
+    done = subprocess.run(
+        [sys.executable, str(script), context.gcs_address, context.namespace, path],
+        env={**os.environ, "PYTHONPATH": path},
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.splitlines() == ["dropped", "ended"]
 
@@ -218,8 +224,7 @@ def test_shutdown_gives_a_slow_listener_every_event_and_none_after_it_returns() 
         (late if returned.is_set() else got).append(event)
 
     sink = EventSink.start()  # the agent's events by another way, to compare with
-    agent = RemoteAgent.start(helpers.scripted_settings(), session_id=source, listener=slow,
-                              event_sink=sink)
+    agent = RemoteAgent.start(helpers.scripted_settings(), session_id=source, listener=slow, event_sink=sink)
     try:
         agent.prompt("batch echo 300 {}", W)  # some 1,200 events
 
@@ -250,8 +255,12 @@ def test_a_stalled_sink_keeps_a_capped_queue_and_counts_what_it_dropped() -> Non
 
     source = f"stall-{uuid.uuid4().hex[:8]}"
     events: list[AgentEvent] = []
-    agent = RemoteAgent.start(helpers.scripted_settings(), session_id=source, listener=events.append,
-                              event_sink="ray_helpers:stalling_sink")
+    agent = RemoteAgent.start(
+        helpers.scripted_settings(),
+        session_id=source,
+        listener=events.append,
+        event_sink="ray_helpers:stalling_sink",
+    )
     path = Path(helpers.SINK_FOLDER) / f"{source}.jsonl"
     try:
         agent.prompt("hello", W)
@@ -270,12 +279,12 @@ def test_a_stalled_sink_keeps_a_capped_queue_and_counts_what_it_dropped() -> Non
     markers = [n for n, r in enumerate(records) if "dropped" in r]
     assert len(markers) == 1  # one gap, right after the batch the sink stalled on
     gap = markers[0]
-    marker, after = records[gap], records[gap + 1:]
+    marker, after = records[gap], records[gap + 1 :]
     assert marker["source"] == source and "event" not in marker
     assert len(after) <= SINK_QUEUE_LIMIT  # what waited while the sink stalled was capped
     assert gap + marker["dropped"] + len(after) == len(events)  # every event kept or counted
     # The oldest were dropped: what is left is the newest, ending with the run's end.
-    assert [r["event"]["type"] for r in after] == [e.event_type for e in events[-len(after):]]
+    assert [r["event"]["type"] for r in after] == [e.event_type for e in events[-len(after) :]]
     assert after[-1]["event"]["type"] == AgentEndEvent.event_type
 
 
@@ -285,8 +294,10 @@ def test_a_stalled_sink_keeps_a_capped_queue_and_counts_what_it_dropped() -> Non
 def test_pool_shutdown_closes_the_actors_at_once_within_its_timeout(tmp_path: Path) -> None:
     size, timeout = 4, 8.0
     pool = AgentPool(size, helpers.scripted_settings(), DirectoryStore(tmp_path), idle_timeout_s=None)
-    sessions = [next(f"hang-{slot}-{n}" for n in range(1000) if pool.slot_of(f"hang-{slot}-{n}") == slot)
-                for slot in range(size)]
+    sessions = [
+        next(f"hang-{slot}-{n}" for n in range(1000) if pool.slot_of(f"hang-{slot}-{n}") == slot)
+        for slot in range(size)
+    ]
     with concurrent.futures.ThreadPoolExecutor(size) as callers:
         # A run per actor held in the gate tool: each actor's close waits for its run to end.
         runs = [callers.submit(pool.prompt, sid, f'call gate {{"key": "{sid}"}}', W) for sid in sessions]

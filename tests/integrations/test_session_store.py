@@ -82,6 +82,7 @@ def test_directory_store_refuses_an_empty_id(tmp_path: Path) -> None:
 
 # -- RedisStore ----------------------------------------------------------------------------------
 
+
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     """A redis-server of this module's own, stopped after its last test."""

@@ -61,16 +61,34 @@ def tree(spans: tuple[ReadableSpan, ...]) -> dict[str, list[str]]:
 
 
 def test_a_run_with_parallel_tools_is_one_tree_with_gen_ai_attributes(exporter: InMemorySpanExporter) -> None:
-    batch = AssistantMessage([AgentToolCall(f"c{i}", "echo", {"text": str(i)}) for i in range(3)],
-                             model="m-1", provider="test", usage=LlmUsage(input=11, output=7),
-                             stop_reason="toolUse")
+    batch = AssistantMessage(
+        [AgentToolCall(f"c{i}", "echo", {"text": str(i)}) for i in range(3)],
+        model="m-1",
+        provider="test",
+        usage=LlmUsage(input=11, output=7),
+        stop_reason="toolUse",
+    )
     llm = ScriptedLLM(batch, AssistantMessage([TextContent("done")], model="m-1", provider="test"))
-    with traced(YiemAgent(llm_call=llm, tools=[echo_tool(parallel=True)], tool_execution="parallel",
-                   name="helper", model="m-1", session_id="conv-1"), tracer_for(exporter)) as agent:
+    with traced(
+        YiemAgent(
+            llm_call=llm,
+            tools=[echo_tool(parallel=True)],
+            tool_execution="parallel",
+            name="helper",
+            model="m-1",
+            session_id="conv-1",
+        ),
+        tracer_for(exporter),
+    ) as agent:
         agent.prompt("go", WAIT)
     spans = exporter.get_finished_spans()
     assert tree(spans)["invoke_agent helper"] == [
-        "chat m-1", "chat m-1", "execute_tool echo", "execute_tool echo", "execute_tool echo"]
+        "chat m-1",
+        "chat m-1",
+        "execute_tool echo",
+        "execute_tool echo",
+        "execute_tool echo",
+    ]
     assert len({s.context.trace_id for s in spans}) == 1
     run = next(s for s in spans if s.name == "invoke_agent helper")
     assert run.attributes["gen_ai.operation.name"] == "invoke_agent"
@@ -109,8 +127,12 @@ def test_errors_are_recorded_on_the_failing_span_and_the_run(exporter: InMemoryS
 
 def test_an_aborted_run_ends_every_span_it_opened(exporter: InMemorySpanExporter) -> None:
     started, release = threading.Event(), threading.Event()
-    with traced(YiemAgent(llm_call=ScriptedLLM(call("slow", {}), reply("never")),
-                   tools=[gated_tool(started, release)]), tracer_for(exporter)) as agent:
+    with traced(
+        YiemAgent(
+            llm_call=ScriptedLLM(call("slow", {}), reply("never")), tools=[gated_tool(started, release)]
+        ),
+        tracer_for(exporter),
+    ) as agent:
         agent.run_agent("go")
         assert started.wait(WAIT)
         agent.abort()
@@ -162,6 +184,7 @@ MARKER = "PLAN-7731-CONFIDENTIAL"  # content that no span may hold unless conten
 def span_texts(span: ReadableSpan) -> list[str]:
     """Every text a span exports: its name, status description, attribute values (sequences
     too), and each event's and link's name and attributes."""
+
     def values(attributes: Any) -> list[str]:
         out: list[str] = []
         for key, value in (attributes or {}).items():
@@ -182,31 +205,67 @@ def leaky_run(server: ScriptedServer, tracer: Any = None) -> None:
     ``MARKER``: tool calls that break the schema, are not JSON, and raise an exception quoting
     their arguments, then a provider error (HTTP 400) quoting the prompt; and a refusal that
     quotes it. ``tracer`` ``None`` traces with the ``enable_tracing`` default."""
-    lookup = AgentTool("lookup", "Lookup", "Look a city up",
-                       {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}}},
-                       lambda _id, args, _s, _p: AgentToolResult("found"))
+    lookup = AgentTool(
+        "lookup",
+        "Lookup",
+        "Look a city up",
+        {"type": "object", "properties": {"city": {"type": "string", "maxLength": 5}}},
+        lambda _id, args, _s, _p: AgentToolResult("found"),
+    )
 
     def fail(_id: str, args: dict[str, Any], _s: Any, _p: Any) -> AgentToolResult:
         raise ValueError(f"nothing matches {args['query']!r}")
 
-    fetch = AgentTool("fetch", "Fetch", "Fetch a page",
-                      {"type": "object", "properties": {"query": {"type": "string"}}}, fail)
-    server.json(openai_completion(None, finish="tool_calls", tool_calls=[
-        openai_tool_call("c1", "lookup", json.dumps({"city": MARKER})),
-        openai_tool_call("c2", "lookup", '{"city": "' + MARKER),
-        openai_tool_call("c3", "fetch", json.dumps({"query": MARKER}))]))
-    server.json({"error": {"type": "invalid_request_error",
-                           "message": f"the prompt quotes {MARKER}, which is not allowed"}}, 400)
-    server.json({**openai_completion(None), "choices": [{"index": 0, "finish_reason": "stop",
-        "message": {"role": "assistant", "content": None, "refusal": f"I won't discuss {MARKER}"}}]})
-    with openai_client(server, http=fast(max_retries=0)) as llm, \
-            traced(YiemAgent(llm_call=llm, tools=[lookup, fetch]), tracer) as agent:
+    fetch = AgentTool(
+        "fetch",
+        "Fetch",
+        "Fetch a page",
+        {"type": "object", "properties": {"query": {"type": "string"}}},
+        fail,
+    )
+    server.json(
+        openai_completion(
+            None,
+            finish="tool_calls",
+            tool_calls=[
+                openai_tool_call("c1", "lookup", json.dumps({"city": MARKER})),
+                openai_tool_call("c2", "lookup", '{"city": "' + MARKER),
+                openai_tool_call("c3", "fetch", json.dumps({"query": MARKER})),
+            ],
+        )
+    )
+    server.json(
+        {
+            "error": {
+                "type": "invalid_request_error",
+                "message": f"the prompt quotes {MARKER}, which is not allowed",
+            }
+        },
+        400,
+    )
+    server.json(
+        {
+            **openai_completion(None),
+            "choices": [
+                {
+                    "index": 0,
+                    "finish_reason": "stop",
+                    "message": {"role": "assistant", "content": None, "refusal": f"I won't discuss {MARKER}"},
+                }
+            ],
+        }
+    )
+    with (
+        openai_client(server, http=fast(max_retries=0)) as llm,
+        traced(YiemAgent(llm_call=llm, tools=[lookup, fetch]), tracer) as agent,
+    ):
         assert agent.prompt(f"tell me about {MARKER}", WAIT).stop_reason == "error"
         assert agent.prompt(f"and again about {MARKER}", WAIT).stop_reason == "error"
 
 
 def test_without_record_content_no_span_holds_any_content(
-        exporter: InMemorySpanExporter, server: ScriptedServer) -> None:
+    exporter: InMemorySpanExporter, server: ScriptedServer
+) -> None:
     leaky_run(server, tracer_for(exporter))
     spans = exporter.get_finished_spans()
     assert len(spans) == 8  # 2 runs, 3 chats, 3 tool calls: every part of the run was traced
@@ -215,17 +274,24 @@ def test_without_record_content_no_span_holds_any_content(
             assert MARKER not in text, f"content in span {span.name!r}: {text[:200]}"
     # The statuses still say what failed: the kind, the tool, the step and the exception type.
     statuses = sorted(s.status.description or "" for s in spans)
-    assert statuses == sorted([
-        "schema_violation: tool lookup failed", "invalid_json: tool lookup failed",
-        "tool_raised: tool fetch failed",
-        "error: llm_call failed (LlmError)", "error: llm_call failed (LlmError)", "error", "error",
-        "",  # the first chat, which succeeded
-    ])
+    assert statuses == sorted(
+        [
+            "schema_violation: tool lookup failed",
+            "invalid_json: tool lookup failed",
+            "tool_raised: tool fetch failed",
+            "error: llm_call failed (LlmError)",
+            "error: llm_call failed (LlmError)",
+            "error",
+            "error",
+            "",  # the first chat, which succeeded
+        ]
+    )
     assert all(s.status.status_code is StatusCode.ERROR for s in spans if s.status.description)
 
 
 def test_with_record_content_the_statuses_keep_the_error_texts(
-        exporter: InMemorySpanExporter, server: ScriptedServer) -> None:
+    exporter: InMemorySpanExporter, server: ScriptedServer
+) -> None:
     enable_tracing(tracer_for(exporter), record_content=True)
     try:
         leaky_run(server)
@@ -234,6 +300,12 @@ def test_with_record_content_the_statuses_keep_the_error_texts(
     spans = exporter.get_finished_spans()
     quoting = sorted(s.name for s in spans if MARKER in (s.status.description or ""))
     # Each failure's own text, as the search above would have found it had it been there.
-    assert quoting == ["chat gpt-4o-mini", "chat gpt-4o-mini", "execute_tool fetch",
-                       "execute_tool lookup", "execute_tool lookup",
-                       "invoke_agent yiemagent", "invoke_agent yiemagent"]
+    assert quoting == [
+        "chat gpt-4o-mini",
+        "chat gpt-4o-mini",
+        "execute_tool fetch",
+        "execute_tool lookup",
+        "execute_tool lookup",
+        "invoke_agent yiemagent",
+        "invoke_agent yiemagent",
+    ]

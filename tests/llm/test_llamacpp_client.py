@@ -36,11 +36,25 @@ from yiemagent.llm import LlamaCppClient, LlmAbortedError, LlmError, default_mod
 
 TOOLS = ROOT / "tools"
 ANSWER_TIMEOUT_S = 240  # a loaded 2-core machine runs the model several times slower than idle
-PARIS = {"id": 2988507, "name": "Paris", "latitude": 48.85341, "longitude": 2.3488,
-         "elevation": 42.0, "feature_code": "PPLC", "country_code": "FR", "timezone": "Europe/Paris",
-         "country": "France", "admin1": "Île-de-France"}
-PARIS_NOW = {"temperature_2m": 11.2, "apparent_temperature": 9.0, "relative_humidity_2m": 81,
-             "weather_code": 3, "wind_speed_10m": 14.3}
+PARIS = {
+    "id": 2988507,
+    "name": "Paris",
+    "latitude": 48.85341,
+    "longitude": 2.3488,
+    "elevation": 42.0,
+    "feature_code": "PPLC",
+    "country_code": "FR",
+    "timezone": "Europe/Paris",
+    "country": "France",
+    "admin1": "Île-de-France",
+}
+PARIS_NOW = {
+    "temperature_2m": 11.2,
+    "apparent_temperature": 9.0,
+    "relative_humidity_2m": 81,
+    "weather_code": 3,
+    "wind_speed_10m": 14.3,
+}
 
 
 @pytest.fixture(scope="session")
@@ -81,13 +95,13 @@ def meteo(meteo: OpenMeteoServer, monkeypatch: pytest.MonkeyPatch) -> OpenMeteoS
     return meteo
 
 
-def ask(llm: LlamaCppClient, store: ToolStore, question: str,
-        events: list[AgentEvent] | None = None) -> tuple[AssistantMessage, list[Any]]:
+def ask(
+    llm: LlamaCppClient, store: ToolStore, question: str, events: list[AgentEvent] | None = None
+) -> tuple[AssistantMessage, list[Any]]:
     """Ask ``question`` through a real agent with the store's tools; return the final reply and
     the history."""
     sink = events.append if events is not None else None
-    with YiemAgent(llm_call=llm, tools=get_tools(store), tool_store=store,
-                   agent_event_sink=sink) as agent:
+    with YiemAgent(llm_call=llm, tools=get_tools(store), tool_store=store, agent_event_sink=sink) as agent:
         reply = agent.prompt(question, timeout=ANSWER_TIMEOUT_S)
         return reply, list(agent.messages)
 
@@ -99,7 +113,11 @@ def text_of(message: Any) -> str:
 def one_round(history: list[Any]) -> tuple[AgentToolCall, ToolResultMessage, AssistantMessage]:
     """The tool call, its result and the answer of a conversation of exactly one tool round."""
     assert [type(m).__name__ for m in history] == [
-        "UserMessage", "AssistantMessage", "ToolResultMessage", "AssistantMessage"], history
+        "UserMessage",
+        "AssistantMessage",
+        "ToolResultMessage",
+        "AssistantMessage",
+    ], history
     calls = [b for b in history[1].content if isinstance(b, AgentToolCall)]
     assert len(calls) == 1, history[1]
     return calls[0], history[2], history[3]
@@ -107,8 +125,10 @@ def one_round(history: list[Any]) -> tuple[AgentToolCall, ToolResultMessage, Ass
 
 # --- the two questions of a newcomer's first five minutes ------------------------------------------
 
-def test_time_in_tokyo_calls_get_time_and_states_the_result(local_llm: LlamaCppClient,
-                                                            store: ToolStore) -> None:
+
+def test_time_in_tokyo_calls_get_time_and_states_the_result(
+    local_llm: LlamaCppClient, store: ToolStore
+) -> None:
     reply, history = ask(local_llm, store, "What time is it in Tokyo?")
     call, result, answer = one_round(history)
     assert call.name == "getTime"
@@ -122,7 +142,8 @@ def test_time_in_tokyo_calls_get_time_and_states_the_result(local_llm: LlamaCppC
 
 
 def test_weather_in_paris_calls_get_weather_and_states_the_result(
-        local_llm: LlamaCppClient, store: ToolStore, meteo: OpenMeteoServer) -> None:
+    local_llm: LlamaCppClient, store: ToolStore, meteo: OpenMeteoServer
+) -> None:
     reply, history = ask(local_llm, store, "What's the weather in Paris?")
     call, result, answer = one_round(history)
     assert call.name == "getWeather"
@@ -134,8 +155,7 @@ def test_weather_in_paris_calls_get_weather_and_states_the_result(
     assert "overcast, 11.2°C" in text_of(reply)  # the conditions the tool found
 
 
-def test_a_greeting_gets_a_text_answer_and_no_tool_call(local_llm: LlamaCppClient,
-                                                        store: ToolStore) -> None:
+def test_a_greeting_gets_a_text_answer_and_no_tool_call(local_llm: LlamaCppClient, store: ToolStore) -> None:
     reply, history = ask(local_llm, store, "Hello, who are you?")
     assert [type(m) for m in history] == [UserMessage, AssistantMessage]
     assert reply.stop_reason == "stop" and text_of(reply).strip()
@@ -144,13 +164,14 @@ def test_a_greeting_gets_a_text_answer_and_no_tool_call(local_llm: LlamaCppClien
 
 # --- the llm_call protocol: streaming, abort, determinism, threads ----------------------------------
 
+
 def tokyo_request(store: ToolStore) -> Any:
-    return format_msg_for_llm(AgentContext("", [UserMessage("What time is it in Tokyo?")],
-                                           get_tools(store)))
+    return format_msg_for_llm(AgentContext("", [UserMessage("What time is it in Tokyo?")], get_tools(store)))
 
 
-def test_deltas_stream_to_on_update_and_add_up_to_the_reply(local_llm: LlamaCppClient,
-                                                            store: ToolStore) -> None:
+def test_deltas_stream_to_on_update_and_add_up_to_the_reply(
+    local_llm: LlamaCppClient, store: ToolStore
+) -> None:
     events: list[AgentEvent] = []
     reply, _ = ask(local_llm, store, "What time is it in Tokyo?", events)
     updates = [e for e in events if isinstance(e, MessageUpdateEvent)]
@@ -172,8 +193,7 @@ def test_an_abort_stops_the_generation_between_tokens(local_llm: LlamaCppClient)
         seen.append(event)
         signal.abort()
 
-    request = format_msg_for_llm(AgentContext("", [UserMessage("Write a long story about a cat.")],
-                                              []))
+    request = format_msg_for_llm(AgentContext("", [UserMessage("Write a long story about a cat.")], []))
     with pytest.raises(LlmAbortedError):
         local_llm(request, on_update=abort_at_first_token, signal=signal)
     assert len(seen) == 1  # nothing after the token during which the signal fired
@@ -181,8 +201,7 @@ def test_an_abort_stops_the_generation_between_tokens(local_llm: LlamaCppClient)
         local_llm(request, signal=signal)
 
 
-def test_the_same_conversation_gets_the_same_reply(local_llm: LlamaCppClient,
-                                                   store: ToolStore) -> None:
+def test_the_same_conversation_gets_the_same_reply(local_llm: LlamaCppClient, store: ToolStore) -> None:
     request = tokyo_request(store)
     first, second = local_llm(request), local_llm(request)
     assert first.content[0].name == second.content[0].name == "getTime"  # type: ignore[union-attr]
@@ -211,7 +230,8 @@ def test_calls_from_several_threads_take_turns(local_llm: LlamaCppClient, store:
 
 
 def test_tool_choice_none_answers_in_text_and_a_forced_choice_calls(
-        local_llm: LlamaCppClient, store: ToolStore) -> None:
+    local_llm: LlamaCppClient, store: ToolStore
+) -> None:
     request = dict(tokyo_request(store))
     reply = local_llm({**request, "tool_choice": "none"})
     assert reply.stop_reason == "stop" and isinstance(reply.content[0], TextContent)
@@ -233,6 +253,7 @@ def test_a_conversation_longer_than_the_context_is_a_clear_error(store: ToolStor
 
 # --- construction -------------------------------------------------------------------------------------
 
+
 def test_create_llm_call_local_is_the_embedded_default_model() -> None:
     client = create_llm_call("local")
     assert isinstance(client, LlamaCppClient)
@@ -253,8 +274,9 @@ def test_a_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, 
     import importlib.util
 
     real = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: None if name == missing else real(name, *a))
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == missing else real(name, *a)
+    )
     with pytest.raises(ImportError) as info:
         LlamaCppClient()
     text = str(info.value)
@@ -263,23 +285,32 @@ def test_a_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, 
 
 # --- the choice of a tool, and replies the token limit cuts off ----------------------------------------
 
-@pytest.mark.parametrize(("question", "tool"), [
-    ("What time is it in Tokyo?", "getTime"),
-    ("What's the weather in Tokyo?", "getWeather"),
-    ("What is the temperature in Berlin?", "getWeather"),
-    ("List your tools", "listTools"),
-    ("Write an email to my boss asking for Friday off.", None),  # "write" is no reason for writeTool
-    ("Write two sentences about the sea.", None),
-    ("Hello!", None),
-    ("What is 2 + 2?", None),
-    ("How hot is it in Tokyo?", None),  # Tokyo among getTime's examples is no reason either
-    ("Quel temps fait-il à Tokyo ?", None),
-])
-def test_the_tool_chosen_among_the_example_tools(brief_llm: LlamaCppClient, store: ToolStore,
-                                                 question: str, tool: str | None) -> None:
+
+@pytest.mark.parametrize(
+    ("question", "tool"),
+    [
+        ("What time is it in Tokyo?", "getTime"),
+        ("What's the weather in Tokyo?", "getWeather"),
+        ("What is the temperature in Berlin?", "getWeather"),
+        ("List your tools", "listTools"),
+        ("Write an email to my boss asking for Friday off.", None),  # "write" is no reason for writeTool
+        ("Write two sentences about the sea.", None),
+        ("Hello!", None),
+        ("What is 2 + 2?", None),
+        ("How hot is it in Tokyo?", None),  # Tokyo among getTime's examples is no reason either
+        ("Quel temps fait-il à Tokyo ?", None),
+    ],
+)
+def test_the_tool_chosen_among_the_example_tools(
+    brief_llm: LlamaCppClient, store: ToolStore, question: str, tool: str | None
+) -> None:
     request = format_msg_for_llm(AgentContext("", [UserMessage(question)], get_tools(store)))
     assert {t["function"]["name"] for t in request["tools"]} == {
-        "getTime", "getWeather", "writeTool", "listTools"}
+        "getTime",
+        "getWeather",
+        "writeTool",
+        "listTools",
+    }
     reply = brief_llm(request)
     calls = [b.name for b in reply.content if isinstance(b, AgentToolCall)]
     assert calls == ([tool] if tool else []), text_of(reply)
@@ -287,8 +318,9 @@ def test_the_tool_chosen_among_the_example_tools(brief_llm: LlamaCppClient, stor
         assert text_of(reply).strip()
 
 
-def test_a_question_naming_only_an_example_is_answered_honestly(local_llm: LlamaCppClient,
-                                                                store: ToolStore) -> None:
+def test_a_question_naming_only_an_example_is_answered_honestly(
+    local_llm: LlamaCppClient, store: ToolStore
+) -> None:
     reply, history = ask(local_llm, store, "Quelle heure est-il à Tokyo ?")
     assert [type(m) for m in history] == [UserMessage, AssistantMessage]
     assert text_of(reply).startswith("I can't tell what you want to know about Tokyo.")
@@ -297,9 +329,12 @@ def test_a_question_naming_only_an_example_is_answered_honestly(local_llm: Llama
 def test_arguments_cut_off_by_max_tokens_are_never_sent(store: ToolStore) -> None:
     short = LlamaCppClient(max_tokens=4)  # '{"city": "Tokyo"}' takes 8 tokens
     try:
-        with pytest.raises(LlmError, match=r"did not finish the arguments of its call to getTime "
-                                           r"within max_tokens=4, so no call was made; pass a "
-                                           r"larger max_tokens"):
+        with pytest.raises(
+            LlmError,
+            match=r"did not finish the arguments of its call to getTime "
+            r"within max_tokens=4, so no call was made; pass a "
+            r"larger max_tokens",
+        ):
             short(tokyo_request(store))
     finally:
         short.close()
@@ -308,8 +343,7 @@ def test_arguments_cut_off_by_max_tokens_are_never_sent(store: ToolStore) -> Non
 def test_a_reply_cut_off_by_max_tokens_ends_at_its_last_full_sentence() -> None:
     short = LlamaCppClient(max_tokens=60)
     updates: list[MessageUpdateEvent] = []
-    request = format_msg_for_llm(AgentContext("", [UserMessage("Write a long story about a cat.")],
-                                              []))
+    request = format_msg_for_llm(AgentContext("", [UserMessage("Write a long story about a cat.")], []))
     try:
         reply = short(request, on_update=updates.append)
     finally:

@@ -27,7 +27,8 @@ from yiemagent.core._tools import AgentContext
 from yiemagent.llm import HttpOptions, OpenAIChatClient
 
 CALL_OPTIONS: dict[str, Any] = {
-    "api_key_env": None, "extra_body": {"temperature": 0, "max_tokens": 48},
+    "api_key_env": None,
+    "extra_body": {"temperature": 0, "max_tokens": 48},
     "http": HttpOptions(timeout=120.0, deadline_s=180.0, max_retries=1, retry_base_delay_s=0.01),
 }
 TIME_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
@@ -35,13 +36,22 @@ TIME_SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}, "re
 
 def get_time_tool() -> AgentTool:
     """A getTime with a fixed answer, so the round trip checks the wire, not the clock."""
-    return AgentTool("getTime", "Time", "Get the current local time for a city.", TIME_SCHEMA,
-                     lambda _id, args, _s, _p: AgentToolResult(f"Current time in {args['city']}: 09:41"))
+    return AgentTool(
+        "getTime",
+        "Time",
+        "Get the current local time for a city.",
+        TIME_SCHEMA,
+        lambda _id, args, _s, _p: AgentToolResult(f"Current time in {args['city']}: 09:41"),
+    )
 
 
 def test_a_full_tool_round_trip_through_the_real_server(server_url: str) -> None:
-    forced = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS,
-                              tool_choice={"type": "function", "function": {"name": "getTime"}})
+    forced = OpenAIChatClient(
+        "smollm2",
+        server_url,
+        **CALL_OPTIONS,
+        tool_choice={"type": "function", "function": {"name": "getTime"}},
+    )
     plain = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS, tool_choice=None)
 
     def llm_call(request: Mapping[str, Any]) -> AssistantMessage:
@@ -54,8 +64,7 @@ def test_a_full_tool_round_trip_through_the_real_server(server_url: str) -> None
         reply = agent.prompt("What time is it in Tokyo?", timeout=300)
         history = list(agent.messages)
     assert reply.stop_reason in ("stop", "length"), reply.error_message  # max_tokens is 48
-    assert [type(m) for m in history] == [UserMessage, AssistantMessage, ToolResultMessage,
-                                         AssistantMessage]
+    assert [type(m) for m in history] == [UserMessage, AssistantMessage, ToolResultMessage, AssistantMessage]
     calls = [b for b in history[1].content if isinstance(b, AgentToolCall)]
     assert len(calls) == 1  # the function_call copy beside tool_calls is not a second call
     assert calls[0].name == "getTime" and calls[0].arguments == {"city": "Tokyo"}
@@ -66,8 +75,9 @@ def test_a_full_tool_round_trip_through_the_real_server(server_url: str) -> None
 
 def test_auto_tool_choice_is_accepted_by_the_server(server_url: str) -> None:
     client = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS)  # tool_choice="auto"
-    request = format_msg_for_llm(AgentContext("", [UserMessage("What time is it in Tokyo?")],
-                                              [get_time_tool()]))
+    request = format_msg_for_llm(
+        AgentContext("", [UserMessage("What time is it in Tokyo?")], [get_time_tool()])
+    )
     reply = client(request)
     # The server's model picks between a call and a message under its own grammar; which one
     # it picks is up to it (its message branch allows only an empty text), but either way the
@@ -93,8 +103,9 @@ def test_a_streamed_request_with_tools_falls_back_to_no_streaming(server_url: st
     client = OpenAIChatClient("smollm2", server_url, stream=True, **CALL_OPTIONS)
     # With this prompt the model calls the tool (decoding is greedy: it always does).
     prompt = "You are a helpful assistant. Use the tools when they help; answer briefly."
-    request = format_msg_for_llm(AgentContext(prompt, [UserMessage("What time is it in Tokyo?")],
-                                              [get_time_tool()]))
+    request = format_msg_for_llm(
+        AgentContext(prompt, [UserMessage("What time is it in Tokyo?")], [get_time_tool()])
+    )
     reply = client(request)
     # This server sends no events for a tool call; the client asked again without streaming.
     assert client.stream is False
@@ -103,11 +114,17 @@ def test_a_streamed_request_with_tools_falls_back_to_no_streaming(server_url: st
 
 
 def test_a_streamed_forced_tool_call_is_assembled(server_url: str) -> None:
-    client = OpenAIChatClient("smollm2", server_url, stream=True, **CALL_OPTIONS,
-                              tool_choice={"type": "function", "function": {"name": "getTime"}})
+    client = OpenAIChatClient(
+        "smollm2",
+        server_url,
+        stream=True,
+        **CALL_OPTIONS,
+        tool_choice={"type": "function", "function": {"name": "getTime"}},
+    )
     events: list[MessageUpdateEvent] = []
-    request = format_msg_for_llm(AgentContext("", [UserMessage("What time is it in Tokyo?")],
-                                              [get_time_tool()]))
+    request = format_msg_for_llm(
+        AgentContext("", [UserMessage("What time is it in Tokyo?")], [get_time_tool()])
+    )
     reply = client(request, on_update=events.append)
     calls = [b for b in reply.content if isinstance(b, AgentToolCall)]
     assert [(c.name, c.arguments) for c in calls] == [("getTime", {"city": "Tokyo"})]

@@ -38,15 +38,20 @@ from yiemagent.llm import (
     LlmTimeoutError,
 )
 
-WEATHER_TOOL = {"name": "getWeather", "description": "Current weather for a city",
-                "input_schema": WEATHER_SCHEMA}
+WEATHER_TOOL = {
+    "name": "getWeather",
+    "description": "Current weather for a city",
+    "input_schema": WEATHER_SCHEMA,
+}
 
 
 def assert_sent(server: ScriptedServer, *, stream: bool = False, count: int = 1) -> None:
     """The server received ``count`` identical posts of ``simple_request()`` in the Messages API
     form: method, path, headers (the key among them) and the whole body."""
     body: dict[str, Any] = {
-        "model": "claude-sonnet-4-5", "max_tokens": 4096, "system": "You are terse.",
+        "model": "claude-sonnet-4-5",
+        "max_tokens": 4096,
+        "system": "You are terse.",
         "messages": [{"role": "user", "content": [{"type": "text", "text": "Hello"}]}],
         "tools": [WEATHER_TOOL],
     }
@@ -64,14 +69,17 @@ def assert_sent(server: ScriptedServer, *, stream: bool = False, count: int = 1)
 
 # --- the request sent ---------------------------------------------------------------------------------
 
+
 def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer) -> None:
     server.json(anthropic_message([{"type": "text", "text": "Hi there!"}]))
-    reply = anthropic_client(server, max_tokens=256, extra_body={"temperature": 0})(
-        simple_request("Hello"))
+    reply = anthropic_client(server, max_tokens=256, extra_body={"temperature": 0})(simple_request("Hello"))
 
     assert reply.content == [TextContent("Hi there!")]
-    assert (reply.api, reply.provider, reply.model) == ("anthropic-messages", "anthropic",
-                                                        "claude-sonnet-4-5")
+    assert (reply.api, reply.provider, reply.model) == (
+        "anthropic-messages",
+        "anthropic",
+        "claude-sonnet-4-5",
+    )
     assert reply.stop_reason == "stop"
     assert reply.usage == LlmUsage(input=12, output=6, total_tokens=18)
 
@@ -98,22 +106,39 @@ def test_history_is_converted_from_the_library_messages(server: ScriptedServer) 
     anthropic_client(server)(request)
     assert json.dumps(request.to_dict()) == before  # the cached OpenAI dicts are untouched
     assert server.requests[0].body["messages"] == [
-        {"role": "user", "content": [
-            {"type": "text", "text": "Weather in Paris and Rome? See map."},
-            {"type": "image", "source": {"type": "base64", "media_type": "image/png",
-                                         "data": PIXEL}}]},
-        {"role": "assistant", "content": [
-            {"type": "text", "text": "Checking both."},
-            {"type": "tool_use", "id": "call_1", "name": "getWeather",
-             "input": {"city": "Paris"}},
-            {"type": "tool_use", "id": "call_2", "name": "getWeather",
-             "input": {"city": "Rome"}}]},
-        {"role": "user", "content": [  # both results and the follow-up merged into one turn
-            {"type": "tool_result", "tool_use_id": "call_1",
-             "content": [{"type": "text", "text": "Sunny, 22°C"}], "is_error": False},
-            {"type": "tool_result", "tool_use_id": "call_2",
-             "content": [{"type": "text", "text": "service down"}], "is_error": True},
-            {"type": "text", "text": "Thanks, and tomorrow?"}]},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "Weather in Paris and Rome? See map."},
+                {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PIXEL}},
+            ],
+        },
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Checking both."},
+                {"type": "tool_use", "id": "call_1", "name": "getWeather", "input": {"city": "Paris"}},
+                {"type": "tool_use", "id": "call_2", "name": "getWeather", "input": {"city": "Rome"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [  # both results and the follow-up merged into one turn
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_1",
+                    "content": [{"type": "text", "text": "Sunny, 22°C"}],
+                    "is_error": False,
+                },
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "call_2",
+                    "content": [{"type": "text", "text": "service down"}],
+                    "is_error": True,
+                },
+                {"type": "text", "text": "Thanks, and tomorrow?"},
+            ],
+        },
     ]
 
 
@@ -121,15 +146,24 @@ def test_thinking_dict_tool_calls_and_odd_ids_are_converted(server: ScriptedServ
     server.json(anthropic_message([{"type": "text", "text": "ok"}]))
     messages = [
         UserMessage("go"),
-        AssistantMessage([
-            ThinkingContent("signed thought", "sig-123"),
-            ThinkingContent("another provider's reasoning"),
-            {"type": "redacted_thinking", "data": "opaque"},
-            {"type": "tool_calls", "tool_calls": [
-                {"id": "call|1.x", "type": "function",
-                 "function": {"name": "getWeather", "arguments": '{"city": "Oslo"}'}}]},
-            AgentToolCall("call_bad", "getWeather", '{"city": "Os'),
-        ]),
+        AssistantMessage(
+            [
+                ThinkingContent("signed thought", "sig-123"),
+                ThinkingContent("another provider's reasoning"),
+                {"type": "redacted_thinking", "data": "opaque"},
+                {
+                    "type": "tool_calls",
+                    "tool_calls": [
+                        {
+                            "id": "call|1.x",
+                            "type": "function",
+                            "function": {"name": "getWeather", "arguments": '{"city": "Oslo"}'},
+                        }
+                    ],
+                },
+                AgentToolCall("call_bad", "getWeather", '{"city": "Os'),
+            ]
+        ),
         ToolResultMessage("call|1.x", "getWeather", []),
         ToolResultMessage("call_bad", "getWeather", "invalid JSON", is_error=True),
     ]
@@ -142,8 +176,12 @@ def test_thinking_dict_tool_calls_and_odd_ids_are_converted(server: ScriptedServ
         {"type": "text", "text": "another provider's reasoning"},
         {"type": "redacted_thinking", "data": "opaque"},
         {"type": "tool_use", "id": "call_1_x", "name": "getWeather", "input": {"city": "Oslo"}},
-        {"type": "tool_use", "id": "call_bad", "name": "getWeather",
-         "input": {"_raw_arguments": '{"city": "Os'}},
+        {
+            "type": "tool_use",
+            "id": "call_bad",
+            "name": "getWeather",
+            "input": {"_raw_arguments": '{"city": "Os'},
+        },
     ]
     results = body["messages"][2]["content"]
     assert [r["tool_use_id"] for r in results] == ["call_1_x", "call_bad"]
@@ -156,14 +194,29 @@ def test_a_plain_openai_dict_without_context_is_converted(server: ScriptedServer
         "messages": [
             {"role": "system", "content": "Be brief."},
             {"role": "user", "content": "Weather in Oslo?"},
-            {"role": "assistant", "content": None, "tool_calls": [
-                {"id": "c1", "type": "function",
-                 "function": {"name": "getWeather", "arguments": '{"city": "Oslo"}'}}]},
+            {
+                "role": "assistant",
+                "content": None,
+                "tool_calls": [
+                    {
+                        "id": "c1",
+                        "type": "function",
+                        "function": {"name": "getWeather", "arguments": '{"city": "Oslo"}'},
+                    }
+                ],
+            },
             {"role": "tool", "tool_call_id": "c1", "content": "Snow"},
         ],
-        "tools": [{"type": "function", "function": {
-            "name": "getWeather", "description": "Current weather for a city",
-            "parameters": WEATHER_SCHEMA}}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "getWeather",
+                    "description": "Current weather for a city",
+                    "parameters": WEATHER_SCHEMA,
+                },
+            }
+        ],
     }
     anthropic_client(server)(request)
     body = server.requests[0].body
@@ -171,11 +224,21 @@ def test_a_plain_openai_dict_without_context_is_converted(server: ScriptedServer
     assert body["tools"] == [WEATHER_TOOL]
     assert body["messages"] == [
         {"role": "user", "content": [{"type": "text", "text": "Weather in Oslo?"}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "c1", "name": "getWeather",
-                                           "input": {"city": "Oslo"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "c1",
-                                      "content": [{"type": "text", "text": "Snow"}],
-                                      "is_error": False}]},
+        {
+            "role": "assistant",
+            "content": [{"type": "tool_use", "id": "c1", "name": "getWeather", "input": {"city": "Oslo"}}],
+        },
+        {
+            "role": "user",
+            "content": [
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "c1",
+                    "content": [{"type": "text", "text": "Snow"}],
+                    "is_error": False,
+                }
+            ],
+        },
     ]
 
 
@@ -185,8 +248,9 @@ def test_a_request_it_cannot_read_is_refused(server: ScriptedServer) -> None:
     assert server.requests == []
 
 
-def test_base_url_with_v1_and_key_from_environment(server: ScriptedServer,
-                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+def test_base_url_with_v1_and_key_from_environment(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ANTHROPIC_API_KEY", KEY)
     monkeypatch.setenv("ANTHROPIC_BASE_URL", f"{server.url}/v1")
     server.json(anthropic_message([{"type": "text", "text": "ok"}]))
@@ -206,16 +270,26 @@ def test_no_dict_the_client_builds_holds_the_key() -> None:
 
 # --- replies ------------------------------------------------------------------------------------------
 
+
 def test_thinking_text_and_several_tool_calls(server: ScriptedServer) -> None:
-    server.json(anthropic_message([
-        {"type": "thinking", "thinking": "Two cities.", "signature": "EqQBCgIYAhIM"},
-        {"type": "text", "text": "Checking."},
-        {"type": "tool_use", "id": "toolu_01", "name": "getWeather", "input": {"city": "Paris"}},
-        {"type": "tool_use", "id": "toolu_02", "name": "getWeather", "input": {"city": "Rome"}},
-        {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
-    ], stop_reason="tool_use", usage={
-        "input_tokens": 100, "output_tokens": 50, "cache_read_input_tokens": 2000,
-        "cache_creation_input_tokens": 300}))
+    server.json(
+        anthropic_message(
+            [
+                {"type": "thinking", "thinking": "Two cities.", "signature": "EqQBCgIYAhIM"},
+                {"type": "text", "text": "Checking."},
+                {"type": "tool_use", "id": "toolu_01", "name": "getWeather", "input": {"city": "Paris"}},
+                {"type": "tool_use", "id": "toolu_02", "name": "getWeather", "input": {"city": "Rome"}},
+                {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}},
+            ],
+            stop_reason="tool_use",
+            usage={
+                "input_tokens": 100,
+                "output_tokens": 50,
+                "cache_read_input_tokens": 2000,
+                "cache_creation_input_tokens": 300,
+            },
+        )
+    )
     reply = anthropic_client(server)(simple_request())
     assert reply.content == [
         ThinkingContent("Two cities.", "EqQBCgIYAhIM"),
@@ -224,16 +298,22 @@ def test_thinking_text_and_several_tool_calls(server: ScriptedServer) -> None:
         AgentToolCall("toolu_02", "getWeather", {"city": "Rome"}),
     ]
     assert reply.stop_reason == "toolUse"
-    assert reply.usage == LlmUsage(input=100, output=50, cache_read=2000, cache_write=300,
-                                   total_tokens=2450)
+    assert reply.usage == LlmUsage(input=100, output=50, cache_read=2000, cache_write=300, total_tokens=2450)
     assert_sent(server)
 
 
-@pytest.mark.parametrize(("reason", "expected"), [
-    ("end_turn", "stop"), ("stop_sequence", "stop"), ("max_tokens", "length"),
-    ("model_context_window_exceeded", "length"), ("tool_use", "toolUse"), ("pause_turn", "stop"),
-    ("refusal", "error"),
-])
+@pytest.mark.parametrize(
+    ("reason", "expected"),
+    [
+        ("end_turn", "stop"),
+        ("stop_sequence", "stop"),
+        ("max_tokens", "length"),
+        ("model_context_window_exceeded", "length"),
+        ("tool_use", "toolUse"),
+        ("pause_turn", "stop"),
+        ("refusal", "error"),
+    ],
+)
 def test_stop_reason_mapping(server: ScriptedServer, reason: str, expected: str) -> None:
     server.json(anthropic_message([{"type": "text", "text": "x"}], stop_reason=reason))
     reply = anthropic_client(server)(simple_request())
@@ -252,10 +332,12 @@ def test_a_refusal_is_an_error_that_keeps_the_text(server: ScriptedServer) -> No
 
 
 def test_a_streamed_refusal_is_an_error(server: ScriptedServer) -> None:
-    events = [*STREAM_EVENTS[:1], *STREAM_EVENTS[7:11],
-              {"type": "message_delta", "delta": {"stop_reason": "refusal"},
-               "usage": {"output_tokens": 3}},
-              {"type": "message_stop"}]
+    events = [
+        *STREAM_EVENTS[:1],
+        *STREAM_EVENTS[7:11],
+        {"type": "message_delta", "delta": {"stop_reason": "refusal"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]
     server.sse([sse_bytes(events, named=True)])
     reply = anthropic_client(server, stream=True)(simple_request())
     assert reply.stop_reason == "error"
@@ -267,37 +349,77 @@ def test_a_streamed_refusal_is_an_error(server: ScriptedServer) -> None:
 # --- streaming ------------------------------------------------------------------------------------------
 
 STREAM_EVENTS: list[dict[str, Any]] = [
-    {"type": "message_start", "message": {
-        "id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
-        "content": [], "stop_reason": None, "stop_sequence": None,
-        "usage": {"input_tokens": 472, "output_tokens": 2, "cache_read_input_tokens": 100,
-                  "cache_creation_input_tokens": 0}}},
-    {"type": "content_block_start", "index": 0,
-     "content_block": {"type": "thinking", "thinking": "", "signature": ""}},
-    {"type": "content_block_delta", "index": 0,
-     "delta": {"type": "thinking_delta", "thinking": "Zürich is "}},
+    {
+        "type": "message_start",
+        "message": {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": "claude-sonnet-4-5",
+            "content": [],
+            "stop_reason": None,
+            "stop_sequence": None,
+            "usage": {
+                "input_tokens": 472,
+                "output_tokens": 2,
+                "cache_read_input_tokens": 100,
+                "cache_creation_input_tokens": 0,
+            },
+        },
+    },
+    {
+        "type": "content_block_start",
+        "index": 0,
+        "content_block": {"type": "thinking", "thinking": "", "signature": ""},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "thinking_delta", "thinking": "Zürich is "},
+    },
     {"type": "ping"},
-    {"type": "content_block_delta", "index": 0,
-     "delta": {"type": "thinking_delta", "thinking": "in Switzerland 🇨🇭."}},
-    {"type": "content_block_delta", "index": 0,
-     "delta": {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA"}},
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "thinking_delta", "thinking": "in Switzerland 🇨🇭."},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 0,
+        "delta": {"type": "signature_delta", "signature": "EqQBCgIYAhIM1gbcDa9GJwZA"},
+    },
     {"type": "content_block_stop", "index": 0},
     {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
     {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Gérons "}},
     {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "ça."}},
     {"type": "content_block_stop", "index": 1},
-    {"type": "content_block_start", "index": 2, "content_block": {
-        "type": "tool_use", "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6", "name": "getWeather",
-        "input": {}}},
-    {"type": "content_block_delta", "index": 2,
-     "delta": {"type": "input_json_delta", "partial_json": ""}},
-    {"type": "content_block_delta", "index": 2,
-     "delta": {"type": "input_json_delta", "partial_json": '{"city": "Zü'}},
-    {"type": "content_block_delta", "index": 2,
-     "delta": {"type": "input_json_delta", "partial_json": 'rich"}'}},
+    {
+        "type": "content_block_start",
+        "index": 2,
+        "content_block": {
+            "type": "tool_use",
+            "id": "toolu_01T1x1fJ34qAmk2tNTrN7Up6",
+            "name": "getWeather",
+            "input": {},
+        },
+    },
+    {"type": "content_block_delta", "index": 2, "delta": {"type": "input_json_delta", "partial_json": ""}},
+    {
+        "type": "content_block_delta",
+        "index": 2,
+        "delta": {"type": "input_json_delta", "partial_json": '{"city": "Zü'},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 2,
+        "delta": {"type": "input_json_delta", "partial_json": 'rich"}'},
+    },
     {"type": "content_block_stop", "index": 2},
-    {"type": "message_delta", "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-     "usage": {"output_tokens": 89}},
+    {
+        "type": "message_delta",
+        "delta": {"stop_reason": "tool_use", "stop_sequence": None},
+        "usage": {"output_tokens": 89},
+    },
     {"type": "message_stop"},
 ]
 
@@ -319,9 +441,13 @@ def test_stream_split_at_awkward_byte_boundaries(server: ScriptedServer, size: i
     assert events.text("text") == "Gérons ça."
     assert events.text("tool_call") == '{"city": "Zürich"}'
     assert {(e.kind, e.content_index) for e in events.events} == {
-        ("thinking", 0), ("text", 1), ("tool_call", 2)}
+        ("thinking", 0),
+        ("text", 1),
+        ("tool_call", 2),
+    }
     assert {e.tool_call_id for e in events.events if e.kind == "tool_call"} == {
-        "toolu_01T1x1fJ34qAmk2tNTrN7Up6"}
+        "toolu_01T1x1fJ34qAmk2tNTrN7Up6"
+    }
     assert_sent(server, stream=True)
 
 
@@ -340,8 +466,7 @@ def test_error_event_mid_stream(server: ScriptedServer, caplog: pytest.LogCaptur
 
 
 def test_error_event_before_any_delta_is_retried(server: ScriptedServer) -> None:
-    server.sse([sse_bytes([STREAM_EVENTS[0], anthropic_error("overloaded_error", "Overloaded")],
-                          named=True)])
+    server.sse([sse_bytes([STREAM_EVENTS[0], anthropic_error("overloaded_error", "Overloaded")], named=True)])
     server.sse([sse_bytes(STREAM_EVENTS, named=True)])
     reply = anthropic_client(server, stream=True)(simple_request())
     assert len(reply.content) == 3
@@ -349,8 +474,7 @@ def test_error_event_before_any_delta_is_retried(server: ScriptedServer) -> None
     assert_sent(server, stream=True, count=2)
 
 
-def test_connection_closed_mid_stream(server: ScriptedServer,
-                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_connection_closed_mid_stream(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     server.sse(split_every(sse_bytes(STREAM_EVENTS[:10], named=True), 9), finish=False)
     events = Collector()
@@ -372,8 +496,10 @@ def test_stream_ending_without_message_stop_is_an_error(server: ScriptedServer) 
 
 # --- failures -----------------------------------------------------------------------------------------
 
+
 def test_401_carries_the_provider_text_and_status_and_never_the_key(
-        server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     server.json(anthropic_error("authentication_error", f"invalid x-api-key {KEY}"), status=401)
     client = anthropic_client(server)
@@ -421,6 +547,10 @@ def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCapture
 
 
 def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
-    error = error_while_held(server, anthropic_message([{"type": "text", "text": "late"}]),
-                             anthropic_client(server, http=fast(timeout=30)), signal=AbortSignal())
+    error = error_while_held(
+        server,
+        anthropic_message([{"type": "text", "text": "late"}]),
+        anthropic_client(server, http=fast(timeout=30)),
+        signal=AbortSignal(),
+    )
     assert isinstance(error, LlmAbortedError) and "aborted" in str(error)

@@ -43,11 +43,32 @@ MIB = 2**20
 OPENAI_EVENTS: list[dict[str, Any]] = [
     {"choices": [{"index": 0, "delta": {"role": "assistant", "content": "Héllo "}}]},
     {"choices": [{"index": 0, "delta": {"content": "日本"}}]},
-    {"choices": [{"index": 0, "delta": {"tool_calls": [{
-        "index": 0, "id": "call_1", "type": "function",
-        "function": {"name": "getWeather", "arguments": '{"city": '}}]}}]},
-    {"choices": [{"index": 0, "delta": {"tool_calls": [{
-        "index": 0, "function": {"arguments": '"Zürich"}'}}]}, "finish_reason": "tool_calls"}]},
+    {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {
+                    "tool_calls": [
+                        {
+                            "index": 0,
+                            "id": "call_1",
+                            "type": "function",
+                            "function": {"name": "getWeather", "arguments": '{"city": '},
+                        }
+                    ]
+                },
+            }
+        ]
+    },
+    {
+        "choices": [
+            {
+                "index": 0,
+                "delta": {"tool_calls": [{"index": 0, "function": {"arguments": '"Zürich"}'}}]},
+                "finish_reason": "tool_calls",
+            }
+        ]
+    },
 ]
 ANTHROPIC_EVENTS: list[dict[str, Any]] = [
     {"type": "message_start", "message": {"usage": {"input_tokens": 9, "output_tokens": 1}}},
@@ -55,12 +76,21 @@ ANTHROPIC_EVENTS: list[dict[str, Any]] = [
     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Héllo "}},
     {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "日本"}},
     {"type": "content_block_stop", "index": 0},
-    {"type": "content_block_start", "index": 1, "content_block": {
-        "type": "tool_use", "id": "call_1", "name": "getWeather", "input": {}}},
-    {"type": "content_block_delta", "index": 1,
-     "delta": {"type": "input_json_delta", "partial_json": '{"city": '}},
-    {"type": "content_block_delta", "index": 1,
-     "delta": {"type": "input_json_delta", "partial_json": '"Zürich"}'}},
+    {
+        "type": "content_block_start",
+        "index": 1,
+        "content_block": {"type": "tool_use", "id": "call_1", "name": "getWeather", "input": {}},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 1,
+        "delta": {"type": "input_json_delta", "partial_json": '{"city": '},
+    },
+    {
+        "type": "content_block_delta",
+        "index": 1,
+        "delta": {"type": "input_json_delta", "partial_json": '"Zürich"}'},
+    },
     {"type": "content_block_stop", "index": 1},
     {"type": "message_delta", "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 7}},
     {"type": "message_stop"},
@@ -107,8 +137,11 @@ def packed_zeros(coding: str, mib: int) -> bytes:
 
 def good_body(make: ClientFactory) -> bytes:
     """A whole successful reply for the client ``make`` builds."""
-    body = (openai_completion("fine") if make is openai_client
-            else anthropic_message([{"type": "text", "text": "fine"}]))
+    body = (
+        openai_completion("fine")
+        if make is openai_client
+        else anthropic_message([{"type": "text", "text": "fine"}])
+    )
     return json.dumps(body).encode()
 
 
@@ -122,8 +155,9 @@ def assert_final(error: LlmError, server: ScriptedServer) -> None:
 @pytest.mark.parametrize("framing", ["chunked", "content-length"])
 @pytest.mark.parametrize("coding", CODINGS)
 @pytest.mark.parametrize("make", CLIENTS)
-def test_a_compressed_stream_is_unpacked(server: ScriptedServer, make: ClientFactory, coding: str,
-                                         framing: str) -> None:
+def test_a_compressed_stream_is_unpacked(
+    server: ScriptedServer, make: ClientFactory, coding: str, framing: str
+) -> None:
     body = packed(stream_pieces(make), coding)
     headers = {**SSE, "Content-Encoding": content_encoding(coding)}
     if framing == "chunked":  # packed bytes cut at odd places: a piece may end mid-code
@@ -140,15 +174,21 @@ def test_a_compressed_stream_is_unpacked(server: ScriptedServer, make: ClientFac
 @pytest.mark.parametrize("coding", CODINGS)
 @pytest.mark.parametrize("make", CLIENTS)
 def test_each_delta_is_reported_while_the_compressed_stream_is_still_open(
-        server: ScriptedServer, make: ClientFactory, coding: str) -> None:
+    server: ScriptedServer, make: ClientFactory, coding: str
+) -> None:
     # The server sends the first event, then holds the rest until the client has reported that
     # event's delta; a client that unpacked only at the end would never release it, and the
     # server would cut the reply off (strict_wait) instead of finishing it.
     first_seen = threading.Event()
     pieces = stream_pieces(make)
     opening = 1 if make is openai_client else 3  # Anthropic's first text delta is its third event
-    server.sse([b"".join(pieces[:opening]), *pieces[opening:]], coding=coding, wait=first_seen,
-               wait_after=1, strict_wait=True)
+    server.sse(
+        [b"".join(pieces[:opening]), *pieces[opening:]],
+        coding=coding,
+        wait=first_seen,
+        wait_after=1,
+        strict_wait=True,
+    )
     events = Collector()
 
     def on_update(event: Any) -> None:
@@ -162,8 +202,9 @@ def test_each_delta_is_reported_while_the_compressed_stream_is_still_open(
 
 @pytest.mark.parametrize("coding", CODINGS)
 @pytest.mark.parametrize("make", CLIENTS)
-def test_the_limit_counts_unpacked_bytes_not_packed_ones(server: ScriptedServer,
-                                                         make: ClientFactory, coding: str) -> None:
+def test_the_limit_counts_unpacked_bytes_not_packed_ones(
+    server: ScriptedServer, make: ClientFactory, coding: str
+) -> None:
     # Stored (level 0), the packed body is a few bytes longer than what it unpacks to: exactly
     # LIMIT unpacked bytes are read, though more than LIMIT bytes came over the wire.
     pieces = stream_pieces(make)
@@ -181,15 +222,15 @@ def test_the_limit_counts_unpacked_bytes_not_packed_ones(server: ScriptedServer,
 @pytest.mark.parametrize("coding", CODINGS)
 @pytest.mark.parametrize("make", CLIENTS)
 def test_a_compressed_stream_over_the_limit_once_unpacked_is_refused(
-        server: ScriptedServer, make: ClientFactory, coding: str) -> None:
+    server: ScriptedServer, make: ClientFactory, coding: str
+) -> None:
     pieces = [b": keep-alive\n\n" * (LIMIT // 10), *stream_pieces(make)]
     body = packed(pieces, coding)
     assert len(body) < LIMIT < len(b"".join(pieces))  # only the unpacked stream is too large
     server.sse(pieces, coding=coding)
     with pytest.raises(LlmError) as info:
         make(server, stream=True, http=fast(max_response_bytes=LIMIT))(simple_request())
-    assert f"reply is larger than max_response_bytes ({LIMIT} bytes); not read any further" \
-        in str(info.value)
+    assert f"reply is larger than max_response_bytes ({LIMIT} bytes); not read any further" in str(info.value)
     assert_final(info.value, server)
 
 
@@ -197,12 +238,18 @@ def test_a_compressed_stream_over_the_limit_once_unpacked_is_refused(
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("make", CLIENTS)
 def test_a_bomb_is_refused_by_the_same_limit_streamed_or_not(
-        server: ScriptedServer, make: ClientFactory, stream: bool, coding: str) -> None:
+    server: ScriptedServer, make: ClientFactory, stream: bool, coding: str
+) -> None:
     bomb = packed_zeros(coding, 1024)  # about 1 MB that unpacks to 1 GiB
     limit = 4 * MIB
     assert len(bomb) < limit  # only its unpacked bytes are over the limit
-    server.add(Reply(200, {**(SSE if stream else JSON), "Content-Encoding": coding},
-                     chunks=split_every(bomb, 64 * 1024)))
+    server.add(
+        Reply(
+            200,
+            {**(SSE if stream else JSON), "Content-Encoding": coding},
+            chunks=split_every(bomb, 64 * 1024),
+        )
+    )
     client = make(server, stream=stream, http=fast(max_response_bytes=limit))
     tracemalloc.start()
     try:
@@ -212,37 +259,43 @@ def test_a_bomb_is_refused_by_the_same_limit_streamed_or_not(
     finally:
         tracemalloc.stop()
     assert str(info.value).endswith(
-        f"reply is larger than max_response_bytes ({limit} bytes); not read any further")
+        f"reply is larger than max_response_bytes ({limit} bytes); not read any further"
+    )
     assert_final(info.value, server)
     # Unpacked a piece at a time: never much more than the limit in memory, far from the 1 GiB
     # the bomb holds (a single unbounded read of what has arrived already takes over 16 MiB).
     assert peak < 2 * limit, f"{peak} bytes allocated while reading the bomb"
 
 
-@pytest.mark.parametrize(("coding", "detail"), [
-    ("gzip", "Error -3 while decompressing data: incorrect header check"),
-    (", ".join(["gzip"] * 6), "Too many content encodings in the chain: 6 > 5"),  # urllib3's cap
-], ids=["mislabelled", "too-many-codings"])
+@pytest.mark.parametrize(
+    ("coding", "detail"),
+    [
+        ("gzip", "Error -3 while decompressing data: incorrect header check"),
+        (", ".join(["gzip"] * 6), "Too many content encodings in the chain: 6 > 5"),  # urllib3's cap
+    ],
+    ids=["mislabelled", "too-many-codings"],
+)
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("make", CLIENTS)
 def test_a_body_that_is_not_what_its_encoding_says_is_a_clear_error(
-        server: ScriptedServer, make: ClientFactory, stream: bool, coding: str,
-        detail: str) -> None:
+    server: ScriptedServer, make: ClientFactory, stream: bool, coding: str, detail: str
+) -> None:
     body = b"".join(stream_pieces(make)) if stream else good_body(make)
-    server.add(Reply(200, {**(SSE if stream else JSON), "Content-Encoding": coding},
-                     chunks=[body]))
+    server.add(Reply(200, {**(SSE if stream else JSON), "Content-Encoding": coding}, chunks=[body]))
     with pytest.raises(LlmError) as info:
         make(server, stream=stream)(simple_request())
     assert str(info.value) == (
         f"{client_label(make)} reply cannot be decompressed as its Content-Encoding ({coding}) "
-        f"says: {detail}; the server, or a proxy on the way, labels its replies wrongly")
+        f"says: {detail}; the server, or a proxy on the way, labels its replies wrongly"
+    )
     assert_final(info.value, server)
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
 @pytest.mark.parametrize("make", CLIENTS)
 def test_a_coding_the_client_cannot_unpack_is_a_clear_error(
-        server: ScriptedServer, make: ClientFactory, stream: bool) -> None:
+    server: ScriptedServer, make: ClientFactory, stream: bool
+) -> None:
     # Read as it is, a body packed with LZW ("compress") would only look like garbage.
     body = b"".join(stream_pieces(make)) if stream else good_body(make)
     server.add(Reply(200, {**(SSE if stream else JSON), "Content-Encoding": "compress"}, body))
@@ -251,7 +304,8 @@ def test_a_coding_the_client_cannot_unpack_is_a_clear_error(
     assert str(info.value) == (
         f"{client_label(make)} reply is compressed with compress, which the client cannot "
         "decompress (it asks for gzip, deflate); the server, or a proxy on the way, ignored the "
-        "request's Accept-Encoding")
+        "request's Accept-Encoding"
+    )
     assert_final(info.value, server)
 
 

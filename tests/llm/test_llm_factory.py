@@ -18,19 +18,27 @@ from yiemagent.llm import (
 
 @pytest.fixture(autouse=True)
 def clean_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    for name in ("OPENAI_API_KEY", "OPENAI_BASE_URL", "ANTHROPIC_API_KEY", "ANTHROPIC_BASE_URL",
-                 "OPENROUTER_API_KEY"):
+    for name in (
+        "OPENAI_API_KEY",
+        "OPENAI_BASE_URL",
+        "ANTHROPIC_API_KEY",
+        "ANTHROPIC_BASE_URL",
+        "OPENROUTER_API_KEY",
+    ):
         monkeypatch.delenv(name, raising=False)
 
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    ("openai:gpt-4o-mini", ("openai", "gpt-4o-mini", None)),
-    ("Anthropic:claude-sonnet-4-5", ("anthropic", "claude-sonnet-4-5", None)),
-    ("ollama:qwen2.5:7b", ("ollama", "qwen2.5:7b", None)),
-    ("openai:qwen@http://gpu:8000/v1", ("openai", "qwen", "http://gpu:8000/v1")),
-    ("anthropic:claude-3@20240229", ("anthropic", "claude-3@20240229", None)),
-    ("http://localhost:8080/v1", (None, None, "http://localhost:8080/v1")),
-])
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("openai:gpt-4o-mini", ("openai", "gpt-4o-mini", None)),
+        ("Anthropic:claude-sonnet-4-5", ("anthropic", "claude-sonnet-4-5", None)),
+        ("ollama:qwen2.5:7b", ("ollama", "qwen2.5:7b", None)),
+        ("openai:qwen@http://gpu:8000/v1", ("openai", "qwen", "http://gpu:8000/v1")),
+        ("anthropic:claude-3@20240229", ("anthropic", "claude-3@20240229", None)),
+        ("http://localhost:8080/v1", (None, None, "http://localhost:8080/v1")),
+    ],
+)
 def test_parse_llm_spec(spec: str, expected: tuple[str | None, ...]) -> None:
     assert parse_llm_spec(spec) == expected
 
@@ -51,7 +59,10 @@ def test_openai_defaults(monkeypatch: pytest.MonkeyPatch) -> None:
     client = create_llm_call("openai:gpt-4o-mini")
     assert isinstance(client, OpenAIChatClient)
     assert (client.model, client.provider, client.base_url) == (
-        "gpt-4o-mini", "openai", "https://api.openai.com/v1")
+        "gpt-4o-mini",
+        "openai",
+        "https://api.openai.com/v1",
+    )
     assert client.has_api_key
     assert KEY not in repr(client)
 
@@ -66,18 +77,26 @@ def test_anthropic_defaults_and_options(monkeypatch: pytest.MonkeyPatch) -> None
     client = create_llm_call("anthropic:claude-sonnet-4-5", max_tokens=1024, stream=True)
     assert isinstance(client, AnthropicMessagesClient)
     assert (client.model, client.base_url, client.max_tokens, client.stream) == (
-        "claude-sonnet-4-5", "https://api.anthropic.com", 1024, True)
+        "claude-sonnet-4-5",
+        "https://api.anthropic.com",
+        1024,
+        True,
+    )
     assert client.endpoint == "https://api.anthropic.com/v1/messages"
     assert client.has_api_key
 
 
 def test_ollama_is_the_openai_api_on_localhost_and_never_gets_the_openai_key(
-        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     client = create_llm_call("ollama:qwen2.5")
     assert isinstance(client, OpenAIChatClient)
     assert (client.base_url, client.provider, client.model) == (
-        "http://localhost:11434/v1", "ollama", "qwen2.5")
+        "http://localhost:11434/v1",
+        "ollama",
+        "qwen2.5",
+    )
     assert not client.has_api_key
     assert client.endpoint == "http://localhost:11434/v1/chat/completions"
 
@@ -117,8 +136,9 @@ def test_anthropic_at_base_url_form(server: ScriptedServer) -> None:
     assert server.requests[0].headers["x-api-key"] == KEY
 
 
-def test_bare_base_url_needs_a_model_and_sends_no_key(server: ScriptedServer,
-                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+def test_bare_base_url_needs_a_model_and_sends_no_key(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     with pytest.raises(ValueError, match="pass the model"):
         create_llm_call(f"{server.url}/v1")

@@ -30,8 +30,13 @@ from yiemagent.integrations._session_store import DirectoryStore
 from yiemagent.llm.http._redact import Secret
 from yiemagent.llm.http._reply_scrub import REPLY_MASK, scrub_reply
 
-ECHO_TOOL = AgentTool("note", "Note", "Write a note", {"type": "object"},
-                      lambda _id, args, _s, _p: AgentToolResult(f"noted {len(json.dumps(args))} bytes"))
+ECHO_TOOL = AgentTool(
+    "note",
+    "Note",
+    "Write a note",
+    {"type": "object"},
+    lambda _id, args, _s, _p: AgentToolResult(f"noted {len(json.dumps(args))} bytes"),
+)
 
 
 def sent_key(request: Recorded) -> str:
@@ -44,18 +49,31 @@ def sent_key(request: Recorded) -> str:
 def openai_echo(request: Recorded) -> dict[str, Any]:
     """The key in the reply's text and deep in a tool call's arguments (a dict key too)."""
     key = sent_key(request)
-    return openai_completion(f"Your key is {key}.", finish="tool_calls", tool_calls=[
-        openai_tool_call("call_1", "note", json.dumps({"text": f"key={key}", "deep": [[{key: key}]]}))])
+    return openai_completion(
+        f"Your key is {key}.",
+        finish="tool_calls",
+        tool_calls=[
+            openai_tool_call("call_1", "note", json.dumps({"text": f"key={key}", "deep": [[{key: key}]]}))
+        ],
+    )
 
 
 def anthropic_echo(request: Recorded) -> dict[str, Any]:
     """The key in the reply's thinking and text and deep in a tool call's arguments."""
     key = sent_key(request)
-    return anthropic_message([
-        {"type": "thinking", "thinking": f"they sent {key}", "signature": "sig"},
-        {"type": "text", "text": f"Your key is {key}."},
-        {"type": "tool_use", "id": "call_1", "name": "note",
-         "input": {"text": f"key={key}", "deep": [[{key: key}]]}}], stop_reason="tool_use")
+    return anthropic_message(
+        [
+            {"type": "thinking", "thinking": f"they sent {key}", "signature": "sig"},
+            {"type": "text", "text": f"Your key is {key}."},
+            {
+                "type": "tool_use",
+                "id": "call_1",
+                "name": "note",
+                "input": {"text": f"key={key}", "deep": [[{key: key}]]},
+            },
+        ],
+        stop_reason="tool_use",
+    )
 
 
 def answer(request: Recorded) -> dict[str, Any]:
@@ -66,13 +84,17 @@ def anthropic_answer(request: Recorded) -> dict[str, Any]:
     return anthropic_message([{"type": "text", "text": f"Done, {sent_key(request)}"}])
 
 
-@pytest.mark.parametrize(("make", "echo", "last"), [
-    (openai_client, openai_echo, answer),
-    (anthropic_client, anthropic_echo, anthropic_answer),
-], ids=["openai", "anthropic"])
+@pytest.mark.parametrize(
+    ("make", "echo", "last"),
+    [
+        (openai_client, openai_echo, answer),
+        (anthropic_client, anthropic_echo, anthropic_answer),
+    ],
+    ids=["openai", "anthropic"],
+)
 def test_a_key_echoed_in_a_reply_never_reaches_the_history_or_the_saved_session(
-        server: ScriptedServer, tmp_path: Path, caplog: pytest.LogCaptureFixture,
-        make: Any, echo: Any, last: Any) -> None:
+    server: ScriptedServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, make: Any, echo: Any, last: Any
+) -> None:
     server.echo(echo)
     server.echo(last)
     events: list[AgentEvent] = []
@@ -83,10 +105,13 @@ def test_a_key_echoed_in_a_reply_never_reaches_the_history_or_the_saved_session(
         agent.save(tmp_path / "s.json")
         DirectoryStore(tmp_path / "store").save(agent.session_data())
         history = agent.history_snapshot()
-    saved = [(tmp_path / "s.json").read_text(encoding="utf-8"),
-             *(p.read_text(encoding="utf-8") for p in (tmp_path / "store").iterdir())]
-    assert_no_key([repr(history), *saved, repr(events), repr(response),
-                   *(r.getMessage() for r in caplog.records)])
+    saved = [
+        (tmp_path / "s.json").read_text(encoding="utf-8"),
+        *(p.read_text(encoding="utf-8") for p in (tmp_path / "store").iterdir()),
+    ]
+    assert_no_key(
+        [repr(history), *saved, repr(events), repr(response), *(r.getMessage() for r in caplog.records)]
+    )
     # The user reads that the key was masked, where it stood.
     first = history[1]
     assert isinstance(first, AssistantMessage)
@@ -99,8 +124,13 @@ def test_a_key_echoed_in_a_reply_never_reaches_the_history_or_the_saved_session(
 
 
 def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {"id": "c", "object": "chat.completion.chunk", "created": 1, "model": "m",
-            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}
+    return {
+        "id": "c",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "m",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+    }
 
 
 def _pieces(text: str, *cuts: int) -> list[str]:
@@ -111,18 +141,24 @@ def _pieces(text: str, *cuts: int) -> list[str]:
 KEY_AT = len("key ")  # where the key begins in the streamed text
 
 
-@pytest.mark.parametrize(("cuts", "shown"), [
-    ((), f"key {REPLY_MASK} ok"),  # the key whole in one delta
-    ((KEY_AT + len(KEY) // 2,), f"key {REPLY_MASK} ok"),  # split in two
-    ((KEY_AT + 5,), f"key {KEY[:5]}{REPLY_MASK} ok"),  # 5 characters are too few to hold back
-    # Pieces of 3: the first 4 characters pass (shorter than 6), the 7th holds the rest back.
-    (tuple(range(KEY_AT + 1, KEY_AT + len(KEY), 3)), f"key {KEY[:4]}{REPLY_MASK} ok"),
-], ids=["whole", "halves", "five-then-rest", "threes"])
+@pytest.mark.parametrize(
+    ("cuts", "shown"),
+    [
+        ((), f"key {REPLY_MASK} ok"),  # the key whole in one delta
+        ((KEY_AT + len(KEY) // 2,), f"key {REPLY_MASK} ok"),  # split in two
+        ((KEY_AT + 5,), f"key {KEY[:5]}{REPLY_MASK} ok"),  # 5 characters are too few to hold back
+        # Pieces of 3: the first 4 characters pass (shorter than 6), the 7th holds the rest back.
+        (tuple(range(KEY_AT + 1, KEY_AT + len(KEY), 3)), f"key {KEY[:4]}{REPLY_MASK} ok"),
+    ],
+    ids=["whole", "halves", "five-then-rest", "threes"],
+)
 def test_a_streamed_reply_is_masked_in_its_deltas_and_once_assembled(
-        server: ScriptedServer, tmp_path: Path, cuts: tuple[int, ...], shown: str) -> None:
+    server: ScriptedServer, tmp_path: Path, cuts: tuple[int, ...], shown: str
+) -> None:
     deltas = _pieces(f"key {KEY} ok", *cuts)
-    server.sse(split_every(sse_bytes([_chunk({"content": d}) for d in deltas]
-                                     + [_chunk({}, "stop")], done=True), 7))
+    server.sse(
+        split_every(sse_bytes([_chunk({"content": d}) for d in deltas] + [_chunk({}, "stop")], done=True), 7)
+    )
     events: list[AgentEvent] = []
     with openai_client(server, stream=True) as llm, YiemAgent(llm_call=llm) as agent:
         agent.subscribe(events.append)
@@ -133,18 +169,21 @@ def test_a_streamed_reply_is_masked_in_its_deltas_and_once_assembled(
     streamed = [e.delta for e in events if isinstance(e, MessageUpdateEvent)]
     assert "".join(streamed) == shown  # what the user watched arrive
     assert len(streamed) >= len(deltas)  # every delta passed on, even one held back whole
-    assert_no_key([repr(history), (tmp_path / "s.json").read_text(encoding="utf-8"),
-                   repr(events), *streamed])
+    assert_no_key([repr(history), (tmp_path / "s.json").read_text(encoding="utf-8"), repr(events), *streamed])
 
 
-@pytest.mark.parametrize(("deltas", "shown"), [
-    (["see ", KEY[:10]], f"see {REPLY_MASK}"),  # a text ending in the key's start: a cut piece
-    (["see ", KEY[:10], " and more"], f"see {KEY[:10]} and more"),  # held back, then let go
-], ids=["ends-in-a-piece", "piece-then-text"])
+@pytest.mark.parametrize(
+    ("deltas", "shown"),
+    [
+        (["see ", KEY[:10]], f"see {REPLY_MASK}"),  # a text ending in the key's start: a cut piece
+        (["see ", KEY[:10], " and more"], f"see {KEY[:10]} and more"),  # held back, then let go
+    ],
+    ids=["ends-in-a-piece", "piece-then-text"],
+)
 def test_the_start_of_the_key_is_held_back_until_the_stream_tells(
-        server: ScriptedServer, deltas: list[str], shown: str) -> None:
-    server.sse([sse_bytes([_chunk({"content": d}) for d in deltas] + [_chunk({}, "stop")],
-                          done=True)])
+    server: ScriptedServer, deltas: list[str], shown: str
+) -> None:
+    server.sse([sse_bytes([_chunk({"content": d}) for d in deltas] + [_chunk({}, "stop")], done=True)])
     events: list[AgentEvent] = []
     with openai_client(server, stream=True) as llm, YiemAgent(llm_call=llm) as agent:
         agent.subscribe(events.append)
@@ -154,10 +193,19 @@ def test_the_start_of_the_key_is_held_back_until_the_stream_tells(
     assert response.content == [TextContent(shown)]  # the deltas say what the reply says
 
 
-def test_a_piece_held_back_in_one_stream_comes_before_the_next_stream(
-        server: ScriptedServer) -> None:
-    server.sse([sse_bytes([_chunk({"reasoning_content": f"they sent {KEY[:9]}"}),
-                           _chunk({"content": "Hello"}), _chunk({}, "stop")], done=True)])
+def test_a_piece_held_back_in_one_stream_comes_before_the_next_stream(server: ScriptedServer) -> None:
+    server.sse(
+        [
+            sse_bytes(
+                [
+                    _chunk({"reasoning_content": f"they sent {KEY[:9]}"}),
+                    _chunk({"content": "Hello"}),
+                    _chunk({}, "stop"),
+                ],
+                done=True,
+            )
+        ]
+    )
     events: list[AgentEvent] = []
     with openai_client(server, stream=True) as llm, YiemAgent(llm_call=llm) as agent:
         agent.subscribe(events.append)
@@ -168,8 +216,10 @@ def test_a_piece_held_back_in_one_stream_comes_before_the_next_stream(
 
 
 def test_a_reply_without_the_key_is_returned_as_it_is() -> None:
-    reply = AssistantMessage([ThinkingContent("hmm"), TextContent("hello"),
-                              AgentToolCall("c1", "t", {"a": [1, {"b": "c"}]})], model="m")
+    reply = AssistantMessage(
+        [ThinkingContent("hmm"), TextContent("hello"), AgentToolCall("c1", "t", {"a": [1, {"b": "c"}]})],
+        model="m",
+    )
     assert scrub_reply(reply, Secret(KEY)) is reply
     leaky = AssistantMessage([TextContent(KEY)])
     assert scrub_reply(leaky, Secret(None)) is leaky  # no key set: nothing to mask
@@ -188,13 +238,22 @@ def test_arguments_nested_past_the_recursion_limit_are_scrubbed() -> None:
 
 
 def test_every_text_field_of_a_reply_is_scrubbed() -> None:
-    reply = AssistantMessage([ThinkingContent(f"t {KEY}", signature=KEY), {"type": "x", KEY: [KEY]},
-                              AgentToolCall(f"id-{KEY}", f"n-{KEY}", f"not json {KEY}")],
-                             model=f"m-{KEY}", stop_reason="error", error_message=f"refused: {KEY}")
+    reply = AssistantMessage(
+        [
+            ThinkingContent(f"t {KEY}", signature=KEY),
+            {"type": "x", KEY: [KEY]},
+            AgentToolCall(f"id-{KEY}", f"n-{KEY}", f"not json {KEY}"),
+        ],
+        model=f"m-{KEY}",
+        stop_reason="error",
+        error_message=f"refused: {KEY}",
+    )
     clean = scrub_reply(reply, Secret(KEY))
     assert_no_key([repr(clean), json.dumps(clean.to_dict())])
-    assert clean.content == [ThinkingContent(f"t {REPLY_MASK}", signature=REPLY_MASK),
-                             {"type": "x", REPLY_MASK: [REPLY_MASK]},
-                             AgentToolCall(f"id-{REPLY_MASK}", f"n-{REPLY_MASK}", f"not json {REPLY_MASK}")]
+    assert clean.content == [
+        ThinkingContent(f"t {REPLY_MASK}", signature=REPLY_MASK),
+        {"type": "x", REPLY_MASK: [REPLY_MASK]},
+        AgentToolCall(f"id-{REPLY_MASK}", f"n-{REPLY_MASK}", f"not json {REPLY_MASK}"),
+    ]
     assert (clean.model, clean.error_message) == (f"m-{REPLY_MASK}", f"refused: {REPLY_MASK}")
     assert (clean.stop_reason, clean.timestamp) == ("error", reply.timestamp)

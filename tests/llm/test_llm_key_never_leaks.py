@@ -58,7 +58,8 @@ def key_headers(sent: Recorded) -> list[str]:
 @pytest.mark.parametrize("status", [301, 302, 303, 307, 308])
 @pytest.mark.parametrize("make", CLIENTS)
 def test_a_redirect_is_an_error_and_no_other_host_gets_the_key(
-        server: ScriptedServer, make: ClientFactory, status: int) -> None:
+    server: ScriptedServer, make: ClientFactory, status: int
+) -> None:
     with ScriptedServer() as elsewhere:
         # Same machine, another host name: requests counts it as a different host.
         target = elsewhere.url.replace("127.0.0.1", "localhost") + "/v1/somewhere"
@@ -79,21 +80,25 @@ def test_a_redirect_is_an_error_and_no_other_host_gets_the_key(
 @pytest.mark.parametrize("make", CLIENTS)
 def test_a_short_key_leaves_error_texts_whole(server: ScriptedServer, make: ClientFactory) -> None:
     text = "context length exceeded: max 8192 tokens (x, y)"
-    server.json({"type": "error", "error": {"type": "invalid_request_error", "message": text}},
-                status=400)
+    server.json({"type": "error", "error": {"type": "invalid_request_error", "message": text}}, status=400)
     with pytest.raises(LlmError) as info:
         make(server, api_key="x")(simple_request())
     assert info.value.provider_message == text
     assert f"HTTP 400, invalid_request_error): {text}" in str(info.value)
-    assert server.requests[0].headers.get("x-api-key", server.requests[0].headers.get(
-        "authorization")) in ("x", "Bearer x")  # the short key is still sent as it is
+    assert server.requests[0].headers.get("x-api-key", server.requests[0].headers.get("authorization")) in (
+        "x",
+        "Bearer x",
+    )  # the short key is still sent as it is
 
 
-@pytest.mark.parametrize(("key", "text", "scrubbed"), [
-    ("x", "a x in context", "a x in context"),
-    ("1234567", "id 1234567 and 12345678", "id 1234567 and 12345678"),  # 7: too short to hide
-    ("12345678", "id 1234567 and 12345678", "id 1234567 and ***"),  # 8 characters: scrubbed
-])
+@pytest.mark.parametrize(
+    ("key", "text", "scrubbed"),
+    [
+        ("x", "a x in context", "a x in context"),
+        ("1234567", "id 1234567 and 12345678", "id 1234567 and 12345678"),  # 7: too short to hide
+        ("12345678", "id 1234567 and 12345678", "id 1234567 and ***"),  # 8 characters: scrubbed
+    ],
+)
 def test_only_keys_of_8_characters_or_more_are_scrubbed(key: str, text: str, scrubbed: str) -> None:
     assert Secret(key).scrub(text) == scrubbed
 
@@ -115,13 +120,13 @@ def cut_reply(path: str) -> Reply:
     if path == "stream chunk":  # the clients show 200 characters of an event that is not JSON
         return Reply(200, {"Content-Type": "text/event-stream"}, chunks=[sse_bytes([text[300:]])])
     assert path == "not a reply"  # the parse modules show 300 characters of the JSON body
-    body = {"pad": text[len('{"pad": "') + 200:]}
+    body = {"pad": text[len('{"pad": "') + 200 :]}
     return Reply(200, {"Content-Type": "application/json"}, json.dumps(body).encode())
 
 
 def fragments(key: str = KEY, size: int = 6) -> list[str]:
     """Every run of ``size`` characters of ``key``."""
-    return [key[i:i + size] for i in range(len(key) - size + 1)]
+    return [key[i : i + size] for i in range(len(key) - size + 1)]
 
 
 def assert_no_fragment(texts: Iterable[str]) -> None:
@@ -131,12 +136,13 @@ def assert_no_fragment(texts: Iterable[str]) -> None:
         assert not found, f"a piece of the key ({found[0]!r}) leaked into: {text[:600]}"
 
 
-@pytest.mark.parametrize("path", ["error text", "error object", "invalid JSON", "stream chunk",
-                                  "not a reply"])
+@pytest.mark.parametrize(
+    "path", ["error text", "error object", "invalid JSON", "stream chunk", "not a reply"]
+)
 @pytest.mark.parametrize("make", CLIENTS)
 def test_a_key_cut_by_a_shortened_error_text_leaves_no_piece(
-        server: ScriptedServer, make: ClientFactory, path: str,
-        caplog: pytest.LogCaptureFixture) -> None:
+    server: ScriptedServer, make: ClientFactory, path: str, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     server.add(cut_reply(path))
     client = make(server, stream=path == "stream chunk", http=fast(max_retries=0))
@@ -147,15 +153,18 @@ def test_a_key_cut_by_a_shortened_error_text_leaves_no_piece(
     assert "xxxxxxxxxx***END" in str(info.value)
 
 
-@pytest.mark.parametrize(("text", "scrubbed"), [
-    ("error: " + KEY[:6], "error: ***"),  # the text ends inside the key: a cut
-    ("error: " + KEY[:5], "error: " + KEY[:5]),  # 5 characters: too few to count
-    ("error: " + KEY[:12] + "… more", "error: ***… more"),  # cut marked by excerpt
-    (KEY[-8:] + " rest", "*** rest"),  # the text starts inside the key
-    ("start …" + KEY[-6:] + " rest", "start …*** rest"),
-    ("a " + KEY[:10] + " b", "a " + KEY[:10] + " b"),  # not at a cut: some other text
-    ("x " + KEY + " y " + KEY[:7], "x *** y ***"),
-])
+@pytest.mark.parametrize(
+    ("text", "scrubbed"),
+    [
+        ("error: " + KEY[:6], "error: ***"),  # the text ends inside the key: a cut
+        ("error: " + KEY[:5], "error: " + KEY[:5]),  # 5 characters: too few to count
+        ("error: " + KEY[:12] + "… more", "error: ***… more"),  # cut marked by excerpt
+        (KEY[-8:] + " rest", "*** rest"),  # the text starts inside the key
+        ("start …" + KEY[-6:] + " rest", "start …*** rest"),
+        ("a " + KEY[:10] + " b", "a " + KEY[:10] + " b"),  # not at a cut: some other text
+        ("x " + KEY + " y " + KEY[:7], "x *** y ***"),
+    ],
+)
 def test_a_piece_of_the_key_at_a_cut_counts_as_the_key(text: str, scrubbed: str) -> None:
     assert Secret(KEY).scrub(text) == scrubbed
 
@@ -168,16 +177,20 @@ def test_excerpt_scrubs_the_active_key_before_it_cuts() -> None:
     assert excerpt("x" * 495 + KEY, 500) == "x" * 495 + KEY[:5] + "…"  # no key active: just cut
 
 
-@pytest.mark.parametrize(("spec", "right"), [
-    ("openai:smollm2@127.0.0.1:8765/v1", "openai:smollm2@http://127.0.0.1:8765/v1"),
-    ("openai:qwen@gpu-box:8000", "openai:qwen@http://gpu-box:8000"),
-    ("ollama:qwen2.5@localhost/v1", "ollama:qwen2.5@http://localhost/v1"),
-    ("openrouter:m@openrouter.ai/api/v1", "openrouter:m@http://openrouter.ai/api/v1"),
-    ("openai:m@[::1]:8000/v1", "openai:m@http://[::1]:8000/v1"),
-    ("vllm:org/model@10.0.0.7", "vllm:org/model@http://10.0.0.7"),
-])
+@pytest.mark.parametrize(
+    ("spec", "right"),
+    [
+        ("openai:smollm2@127.0.0.1:8765/v1", "openai:smollm2@http://127.0.0.1:8765/v1"),
+        ("openai:qwen@gpu-box:8000", "openai:qwen@http://gpu-box:8000"),
+        ("ollama:qwen2.5@localhost/v1", "ollama:qwen2.5@http://localhost/v1"),
+        ("openrouter:m@openrouter.ai/api/v1", "openrouter:m@http://openrouter.ai/api/v1"),
+        ("openai:m@[::1]:8000/v1", "openai:m@http://[::1]:8000/v1"),
+        ("vllm:org/model@10.0.0.7", "vllm:org/model@http://10.0.0.7"),
+    ],
+)
 def test_a_server_address_without_a_scheme_is_refused(
-        monkeypatch: pytest.MonkeyPatch, spec: str, right: str) -> None:
+    monkeypatch: pytest.MonkeyPatch, spec: str, right: str
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)  # it must never go to api.openai.com with such a spec
     with pytest.raises(ValueError, match="has no http:// or https://") as info:
         parse_llm_spec(spec)
@@ -192,12 +205,15 @@ def test_a_spec_with_an_unusable_url_part_is_refused(spec: str) -> None:
         parse_llm_spec(spec)
 
 
-@pytest.mark.parametrize(("spec", "model"), [
-    ("anthropic:claude-3-5-sonnet@20240620", "claude-3-5-sonnet@20240620"),  # Vertex style
-    ("openai:ft-model@latest", "ft-model@latest"),
-    ("ollama:qwen@sha256:9f8e7d", "qwen@sha256:9f8e7d"),  # not a port: letters after the colon
-    ("openai:model@v1.2", "model@v1.2"),  # dotted, but not a domain: ends in digits
-])
+@pytest.mark.parametrize(
+    ("spec", "model"),
+    [
+        ("anthropic:claude-3-5-sonnet@20240620", "claude-3-5-sonnet@20240620"),  # Vertex style
+        ("openai:ft-model@latest", "ft-model@latest"),
+        ("ollama:qwen@sha256:9f8e7d", "qwen@sha256:9f8e7d"),  # not a port: letters after the colon
+        ("openai:model@v1.2", "model@v1.2"),  # dotted, but not a domain: ends in digits
+    ],
+)
 def test_a_model_name_may_hold_an_at_sign(spec: str, model: str) -> None:
     assert parse_llm_spec(spec) == (spec.partition(":")[0], model, None)
 

@@ -42,8 +42,11 @@ SSE = {"Content-Type": "text/event-stream"}
 def good_reply(make: ClientFactory, padding: int = 0) -> dict[str, Any]:
     """A successful whole reply for the client ``make`` builds, ``padding`` characters longer than
     it needs to be (in a field the clients ignore)."""
-    body = (openai_completion("fine") if make is openai_client
-            else anthropic_message([{"type": "text", "text": "fine"}]))
+    body = (
+        openai_completion("fine")
+        if make is openai_client
+        else anthropic_message([{"type": "text", "text": "fine"}])
+    )
     return {**body, "padding": "x" * padding}
 
 
@@ -58,8 +61,10 @@ def test_the_default_limit_is_64_mib() -> None:
     assert DEFAULT_MAX_RESPONSE_BYTES == 64 * 2**20
 
 
-@pytest.mark.parametrize("option", [{"max_response_bytes": 0}, {"max_response_bytes": 1.5},
-                                    {"deadline_s": 0}, {"deadline_s": -1.0}])
+@pytest.mark.parametrize(
+    "option",
+    [{"max_response_bytes": 0}, {"max_response_bytes": 1.5}, {"deadline_s": 0}, {"deadline_s": -1.0}],
+)
 def test_limits_must_be_positive(option: dict[str, Any]) -> None:
     # Checked where the options are made, so no client ever starts with them.
     with pytest.raises(ValueError, match=next(iter(option))):
@@ -74,8 +79,9 @@ def test_a_reply_within_the_limit_is_read(server: ScriptedServer, make: ClientFa
 
 
 @pytest.mark.parametrize("make", CLIENTS)
-def test_a_declared_length_over_the_limit_is_refused_unread(server: ScriptedServer,
-                                                            make: ClientFactory) -> None:
+def test_a_declared_length_over_the_limit_is_refused_unread(
+    server: ScriptedServer, make: ClientFactory
+) -> None:
     server.json(good_reply(make, padding=LIMIT))
     with pytest.raises(LlmError) as info:
         make(server, http=fast(max_response_bytes=LIMIT))(simple_request())
@@ -85,14 +91,21 @@ def test_a_declared_length_over_the_limit_is_refused_unread(server: ScriptedServ
 
 
 @pytest.mark.parametrize("make", CLIENTS)
-def test_a_body_over_the_limit_fails_while_it_arrives(server: ScriptedServer,
-                                                      make: ClientFactory) -> None:
+def test_a_body_over_the_limit_fails_while_it_arrives(server: ScriptedServer, make: ClientFactory) -> None:
     # No Content-Length: the body comes in chunks, past the limit, then the server holds the rest
     # and finally hangs up. A client that read the whole body first would see only the hang-up.
     body = json.dumps(good_reply(make, padding=4 * LIMIT)).encode()
     hold = threading.Event()
-    server.add(Reply(200, JSON, chunks=[body[i:i + 1000] for i in range(0, len(body), 1000)],
-                     wait=hold, wait_after=2 * LIMIT // 1000, finish=False))
+    server.add(
+        Reply(
+            200,
+            JSON,
+            chunks=[body[i : i + 1000] for i in range(0, len(body), 1000)],
+            wait=hold,
+            wait_after=2 * LIMIT // 1000,
+            finish=False,
+        )
+    )
     try:
         with pytest.raises(LlmError) as info:
             make(server, http=fast(max_response_bytes=LIMIT))(simple_request())
@@ -102,11 +115,18 @@ def test_a_body_over_the_limit_fails_while_it_arrives(server: ScriptedServer,
 
 
 @pytest.mark.parametrize("make", CLIENTS)
-def test_a_stream_over_the_limit_fails_while_it_arrives(server: ScriptedServer,
-                                                        make: ClientFactory) -> None:
+def test_a_stream_over_the_limit_fails_while_it_arrives(server: ScriptedServer, make: ClientFactory) -> None:
     hold = threading.Event()
-    server.add(Reply(200, SSE, chunks=[b": keep-alive " + b"x" * 990 + b"\n\n"] * 30,
-                     wait=hold, wait_after=20, finish=False))
+    server.add(
+        Reply(
+            200,
+            SSE,
+            chunks=[b": keep-alive " + b"x" * 990 + b"\n\n"] * 30,
+            wait=hold,
+            wait_after=20,
+            finish=False,
+        )
+    )
     try:
         with pytest.raises(LlmError) as info:
             make(server, stream=True, http=fast(max_response_bytes=LIMIT))(simple_request())
@@ -116,8 +136,7 @@ def test_a_stream_over_the_limit_fails_while_it_arrives(server: ScriptedServer,
 
 
 @pytest.mark.parametrize("make", CLIENTS)
-def test_a_compressed_body_counts_as_it_unpacks(server: ScriptedServer,
-                                                make: ClientFactory) -> None:
+def test_a_compressed_body_counts_as_it_unpacks(server: ScriptedServer, make: ClientFactory) -> None:
     packed = gzip.compress(json.dumps(good_reply(make, padding=20 * LIMIT)).encode())
     assert len(packed) < LIMIT  # only the unpacked size is over the limit
     server.add(Reply(200, {**JSON, "Content-Encoding": "gzip"}, packed))
@@ -129,8 +148,9 @@ def test_a_compressed_body_counts_as_it_unpacks(server: ScriptedServer,
 def trickle(server: ScriptedServer, piece: bytes, content_type: dict[str, str]) -> None:
     """Queue a reply that sends ``piece`` every ``TRICKLE_PAUSE_S`` and never completes: each
     piece arrives well within any read timeout, so only a deadline ends the call."""
-    server.add(Reply(200, content_type, chunks=[piece] * TRICKLE_CHUNKS, pause_s=TRICKLE_PAUSE_S,
-                     finish=False))
+    server.add(
+        Reply(200, content_type, chunks=[piece] * TRICKLE_CHUNKS, pause_s=TRICKLE_PAUSE_S, finish=False)
+    )
 
 
 def assert_past_deadline(error: BaseException) -> None:
@@ -150,16 +170,23 @@ def test_a_trickling_body_ends_at_the_deadline(server: ScriptedServer, make: Cli
 
 
 @pytest.mark.parametrize("make", CLIENTS)
-def test_a_trickling_stream_ends_at_the_deadline(server: ScriptedServer,
-                                                 make: ClientFactory) -> None:
-    first = (sse_bytes([{"choices": [{"index": 0, "delta": {"content": "Hel"}}]}])
-             if make is openai_client else
-             sse_bytes([{"type": "content_block_start", "index": 0,
-                         "content_block": {"type": "text", "text": ""}},
-                        {"type": "content_block_delta", "index": 0,
-                         "delta": {"type": "text_delta", "text": "Hel"}}], named=True))
-    server.add(Reply(200, SSE, chunks=[first, *[b": tick\n\n"] * TRICKLE_CHUNKS],
-                     pause_s=TRICKLE_PAUSE_S, finish=False))
+def test_a_trickling_stream_ends_at_the_deadline(server: ScriptedServer, make: ClientFactory) -> None:
+    first = (
+        sse_bytes([{"choices": [{"index": 0, "delta": {"content": "Hel"}}]}])
+        if make is openai_client
+        else sse_bytes(
+            [
+                {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}},
+                {"type": "content_block_delta", "index": 0, "delta": {"type": "text_delta", "text": "Hel"}},
+            ],
+            named=True,
+        )
+    )
+    server.add(
+        Reply(
+            200, SSE, chunks=[first, *[b": tick\n\n"] * TRICKLE_CHUNKS], pause_s=TRICKLE_PAUSE_S, finish=False
+        )
+    )
     events = Collector()
     with pytest.raises(LlmError) as info:
         make(server, stream=True, http=fast(deadline_s=0.3))(simple_request(), on_update=events)
@@ -188,8 +215,7 @@ def test_the_deadline_covers_retry_waits(server: ScriptedServer, make: ClientFac
 
 
 @pytest.mark.parametrize("make", CLIENTS)
-def test_retries_within_the_deadline_still_happen(server: ScriptedServer,
-                                                  make: ClientFactory) -> None:
+def test_retries_within_the_deadline_still_happen(server: ScriptedServer, make: ClientFactory) -> None:
     server.json({"error": {"message": "overloaded"}}, status=503)
     server.json(good_reply(make))
     reply = make(server, http=fast(deadline_s=30.0))(simple_request())

@@ -41,10 +41,15 @@ from yiemagent.llm.openai._wire import wire_messages
 
 def expected_body(stream: bool) -> dict[str, Any]:
     """The body the client sends for ``simple_request()``, as JSON on the wire."""
-    body: dict[str, Any] = {"model": "gpt-4o-mini",
-                            **json.loads(json.dumps(dict(simple_request()))), "stream": stream}
-    body["messages"] = [{"role": "system", "content": "You are terse."},
-                        {"role": "user", "content": "Hello"}]  # text parts go as plain strings
+    body: dict[str, Any] = {
+        "model": "gpt-4o-mini",
+        **json.loads(json.dumps(dict(simple_request()))),
+        "stream": stream,
+    }
+    body["messages"] = [
+        {"role": "system", "content": "You are terse."},
+        {"role": "user", "content": "Hello"},
+    ]  # text parts go as plain strings
     body["tool_choice"] = "auto"
     if stream:
         body["stream_options"] = {"include_usage": True}
@@ -64,12 +69,18 @@ def assert_sent(server: ScriptedServer, *, stream: bool = False, count: int = 1)
 
 
 def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1,
-            "model": "gpt-4o-mini", "choices": [{"index": 0, "delta": delta,
-                                                  "finish_reason": finish}], **extra}
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
 
 
 # --- plain replies and the request sent -----------------------------------------------------------
+
 
 def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer) -> None:
     server.json(openai_completion("Hi there!"))
@@ -77,8 +88,7 @@ def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer)
     reply = openai_client(server, extra_body={"temperature": 0.2})(request)
 
     assert reply.content == [TextContent("Hi there!")]
-    assert (reply.api, reply.provider, reply.model) == ("openai-completions", "openai",
-                                                        "gpt-4o-mini")
+    assert (reply.api, reply.provider, reply.model) == ("openai-completions", "openai", "gpt-4o-mini")
     assert reply.stop_reason == "stop"
     assert reply.usage == LlmUsage(input=19, output=10, total_tokens=29)
     assert reply.error_message is None
@@ -93,10 +103,20 @@ def test_plain_reply_and_the_request_the_server_received(server: ScriptedServer)
             {"role": "system", "content": "You are terse."},
             {"role": "user", "content": "Hello"},
         ],
-        "tools": [{"type": "function", "function": {
-            "name": "getWeather", "description": "Current weather for a city",
-            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
-                           "required": ["city"]}}}],
+        "tools": [
+            {
+                "type": "function",
+                "function": {
+                    "name": "getWeather",
+                    "description": "Current weather for a city",
+                    "parameters": {
+                        "type": "object",
+                        "properties": {"city": {"type": "string"}},
+                        "required": ["city"],
+                    },
+                },
+            }
+        ],
         "tool_choice": "auto",
         "stream": False,
         "temperature": 0.2,
@@ -127,20 +147,21 @@ def test_history_with_tool_calls_and_results_is_sent_in_wire_form(server: Script
     assert sent[1] == json.loads(json.dumps(request["messages"][1]))  # an image: parts kept
     assert sent[3] == {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 22°C"}
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool", "tool", "user"]
-    assert sent[2]["tool_calls"][1]["function"] == {"name": "getWeather",
-                                                    "arguments": '{"city": "Rome"}'}
+    assert sent[2]["tool_calls"][1]["function"] == {"name": "getWeather", "arguments": '{"city": "Rome"}'}
 
 
-def test_no_key_sends_no_authorization_header(server: ScriptedServer,
-                                              monkeypatch: pytest.MonkeyPatch) -> None:
+def test_no_key_sends_no_authorization_header(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     server.json(openai_completion())
     OpenAIChatClient("qwen2.5", f"{server.url}/v1", http=FAST)(simple_request())
     assert "authorization" not in server.requests[0].headers
 
 
-def test_key_and_base_url_come_from_the_environment(server: ScriptedServer,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_key_and_base_url_come_from_the_environment(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("OPENAI_API_KEY", KEY)
     monkeypatch.setenv("OPENAI_BASE_URL", f"{server.url}/v1/")
     server.json(openai_completion())
@@ -155,8 +176,9 @@ def test_key_and_base_url_come_from_the_environment(server: ScriptedServer,
 def test_no_dict_the_client_builds_holds_the_key() -> None:
     client = OpenAIChatClient("m", "http://127.0.0.1:9", KEY)
     auth = client._transport.session.auth
-    assert_no_key([repr(client.headers()), repr(vars(client)), repr(auth),
-                   repr(client._transport.session.headers)])
+    assert_no_key(
+        [repr(client.headers()), repr(vars(client)), repr(auth), repr(client._transport.session.headers)]
+    )
     assert repr(auth) == "ApiKeyAuth(header='Authorization', key='***')"
 
 
@@ -181,13 +203,20 @@ def test_a_request_without_messages_is_refused(server: ScriptedServer) -> None:
 
 # --- tool calls, reasoning, usage, finish reasons ---------------------------------------------------
 
+
 def test_several_tool_calls_in_one_reply(server: ScriptedServer) -> None:
-    server.json(openai_completion(None, finish="tool_calls", tool_calls=[
-        openai_tool_call("call_a", "getWeather", '{"city": "Paris"}'),
-        openai_tool_call("call_b", "getWeather", '{"city": "Rome"}'),
-        openai_tool_call("call_c", "getWeather", '{"city": "Oslo'),
-        openai_tool_call("call_d", "getTime", ""),
-    ]))
+    server.json(
+        openai_completion(
+            None,
+            finish="tool_calls",
+            tool_calls=[
+                openai_tool_call("call_a", "getWeather", '{"city": "Paris"}'),
+                openai_tool_call("call_b", "getWeather", '{"city": "Rome"}'),
+                openai_tool_call("call_c", "getWeather", '{"city": "Oslo'),
+                openai_tool_call("call_d", "getTime", ""),
+            ],
+        )
+    )
     reply = openai_client(server)(simple_request())
     assert reply.content == [
         AgentToolCall("call_a", "getWeather", {"city": "Paris"}),
@@ -208,22 +237,35 @@ def test_reasoning_becomes_thinking_content(server: ScriptedServer, field: str) 
 
 
 def test_usage_with_cached_prompt_tokens(server: ScriptedServer) -> None:
-    server.json(openai_completion(usage={
-        "prompt_tokens": 1200, "completion_tokens": 30, "total_tokens": 1230,
-        "prompt_tokens_details": {"cached_tokens": 1024},
-        "completion_tokens_details": {"reasoning_tokens": 12}}))
+    server.json(
+        openai_completion(
+            usage={
+                "prompt_tokens": 1200,
+                "completion_tokens": 30,
+                "total_tokens": 1230,
+                "prompt_tokens_details": {"cached_tokens": 1024},
+                "completion_tokens_details": {"reasoning_tokens": 12},
+            }
+        )
+    )
     reply = openai_client(server)(simple_request())
     assert reply.usage == LlmUsage(input=176, output=30, cache_read=1024, total_tokens=1230)
     assert_sent(server)
 
 
-@pytest.mark.parametrize(("finish", "calls", "expected"), [
-    ("stop", False, "stop"), ("length", False, "length"), ("tool_calls", True, "toolUse"),
-    ("function_call", True, "toolUse"), ("content_filter", False, "error"),
-    (None, False, "stop"), ("stop", True, "toolUse"),
-])
-def test_finish_reason_mapping(server: ScriptedServer, finish: Any, calls: bool,
-                               expected: str) -> None:
+@pytest.mark.parametrize(
+    ("finish", "calls", "expected"),
+    [
+        ("stop", False, "stop"),
+        ("length", False, "length"),
+        ("tool_calls", True, "toolUse"),
+        ("function_call", True, "toolUse"),
+        ("content_filter", False, "error"),
+        (None, False, "stop"),
+        ("stop", True, "toolUse"),
+    ],
+)
+def test_finish_reason_mapping(server: ScriptedServer, finish: Any, calls: bool, expected: str) -> None:
     tool_calls = [openai_tool_call("c1", "getWeather", "{}")] if calls else None
     body = openai_completion("x", tool_calls=tool_calls)
     body["choices"][0]["finish_reason"] = finish
@@ -255,9 +297,19 @@ def test_a_refusal_is_an_error_that_says_so(server: ScriptedServer) -> None:
 
 
 def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> None:
-    server.sse([sse_bytes([chunk({"role": "assistant", "refusal": ""}),
-                           chunk({"refusal": "I can't "}), chunk({"refusal": "help."}),
-                           chunk({}, "stop")], done=True)])
+    server.sse(
+        [
+            sse_bytes(
+                [
+                    chunk({"role": "assistant", "refusal": ""}),
+                    chunk({"refusal": "I can't "}),
+                    chunk({"refusal": "help."}),
+                    chunk({}, "stop"),
+                ],
+                done=True,
+            )
+        ]
+    )
     reply = openai_client(server, stream=True)(simple_request())
     assert reply.stop_reason == "error"
     assert reply.error_message == "OpenAI model refused to answer: I can't help."
@@ -265,8 +317,7 @@ def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> 
 
 
 def test_a_streamed_content_filter_stop_keeps_the_text(server: ScriptedServer) -> None:
-    server.sse([sse_bytes([chunk({"content": "Partial"}), chunk({}, "content_filter")],
-                          done=True)])
+    server.sse([sse_bytes([chunk({"content": "Partial"}), chunk({}, "content_filter")], done=True)])
     reply = openai_client(server, stream=True)(simple_request())
     assert (reply.stop_reason, reply.content) == ("error", [TextContent("Partial")])
     assert reply.error_message is not None and "content_filter" in reply.error_message
@@ -275,8 +326,7 @@ def test_a_streamed_content_filter_stop_keeps_the_text(server: ScriptedServer) -
 
 def test_legacy_function_call_is_read(server: ScriptedServer) -> None:
     body = openai_completion(None, finish="function_call")
-    body["choices"][0]["message"]["function_call"] = {"name": "getWeather",
-                                                       "arguments": '{"city": "Oslo"}'}
+    body["choices"][0]["message"]["function_call"] = {"name": "getWeather", "arguments": '{"city": "Oslo"}'}
     server.json(body)
     [call] = openai_client(server)(simple_request()).content
     assert isinstance(call, AgentToolCall)
@@ -308,16 +358,42 @@ STREAM_CHUNKS = [
     chunk({"reasoning_content": "é日🎉."}),
     chunk({"content": "Héllo, "}),
     chunk({"content": "wörld 日本!"}),
-    chunk({"tool_calls": [{"index": 0, "id": "call_x", "type": "function",
-                           "function": {"name": "getWeather", "arguments": ""}}]}),
+    chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "call_x",
+                    "type": "function",
+                    "function": {"name": "getWeather", "arguments": ""},
+                }
+            ]
+        }
+    ),
     chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]}),
-    chunk({"tool_calls": [{"index": 1, "id": "call_y", "type": "function",
-                           "function": {"name": "getWeather", "arguments": '{"city": '}}]}),
+    chunk(
+        {
+            "tool_calls": [
+                {
+                    "index": 1,
+                    "id": "call_y",
+                    "type": "function",
+                    "function": {"name": "getWeather", "arguments": '{"city": '},
+                }
+            ]
+        }
+    ),
     chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Zürich"}'}}]}),
     chunk({"tool_calls": [{"index": 1, "function": {"arguments": '"Rome"}'}}]}),
     chunk({}, "tool_calls"),
-    {"id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "gpt-4o-mini",
-     "choices": [], "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70}},
+    {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 20, "total_tokens": 70},
+    },
 ]
 
 
@@ -341,7 +417,9 @@ def test_stream_split_at_awkward_byte_boundaries(server: ScriptedServer, size: i
     calls = [e for e in events.events if e.kind == "tool_call"]
     assert "".join(e.delta for e in calls if e.content_index == 2) == '{"city": "Zürich"}'
     assert {(e.content_index, e.tool_call_id, e.tool_name) for e in calls} == {
-        (2, "call_x", "getWeather"), (3, "call_y", "getWeather")}
+        (2, "call_x", "getWeather"),
+        (3, "call_y", "getWeather"),
+    }
     assert_sent(server, stream=True)
 
 
@@ -353,25 +431,40 @@ def test_a_new_call_id_at_a_used_index_starts_a_new_call(server: ScriptedServer)
             entry["function"]["name"] = name
         return chunk({"tool_calls": [entry]})
 
-    server.sse([sse_bytes([
-        call("call_a", "getWeather", '{"city": '), call(None, None, '"Paris"}'),
-        call("call_b", "getTime", '{"zone": "UTC"}'),  # same index 0, a new id
-        chunk({}, "tool_calls"),
-    ], done=True)])
+    server.sse(
+        [
+            sse_bytes(
+                [
+                    call("call_a", "getWeather", '{"city": '),
+                    call(None, None, '"Paris"}'),
+                    call("call_b", "getTime", '{"zone": "UTC"}'),  # same index 0, a new id
+                    chunk({}, "tool_calls"),
+                ],
+                done=True,
+            )
+        ]
+    )
     events = Collector()
     reply = openai_client(server, stream=True)(simple_request(), on_update=events)
-    assert reply.content == [AgentToolCall("call_a", "getWeather", {"city": "Paris"}),
-                             AgentToolCall("call_b", "getTime", {"zone": "UTC"})]
+    assert reply.content == [
+        AgentToolCall("call_a", "getWeather", {"city": "Paris"}),
+        AgentToolCall("call_b", "getTime", {"zone": "UTC"}),
+    ]
     assert [(e.content_index, e.tool_call_id) for e in events.events] == [
-        (0, "call_a"), (0, "call_a"), (1, "call_b")]
+        (0, "call_a"),
+        (0, "call_a"),
+        (1, "call_b"),
+    ]
     assert_sent(server, stream=True)
 
 
 def test_stream_with_comments_blank_lines_and_crlf(server: ScriptedServer) -> None:
-    body = (b": OPENROUTER PROCESSING\r\n\r\n\r\n"
-            + sse_bytes([chunk({"content": "A"})]).replace(b"\n", b"\r\n")
-            + b": keep-alive\n\n"
-            + sse_bytes([chunk({"content": "B"}, "stop")], done=True))
+    body = (
+        b": OPENROUTER PROCESSING\r\n\r\n\r\n"
+        + sse_bytes([chunk({"content": "A"})]).replace(b"\n", b"\r\n")
+        + b": keep-alive\n\n"
+        + sse_bytes([chunk({"content": "B"}, "stop")], done=True)
+    )
     server.sse(split_every(body, 3))
     reply = openai_client(server, stream=True)(simple_request())
     assert reply.content == [TextContent("AB")]
@@ -390,20 +483,31 @@ def test_stream_answered_as_whole_json_is_read(server: ScriptedServer) -> None:
 def test_events_reach_on_update_on_the_calling_thread(server: ScriptedServer) -> None:
     server.sse(split_every(sse_bytes(STREAM_CHUNKS, done=True), 5))
     threads: set[int] = set()
-    openai_client(server, stream=True)(simple_request(),
-                                    on_update=lambda _e: threads.add(threading.get_ident()))
+    openai_client(server, stream=True)(
+        simple_request(), on_update=lambda _e: threads.add(threading.get_ident())
+    )
     assert threads == {threading.get_ident()}
     assert_sent(server, stream=True)
 
 
 # --- failures -------------------------------------------------------------------------------------
 
+
 def test_401_carries_the_provider_text_and_status_and_never_the_key(
-        server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
-    server.json({"error": {"message": f"Incorrect API key provided: {KEY}.",
-                           "type": "invalid_request_error", "param": None,
-                           "code": "invalid_api_key"}}, status=401)
+    server.json(
+        {
+            "error": {
+                "message": f"Incorrect API key provided: {KEY}.",
+                "type": "invalid_request_error",
+                "param": None,
+                "code": "invalid_api_key",
+            }
+        },
+        status=401,
+    )
     client = openai_client(server)
     events = Collector()
     with pytest.raises(LlmError) as info:
@@ -427,8 +531,7 @@ def test_malformed_json_body_fails_with_a_clear_error(server: ScriptedServer) ->
     assert_sent(server)
 
 
-def test_connection_closed_mid_stream(server: ScriptedServer,
-                                      caplog: pytest.LogCaptureFixture) -> None:
+def test_connection_closed_mid_stream(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     data = sse_bytes(STREAM_CHUNKS[:5])
     server.sse(split_every(data, 11), finish=False)
@@ -466,8 +569,9 @@ def test_slow_server_times_out(server: ScriptedServer, caplog: pytest.LogCapture
     assert_no_key(leak_texts(error, caplog.records, client=client))
 
 
-def test_a_timeout_is_retried(server: ScriptedServer, monkeypatch: pytest.MonkeyPatch,
-                              caplog: pytest.LogCaptureFixture) -> None:
+def test_a_timeout_is_retried(
+    server: ScriptedServer, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.WARNING, logger="yiemagent.llm")
     release = threading.Event()  # the first reply never comes while the client waits
     server.json(openai_completion("too late"), wait=release)
@@ -495,8 +599,12 @@ def test_a_timeout_is_retried(server: ScriptedServer, monkeypatch: pytest.Monkey
 
 
 def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
-    error = error_while_held(server, openai_completion("too late"),
-                             openai_client(server, http=fast(timeout=30)), signal=AbortSignal())
+    error = error_while_held(
+        server,
+        openai_completion("too late"),
+        openai_client(server, http=fast(timeout=30)),
+        signal=AbortSignal(),
+    )
     assert isinstance(error, LlmAbortedError) and "aborted" in str(error)
 
 
@@ -561,15 +669,20 @@ def test_close_ends_a_request_in_flight(server: ScriptedServer) -> None:
         caller.join()
 
 
-def test_one_connection_serves_successive_calls(server: ScriptedServer,
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_one_connection_serves_successive_calls(
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG, logger="urllib3.connectionpool")
     client = openai_client(server)
     for _ in range(3):  # ending an attempt must not shut the socket it gave back to the pool
         server.json(openai_completion())
         client(simple_request())
-    opened = [r for r in caplog.records if "Starting new HTTP connection" in r.getMessage()
-              or "Resetting dropped connection" in r.getMessage()]
+    opened = [
+        r
+        for r in caplog.records
+        if "Starting new HTTP connection" in r.getMessage()
+        or "Resetting dropped connection" in r.getMessage()
+    ]
     assert len(opened) == 1
     assert len(server.requests) == 3
 
@@ -587,8 +700,9 @@ def test_abort_mid_stream_stops_events(server: ScriptedServer) -> None:
 
     try:
         with pytest.raises(LlmAbortedError):
-            openai_client(server, stream=True, http=fast(timeout=30))(simple_request(), on_update=on_update,
-                                                        signal=signal)
+            openai_client(server, stream=True, http=fast(timeout=30))(
+                simple_request(), on_update=on_update, signal=signal
+            )
     finally:
         release.set()
     assert len(events.events) == 1

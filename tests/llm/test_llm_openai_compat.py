@@ -51,8 +51,8 @@ def round_trip_request() -> Any:
 
 # --- the wire form ---------------------------------------------------------------------------------
 
-def test_text_content_goes_as_plain_strings_and_tool_calls_in_the_common_form(
-        server: ScriptedServer) -> None:
+
+def test_text_content_goes_as_plain_strings_and_tool_calls_in_the_common_form(server: ScriptedServer) -> None:
     server.json(openai_completion("It is sunny."))
     request = round_trip_request()
     before = copy.deepcopy(dict(request))
@@ -61,9 +61,17 @@ def test_text_content_goes_as_plain_strings_and_tool_calls_in_the_common_form(
     assert body["messages"] == [
         {"role": "system", "content": "You are terse."},
         {"role": "user", "content": "Weather in Paris?"},
-        {"role": "assistant", "content": "",
-         "tool_calls": [{"id": "call_1", "type": "function",
-                         "function": {"name": "getWeather", "arguments": '{"city": "Paris"}'}}]},
+        {
+            "role": "assistant",
+            "content": "",
+            "tool_calls": [
+                {
+                    "id": "call_1",
+                    "type": "function",
+                    "function": {"name": "getWeather", "arguments": '{"city": "Paris"}'},
+                }
+            ],
+        },
         {"role": "tool", "tool_call_id": "call_1", "content": "Sunny, 22°C"},
     ]
     assert body["tool_choice"] == "auto"
@@ -71,20 +79,31 @@ def test_text_content_goes_as_plain_strings_and_tool_calls_in_the_common_form(
 
 
 def test_several_text_parts_keep_a_line_between_them_and_images_keep_their_parts(
-        server: ScriptedServer) -> None:
+    server: ScriptedServer,
+) -> None:
     server.json(openai_completion())
-    request = format_msg_for_llm(AgentContext("", [
-        UserMessage([TextContent("first"), TextContent("second")]),
-        AssistantMessage([TextContent("ok")]),
-        UserMessage([TextContent("and this?"), ImageContent(PIXEL, "image/png")]),
-    ], []))
+    request = format_msg_for_llm(
+        AgentContext(
+            "",
+            [
+                UserMessage([TextContent("first"), TextContent("second")]),
+                AssistantMessage([TextContent("ok")]),
+                UserMessage([TextContent("and this?"), ImageContent(PIXEL, "image/png")]),
+            ],
+            [],
+        )
+    )
     openai_client(server)(request)
     sent = server.requests[0].body["messages"]
     assert sent[0] == {"role": "user", "content": "first\nsecond"}
     assert sent[1] == {"role": "assistant", "content": "ok"}
-    assert sent[2] == {"role": "user", "content": [
-        {"type": "text", "text": "and this?"},
-        {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PIXEL}"}}]}
+    assert sent[2] == {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": "and this?"},
+            {"type": "image_url", "image_url": {"url": f"data:image/png;base64,{PIXEL}"}},
+        ],
+    }
     assert "tool_choice" not in server.requests[0].body  # no tools offered: no choice sent
 
 
@@ -101,20 +120,28 @@ def test_hand_made_messages_are_brought_to_the_common_form() -> None:
     call = {"id": "c1", "function": {"name": "f", "arguments": {"x": 1}}}
     message = {"role": "assistant", "content": None, "tool_calls": [call]}
     wired = wire_message(message)
-    assert wired == {"role": "assistant", "content": "",
-                     "tool_calls": [{"id": "c1", "type": "function",
-                                     "function": {"name": "f", "arguments": '{"x": 1}'}}]}
+    assert wired == {
+        "role": "assistant",
+        "content": "",
+        "tool_calls": [{"id": "c1", "type": "function", "function": {"name": "f", "arguments": '{"x": 1}'}}],
+    }
     assert message["content"] is None and "type" not in call  # the input is left alone
     ready = {"role": "user", "content": "hi"}
     assert wire_message(ready) is ready  # nothing to change: not even copied
 
 
-@pytest.mark.parametrize(("choice", "sent"), [
-    (None, None),
-    ("required", "required"),
-    ({"type": "function", "function": {"name": "getWeather"}},
-     {"type": "function", "function": {"name": "getWeather"}}),
-], ids=["off", "required", "forced"])
+@pytest.mark.parametrize(
+    ("choice", "sent"),
+    [
+        (None, None),
+        ("required", "required"),
+        (
+            {"type": "function", "function": {"name": "getWeather"}},
+            {"type": "function", "function": {"name": "getWeather"}},
+        ),
+    ],
+    ids=["off", "required", "forced"],
+)
 def test_tool_choice_is_a_client_option(server: ScriptedServer, choice: Any, sent: Any) -> None:
     server.json(openai_completion())
     openai_client(server, tool_choice=choice)(simple_request())
@@ -134,13 +161,13 @@ def test_extra_body_tool_choice_wins(server: ScriptedServer) -> None:
 
 # --- replies as servers send them ---------------------------------------------------------------------
 
-def test_a_reply_with_tool_calls_and_function_call_is_read_as_its_tool_calls(
-        server: ScriptedServer) -> None:
+
+def test_a_reply_with_tool_calls_and_function_call_is_read_as_its_tool_calls(server: ScriptedServer) -> None:
     # What llama-cpp-python's chatml-function-calling answers: the legacy field repeats the call.
-    body = openai_completion(None, finish="tool_calls",
-                             tool_calls=[openai_tool_call("call_x", "getTime", '{"city": "Tokyo"}')])
-    body["choices"][0]["message"]["function_call"] = {"name": "getTime:",
-                                                       "arguments": '{"city": "Tokyo"}'}
+    body = openai_completion(
+        None, finish="tool_calls", tool_calls=[openai_tool_call("call_x", "getTime", '{"city": "Tokyo"}')]
+    )
+    body["choices"][0]["message"]["function_call"] = {"name": "getTime:", "arguments": '{"city": "Tokyo"}'}
     server.json(body)
     reply = openai_client(server)(simple_request())
     assert reply.content == [AgentToolCall("call_x", "getTime", {"city": "Tokyo"})]
@@ -149,8 +176,7 @@ def test_a_reply_with_tool_calls_and_function_call_is_read_as_its_tool_calls(
 
 def test_a_lone_function_call_is_still_read(server: ScriptedServer) -> None:
     body = openai_completion(None, finish="function_call")
-    body["choices"][0]["message"]["function_call"] = {"name": "getWeather",
-                                                       "arguments": '{"city": "Oslo"}'}
+    body["choices"][0]["message"]["function_call"] = {"name": "getWeather", "arguments": '{"city": "Oslo"}'}
     server.json(body)
     [call] = openai_client(server)(simple_request()).content
     assert isinstance(call, AgentToolCall) and call.name == "getWeather"
@@ -158,9 +184,11 @@ def test_a_lone_function_call_is_still_read(server: ScriptedServer) -> None:
 
 # --- an empty stream ----------------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("content_type", ["text/event-stream", "application/json"])
 def test_an_empty_stream_is_asked_again_without_streaming_and_remembered(
-        server: ScriptedServer, content_type: str, caplog: pytest.LogCaptureFixture) -> None:
+    server: ScriptedServer, content_type: str, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG, logger="yiemagent.llm")
     server.add(Reply(200, {"Content-Type": content_type}, b""))
     server.json(openai_completion("It is 9:41 in Tokyo."))
@@ -201,6 +229,7 @@ def test_a_stream_with_events_but_no_done_is_still_a_broken_stream(server: Scrip
 
 # --- errors a newcomer understands ----------------------------------------------------------------------
 
+
 def free_port() -> int:
     """A loopback port nobody listens on (bound, then released)."""
     with socket.socket() as probe:
@@ -211,8 +240,7 @@ def free_port() -> int:
 def test_server_down_says_so_in_plain_words(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     port = free_port()
-    client = OpenAIChatClient("smollm2", f"http://127.0.0.1:{port}/v1", api_key=KEY,
-                              http=fast(max_retries=0))
+    client = OpenAIChatClient("smollm2", f"http://127.0.0.1:{port}/v1", api_key=KEY, http=fast(max_retries=0))
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == f"cannot connect to http://127.0.0.1:{port}/v1: connection refused"
@@ -226,18 +254,26 @@ def test_server_down_after_retries_counts_only_our_attempts(caplog: pytest.LogCa
     client = OpenAIChatClient("smollm2", f"http://127.0.0.1:{port}/v1", api_key_env=None, http=FAST)
     with pytest.raises(LlmError) as info:
         client(simple_request())
-    assert str(info.value) == (f"cannot connect to http://127.0.0.1:{port}/v1: connection refused "
-                               "(gave up after 3 attempts)")
+    assert str(info.value) == (
+        f"cannot connect to http://127.0.0.1:{port}/v1: connection refused (gave up after 3 attempts)"
+    )
     logged = " ".join(r.getMessage() for r in caplog.records)
-    for internal in ("Max retries", "HTTPConnection", "NewConnectionError", "Errno", "_Tracked",
-                     "request failed (OpenAI request failed"):
+    for internal in (
+        "Max retries",
+        "HTTPConnection",
+        "NewConnectionError",
+        "Errno",
+        "_Tracked",
+        "request failed (OpenAI request failed",
+    ):
         assert internal not in logged and internal not in str(info.value)
 
 
 def test_credentials_in_the_base_url_are_never_shown() -> None:
     port = free_port()
-    client = OpenAIChatClient("m", f"http://user:{KEY}@127.0.0.1:{port}/v1?key={KEY}",
-                              http=fast(max_retries=0))
+    client = OpenAIChatClient(
+        "m", f"http://user:{KEY}@127.0.0.1:{port}/v1?key={KEY}", http=fast(max_retries=0)
+    )
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == f"cannot connect to http://127.0.0.1:{port}/v1: connection refused"
@@ -253,7 +289,8 @@ def test_a_404_without_v1_says_to_add_it(server: ScriptedServer) -> None:
         client(simple_request())
     assert str(info.value) == (
         f"OpenAI API error (HTTP 404): Not Found; check base_url {server.url}: OpenAI-compatible "
-        f"servers serve the API under /v1, so it is usually {server.url}/v1")
+        f"servers serve the API under /v1, so it is usually {server.url}/v1"
+    )
     assert info.value.status == 404
     assert server.requests[0].path == "/chat/completions"
 
@@ -266,7 +303,8 @@ def test_a_404_with_the_endpoint_in_the_base_url_says_to_drop_it(server: Scripte
         client(simple_request())
     assert str(info.value) == (
         f"OpenAI API error (HTTP 404): Not Found; base_url {base} ends with /chat/completions, "
-        f"which the client adds itself: use base_url={server.url}/v1")
+        f"which the client adds itself: use base_url={server.url}/v1"
+    )
 
 
 def test_a_404_at_the_right_path_points_at_the_model_name(server: ScriptedServer) -> None:
@@ -275,8 +313,9 @@ def test_a_404_at_the_right_path_points_at_the_model_name(server: ScriptedServer
     with pytest.raises(LlmError) as info:
         client(simple_request())
     assert str(info.value) == (
-        f"OpenAI API error (HTTP 404): model \"qwen9\" not found, try pulling it first; check "
-        f"base_url {server.url}/v1 and the model name 'qwen9'")
+        f'OpenAI API error (HTTP 404): model "qwen9" not found, try pulling it first; check '
+        f"base_url {server.url}/v1 and the model name 'qwen9'"
+    )
     assert len(server.requests) == 1  # a 404 is final
 
 

@@ -36,18 +36,21 @@ def error_body(message: str) -> dict[str, Any]:
 NOW = 1_700_000_000.0
 
 
-@pytest.mark.parametrize(("headers", "expected"), [
-    ({}, None),
-    ({"Retry-After": "3"}, 3.0),
-    ({"retry-after": "0.25"}, 0.25),
-    ({"Retry-After": "-4"}, 0.0),
-    ({"retry-after-ms": "1500"}, 1.5),
-    ({"retry-after-ms": "200", "Retry-After": "9"}, 0.2),  # the precise one wins
-    ({"retry-after-ms": "soon", "Retry-After": "9"}, 9.0),
-    ({"Retry-After": email.utils.formatdate(NOW + 30, usegmt=True)}, 30.0),
-    ({"Retry-After": email.utils.formatdate(NOW - 30, usegmt=True)}, 0.0),
-    ({"Retry-After": "whenever"}, None),
-])
+@pytest.mark.parametrize(
+    ("headers", "expected"),
+    [
+        ({}, None),
+        ({"Retry-After": "3"}, 3.0),
+        ({"retry-after": "0.25"}, 0.25),
+        ({"Retry-After": "-4"}, 0.0),
+        ({"retry-after-ms": "1500"}, 1.5),
+        ({"retry-after-ms": "200", "Retry-After": "9"}, 0.2),  # the precise one wins
+        ({"retry-after-ms": "soon", "Retry-After": "9"}, 9.0),
+        ({"Retry-After": email.utils.formatdate(NOW + 30, usegmt=True)}, 30.0),
+        ({"Retry-After": email.utils.formatdate(NOW - 30, usegmt=True)}, 0.0),
+        ({"Retry-After": "whenever"}, None),
+    ],
+)
 def test_parse_retry_after(headers: dict[str, str], expected: float | None) -> None:
     assert parse_retry_after(headers, now=NOW) == expected
 
@@ -60,6 +63,7 @@ def test_backoff_grows_exponentially_with_bounded_jitter() -> None:
 
 
 # --- call_with_retries on its own -------------------------------------------------------------------
+
 
 def failing(times: int, error: LlmError, result: str = "ok") -> tuple[list[int], Any]:
     calls: list[int] = []
@@ -115,11 +119,10 @@ def test_abort_during_a_backoff_wait_ends_it_at_once() -> None:
 
 # --- over HTTP ------------------------------------------------------------------------------------
 
-def test_429_with_retry_after_then_success(server: ScriptedServer,
-                                          caplog: pytest.LogCaptureFixture) -> None:
+
+def test_429_with_retry_after_then_success(server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.WARNING, logger="yiemagent.llm")
-    server.json(error_body("Rate limit reached for gpt-4o-mini"), status=429,
-                headers={"Retry-After": "0.01"})
+    server.json(error_body("Rate limit reached for gpt-4o-mini"), status=429, headers={"Retry-After": "0.01"})
     server.json(openai_completion("after the wait"))
     reply = openai_client(server)(simple_request())
     assert reply.content == [TextContent("after the wait")]
@@ -161,8 +164,9 @@ def test_other_4xx_fail_at_once(server: ScriptedServer, status: int) -> None:
     assert len(server.requests) == 1
 
 
-def test_retry_after_above_the_cap_fails_at_once(server: ScriptedServer,
-                                                 caplog: pytest.LogCaptureFixture) -> None:
+def test_retry_after_above_the_cap_fails_at_once(
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     server.json(error_body("Rate limit reached"), status=429, headers={"Retry-After": "120"})
     client = openai_client(server, http=fast(max_retries=5, max_retry_delay_ms=1000))
@@ -179,7 +183,8 @@ def test_retry_after_above_the_cap_fails_at_once(server: ScriptedServer,
 
 
 def test_retries_spent_carry_the_provider_text_and_status(
-        server: ScriptedServer, caplog: pytest.LogCaptureFixture) -> None:
+    server: ScriptedServer, caplog: pytest.LogCaptureFixture
+) -> None:
     caplog.set_level(logging.DEBUG)
     for _ in range(3):
         server.json(error_body(f"Internal error, key {KEY} rejected"), status=503)
@@ -203,8 +208,9 @@ def test_connection_refused_is_retried_then_reported(caplog: pytest.LogCaptureFi
     client = OpenAIChatClient("m", f"http://127.0.0.1:{port}/v1", api_key=KEY, http=FAST)
     with pytest.raises(LlmError) as info:
         client(simple_request())
-    assert str(info.value) == (f"cannot connect to http://127.0.0.1:{port}/v1: connection refused "
-                               "(gave up after 3 attempts)")
+    assert str(info.value) == (
+        f"cannot connect to http://127.0.0.1:{port}/v1: connection refused (gave up after 3 attempts)"
+    )
     assert info.value.status is None
     assert_no_key(leak_texts(info.value, caplog.records, client=client))
 

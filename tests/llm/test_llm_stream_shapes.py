@@ -48,10 +48,12 @@ ACCEPTS = {
 }
 FIELD_PROBLEM = re.compile(
     r"^(?P<label>\w+) stream sent a malformed (?P<what>chunk|event): (?P<path>the \w+|\S+) must be "
-    rf"(?P<expected>{'|'.join(sorted(ACCEPTS, key=len, reverse=True))}), but is ")
+    rf"(?P<expected>{'|'.join(sorted(ACCEPTS, key=len, reverse=True))}), but is "
+)
 OTHER_PROBLEM = re.compile(
     r"^Anthropic stream sent a malformed event: (content block (?P<again>\d+) started a second "
-    r"time|a (?P<delta>\w+) for content block (?P<block>\d+), which is a (?P<kind>\w+) block) ")
+    r"time|a (?P<delta>\w+) for content block (?P<block>\d+), which is a (?P<kind>\w+) block) "
+)
 
 
 def resolve(whole: Any, path: str) -> Any:
@@ -71,8 +73,7 @@ def assert_names_what_was_wrong(error: LlmError, whole: Any, what: str) -> str |
     not, shows that value, and shows ``whole``. Return the path of the field it names (``None``
     for the provider's error and for a problem of the stream's order)."""
     text = str(error)
-    if isinstance(whole, dict) and (whole.get("error") if what == "chunk"
-                                    else whole.get("type") == "error"):
+    if isinstance(whole, dict) and (whole.get("error") if what == "chunk" else whole.get("type") == "error"):
         assert " reported an error" in text, text
         return None
     assert isinstance(error, LlmStreamError), text
@@ -89,15 +90,13 @@ def assert_names_what_was_wrong(error: LlmError, whole: Any, what: str) -> str |
     value = resolve(whole, field["path"])
     held = "missing" if value is MISSING else excerpt(json.dumps(value, ensure_ascii=False), 100)
     assert f"{field['path']} must be {field['expected']}, but is {held} ({what}: " in text, text
-    assert value is MISSING or not ACCEPTS[field["expected"]](value), \
-        f"{value!r} was refused: {text}"
+    assert value is MISSING or not ACCEPTS[field["expected"]](value), f"{value!r} was refused: {text}"
     return field["path"]
 
 
 def within(path: str, broken: str) -> bool:
     """Whether the field at ``path`` is the one at ``broken`` or inside it."""
-    return broken.startswith("the ") or path == broken or path.startswith((broken + ".",
-                                                                           broken + "["))
+    return broken.startswith("the ") or path == broken or path.startswith((broken + ".", broken + "["))
 
 
 def assert_well_typed(reply: AssistantMessage, events: list[MessageUpdateEvent]) -> None:
@@ -122,11 +121,14 @@ def assert_well_typed(reply: AssistantMessage, events: list[MessageUpdateEvent])
 # --- strategies -----------------------------------------------------------------------------------
 
 JSON_VALUES = st.recursive(
-    st.none() | st.booleans() | st.integers(-3, 3) | st.floats(allow_nan=False, allow_infinity=False)
+    st.none()
+    | st.booleans()
+    | st.integers(-3, 3)
+    | st.floats(allow_nan=False, allow_infinity=False)
     | st.text(max_size=4),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner,
-                                                                max_size=3),
-    max_leaves=5)
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=5,
+)
 TEXT = st.sampled_from(["", "Hé", "llo", "日本"])
 ARGUMENTS = st.sampled_from(['{"city": ', '"Zürich"}', "", "not json"])
 USAGE_COUNT = st.integers(0, 100)
@@ -151,8 +153,9 @@ class Shapes:
         """The value of a field a well-formed chunk always has right."""
         return st.one_of(valid, JSON_VALUES) if self.mode == "fuzz" else valid
 
-    def fields(self, required: dict[str, Any] | None = None,
-               **optional: st.SearchStrategy[Any]) -> st.SearchStrategy[dict[str, Any]]:
+    def fields(
+        self, required: dict[str, Any] | None = None, **optional: st.SearchStrategy[Any]
+    ) -> st.SearchStrategy[dict[str, Any]]:
         """An object with the ``required`` fields and any of the ``optional`` ones (all of them,
         unless ``well-formed``: absent fields hide those inside them from the fuzzing)."""
         present = {k: self.required(v) for k, v in (required or {}).items()}
@@ -163,57 +166,80 @@ class Shapes:
 
     def many(self, item: st.SearchStrategy[Any], most: int) -> st.SearchStrategy[list[Any]]:
         """A list of up to ``most`` items (at least one, unless ``well-formed``)."""
-        return st.lists(self.required(item), min_size=int(self.mode != "well-formed"),
-                        max_size=most)
+        return st.lists(self.required(item), min_size=int(self.mode != "well-formed"), max_size=most)
 
     # OpenAI chat.completion.chunk ---------------------------------------------------------------
 
     def openai_chunk(self) -> st.SearchStrategy[Any]:
-        function = self.fields(name=st.sampled_from(["getWeather", ""]),
-                               arguments=ARGUMENTS | st.just({"city": "Rome"}))
-        entry = self.fields(index=st.integers(0, 2), id=st.sampled_from(["call_a", "call_b", ""]),
-                            type=st.just("function"), function=function)
+        function = self.fields(
+            name=st.sampled_from(["getWeather", ""]), arguments=ARGUMENTS | st.just({"city": "Rome"})
+        )
+        entry = self.fields(
+            index=st.integers(0, 2),
+            id=st.sampled_from(["call_a", "call_b", ""]),
+            type=st.just("function"),
+            function=function,
+        )
         part = self.fields({"type": st.just("text")}, text=TEXT)
-        delta = self.fields(role=st.just("assistant"), content=TEXT | self.many(part, 2),
-                            reasoning_content=TEXT, reasoning=TEXT, refusal=TEXT,
-                            tool_calls=self.many(entry, 2))
-        choice = self.fields(index=st.integers(0, 1), delta=delta,
-                             finish_reason=st.sampled_from(["stop", "tool_calls", "length"]),
-                             logprobs=st.none())
+        delta = self.fields(
+            role=st.just("assistant"),
+            content=TEXT | self.many(part, 2),
+            reasoning_content=TEXT,
+            reasoning=TEXT,
+            refusal=TEXT,
+            tool_calls=self.many(entry, 2),
+        )
+        choice = self.fields(
+            index=st.integers(0, 1),
+            delta=delta,
+            finish_reason=st.sampled_from(["stop", "tool_calls", "length"]),
+            logprobs=st.none(),
+        )
         details = self.fields(cached_tokens=USAGE_COUNT)
-        usage = self.fields(prompt_tokens=USAGE_COUNT, completion_tokens=USAGE_COUNT,
-                            total_tokens=USAGE_COUNT, prompt_tokens_details=details)
-        chunk = self.fields({"object": st.just("chat.completion.chunk")},
-                            choices=self.many(choice, 2), usage=usage)
+        usage = self.fields(
+            prompt_tokens=USAGE_COUNT,
+            completion_tokens=USAGE_COUNT,
+            total_tokens=USAGE_COUNT,
+            prompt_tokens_details=details,
+        )
+        chunk = self.fields(
+            {"object": st.just("chat.completion.chunk")}, choices=self.many(choice, 2), usage=usage
+        )
         if self.mode != "fuzz":
             return chunk
-        return st.one_of(chunk, JSON_VALUES, st.builds(lambda c, e: {**c, "error": e}, chunk,
-                                                       JSON_VALUES))
+        return st.one_of(chunk, JSON_VALUES, st.builds(lambda c, e: {**c, "error": e}, chunk, JSON_VALUES))
 
     # Anthropic Messages API events ---------------------------------------------------------------
 
     def anthropic_usage(self) -> st.SearchStrategy[Any]:
-        return self.fields(input_tokens=USAGE_COUNT, output_tokens=USAGE_COUNT,
-                           cache_read_input_tokens=USAGE_COUNT)
+        return self.fields(
+            input_tokens=USAGE_COUNT, output_tokens=USAGE_COUNT, cache_read_input_tokens=USAGE_COUNT
+        )
 
     def content_block(self, kind: str) -> st.SearchStrategy[Any]:
         kinds = {
             "text": {"text": TEXT},
             "thinking": {"thinking": TEXT, "signature": st.sampled_from(["", "sig"])},
-            "tool_use": {"id": st.just("toolu_1"), "name": st.just("getWeather"),
-                         "input": st.just({}) | st.just({"city": "Rome"})},
+            "tool_use": {
+                "id": st.just("toolu_1"),
+                "name": st.just("getWeather"),
+                "input": st.just({}) | st.just({"city": "Rome"}),
+            },
             "redacted_thinking": {"data": st.just("opaque")},
         }
         return self.fields({"type": st.just(kind)}, **kinds[kind])
 
     def block_delta(self, kind: str) -> st.SearchStrategy[Any]:
-        deltas = {"text": [("text_delta", "text", TEXT)],
-                  "thinking": [("thinking_delta", "thinking", TEXT),
-                               ("signature_delta", "signature", st.just("sig"))],
-                  "tool_use": [("input_json_delta", "partial_json", ARGUMENTS)],
-                  "redacted_thinking": []}
-        choices = [self.fields({"type": st.just(t)}, **{key: value})
-                   for t, key, value in deltas[kind]]
+        deltas = {
+            "text": [("text_delta", "text", TEXT)],
+            "thinking": [
+                ("thinking_delta", "thinking", TEXT),
+                ("signature_delta", "signature", st.just("sig")),
+            ],
+            "tool_use": [("input_json_delta", "partial_json", ARGUMENTS)],
+            "redacted_thinking": [],
+        }
+        choices = [self.fields({"type": st.just(t)}, **{key: value}) for t, key, value in deltas[kind]]
         choices.append(self.fields({"type": st.just("citations_delta")}, citation=JSON_VALUES))
         return st.one_of(choices)
 
@@ -221,19 +247,27 @@ class Shapes:
         """Any one event, fields fuzzed (for the fuzz test: the order of events is random too)."""
         kinds = ["text", "thinking", "tool_use", "redacted_thinking"]
         index = st.integers(0, 2)
-        blocks = st.one_of([self.content_block(k) for k in kinds]
-                           + [self.fields({"type": st.text(max_size=4)})])
+        blocks = st.one_of(
+            [self.content_block(k) for k in kinds] + [self.fields({"type": st.text(max_size=4)})]
+        )
         events = [
-            self.fields({"type": st.just("message_start")},
-                        message=self.fields(usage=self.anthropic_usage())),
-            self.fields({"type": st.just("content_block_start"), "content_block": blocks},
-                        index=index),
-            self.fields({"type": st.just("content_block_delta"),
-                         "delta": st.one_of([self.block_delta(k) for k in kinds])}, index=index),
+            self.fields(
+                {"type": st.just("message_start")}, message=self.fields(usage=self.anthropic_usage())
+            ),
+            self.fields({"type": st.just("content_block_start"), "content_block": blocks}, index=index),
+            self.fields(
+                {
+                    "type": st.just("content_block_delta"),
+                    "delta": st.one_of([self.block_delta(k) for k in kinds]),
+                },
+                index=index,
+            ),
             self.fields({"type": st.just("content_block_stop")}, index=index),
-            self.fields({"type": st.just("message_delta")},
-                        delta=self.fields(stop_reason=st.sampled_from(["end_turn", "tool_use"])),
-                        usage=self.anthropic_usage()),
+            self.fields(
+                {"type": st.just("message_delta")},
+                delta=self.fields(stop_reason=st.sampled_from(["end_turn", "tool_use"])),
+                usage=self.anthropic_usage(),
+            ),
             st.just({"type": "ping"}),
             st.just({"type": "message_stop"}),
             self.fields({"type": st.just("error")}, error=JSON_VALUES),
@@ -253,16 +287,20 @@ class Shapes:
             start = {"type": "content_block_start", "content_block": draw(starts[kind])}
             if draw(st.booleans()):  # an absent or null index means the next block
                 start["index"] = draw(st.sampled_from([number, None]))
-            return [start,
-                    *({"type": "content_block_delta", "index": number, "delta": d}
-                      for d in draw(deltas[kind])),
-                    {"type": "content_block_stop", "index": number}]
+            return [
+                start,
+                *({"type": "content_block_delta", "index": number, "delta": d} for d in draw(deltas[kind])),
+                {"type": "content_block_stop", "index": number},
+            ]
 
-        opening = self.fields({"type": st.just("message_start")},
-                              message=self.fields(usage=self.anthropic_usage()))
-        closing = self.fields({"type": st.just("message_delta")},
-                              delta=self.fields(stop_reason=st.just("end_turn")),
-                              usage=self.anthropic_usage())
+        opening = self.fields(
+            {"type": st.just("message_start")}, message=self.fields(usage=self.anthropic_usage())
+        )
+        closing = self.fields(
+            {"type": st.just("message_delta")},
+            delta=self.fields(stop_reason=st.just("end_turn")),
+            usage=self.anthropic_usage(),
+        )
 
         @st.composite
         def stream(draw: st.DrawFn) -> list[Any]:
@@ -280,8 +318,7 @@ FUZZED, WELL_FORMED, FULL = Shapes("fuzz"), Shapes("well-formed"), Shapes("full"
 def slots(value: Any, path: str = "") -> list[tuple[str, Any, Any]]:
     """Every field and list item inside ``value``, as ``(path, container, key)``."""
     found: list[tuple[str, Any, Any]] = []
-    items = (value.items() if isinstance(value, dict)
-             else enumerate(value) if isinstance(value, list) else ())
+    items = value.items() if isinstance(value, dict) else enumerate(value) if isinstance(value, list) else ()
     for key, inner in items:
         where = f"{path}[{key}]" if isinstance(value, list) else f"{path}.{key}" if path else key
         found += [(where, value, key), *slots(inner, where)]
@@ -309,11 +346,11 @@ def openai_assembler(events: list[MessageUpdateEvent]) -> OpenAIStreamAssembler:
 
 
 def anthropic_assembler(events: list[MessageUpdateEvent]) -> AnthropicStreamAssembler:
-    return AnthropicStreamAssembler(events.append, label="Anthropic", provider="anthropic",
-                                    model="m")
+    return AnthropicStreamAssembler(events.append, label="Anthropic", provider="anthropic", model="m")
 
 
 # --- fuzzing --------------------------------------------------------------------------------------
+
 
 @FUZZ
 @given(st.lists(FUZZED.openai_chunk(), max_size=5))
@@ -346,8 +383,9 @@ def test_a_malformed_anthropic_event_is_an_llm_error_naming_the_field(events: li
 
 @MUTATE
 @given(st.lists(FULL.openai_chunk(), min_size=1, max_size=3), st.data())
-def test_any_value_in_any_field_of_an_openai_chunk_is_read_or_named(chunks: list[Any],
-                                                                    data: st.DataObject) -> None:
+def test_any_value_in_any_field_of_an_openai_chunk_is_read_or_named(
+    chunks: list[Any], data: st.DataObject
+) -> None:
     # One field of a well-formed stream holds a random value: the stream is read, or refused at
     # that chunk by an error naming that field (or a field inside the value put there).
     chunks, at, broken = mutated(data, chunks, "chunk")
@@ -367,7 +405,8 @@ def test_any_value_in_any_field_of_an_openai_chunk_is_read_or_named(chunks: list
 @MUTATE
 @given(FULL.anthropic_stream(), st.data())
 def test_any_value_in_any_field_of_an_anthropic_event_is_read_or_named(
-        stream: list[Any], data: st.DataObject) -> None:
+    stream: list[Any], data: st.DataObject
+) -> None:
     # As for OpenAI; a broken index or type may also put a later event out of order (a block
     # started twice, a delta for a block of another kind), which must then say so.
     stream, at, broken = mutated(data, stream, "event")
@@ -387,6 +426,7 @@ def test_any_value_in_any_field_of_an_anthropic_event_is_read_or_named(
 
 
 # --- well-formed streams are still read ------------------------------------------------------------
+
 
 @FUZZ
 @given(st.lists(WELL_FORMED.openai_chunk(), max_size=5))
@@ -422,28 +462,40 @@ def _kind(block: Any) -> str:
 
 # --- named cases, including garbage the old code let through --------------------------------------
 
+
 def openai_delta(**delta: Any) -> dict[str, Any]:
     return {"choices": [{"index": 0, "delta": delta}]}
 
 
-@pytest.mark.parametrize(("chunk", "says"), [
-    (openai_delta(tool_calls=[{"index": [1]}]),
-     "choices[0].delta.tool_calls[0].index must be a whole number from 0 up, but is [1]"),
-    (openai_delta(tool_calls=[{"index": True, "id": "call_1"}]),
-     "choices[0].delta.tool_calls[0].index must be a whole number from 0 up, but is true"),
-    (openai_delta(tool_calls=[{"index": 0, "id": {"a": 1}}]),
-     'choices[0].delta.tool_calls[0].id must be a string, but is {"a": 1}'),
-    (openai_delta(tool_calls=[{"index": 0, "function": {"arguments": [1, 2]}}]),
-     "choices[0].delta.tool_calls[0].function.arguments must be a string or an object, but is "
-     "[1, 2]"),
-    (openai_delta(tool_calls=7), "choices[0].delta.tool_calls must be a list, but is 7"),
-    (openai_delta(content=5), "choices[0].delta.content must be a string or a list of parts, "
-                              "but is 5"),
-    ({"choices": [{"index": "0", "delta": {"content": "lost"}}]},
-     'choices[0].index must be a whole number from 0 up, but is "0"'),
-    ({"choices": {"0": {}}}, 'choices must be a list, but is {"0": {}}'),
-    ([1, 2], "the chunk must be an object, but is [1, 2]"),
-])
+@pytest.mark.parametrize(
+    ("chunk", "says"),
+    [
+        (
+            openai_delta(tool_calls=[{"index": [1]}]),
+            "choices[0].delta.tool_calls[0].index must be a whole number from 0 up, but is [1]",
+        ),
+        (
+            openai_delta(tool_calls=[{"index": True, "id": "call_1"}]),
+            "choices[0].delta.tool_calls[0].index must be a whole number from 0 up, but is true",
+        ),
+        (
+            openai_delta(tool_calls=[{"index": 0, "id": {"a": 1}}]),
+            'choices[0].delta.tool_calls[0].id must be a string, but is {"a": 1}',
+        ),
+        (
+            openai_delta(tool_calls=[{"index": 0, "function": {"arguments": [1, 2]}}]),
+            "choices[0].delta.tool_calls[0].function.arguments must be a string or an object, but is [1, 2]",
+        ),
+        (openai_delta(tool_calls=7), "choices[0].delta.tool_calls must be a list, but is 7"),
+        (openai_delta(content=5), "choices[0].delta.content must be a string or a list of parts, but is 5"),
+        (
+            {"choices": [{"index": "0", "delta": {"content": "lost"}}]},
+            'choices[0].index must be a whole number from 0 up, but is "0"',
+        ),
+        ({"choices": {"0": {}}}, 'choices must be a list, but is {"0": {}}'),
+        ([1, 2], "the chunk must be an object, but is [1, 2]"),
+    ],
+)
 def test_named_openai_chunks(chunk: Any, says: str) -> None:
     with pytest.raises(LlmStreamError) as info:
         openai_assembler([]).add_chunk(chunk)
@@ -451,33 +503,62 @@ def test_named_openai_chunks(chunk: Any, says: str) -> None:
     assert not info.value.retryable
 
 
-TEXT_START = {"type": "content_block_start", "index": 0,
-              "content_block": {"type": "text", "text": ""}}
+TEXT_START = {"type": "content_block_start", "index": 0, "content_block": {"type": "text", "text": ""}}
 
 
-@pytest.mark.parametrize(("events", "says"), [
-    ([{"type": "content_block_delta", "index": [1],
-       "delta": {"type": "text_delta", "text": "x"}}],
-     "index must be a whole number from 0 up, but is [1]"),
-    ([{"type": "content_block_start", "index": "1", "content_block": {"type": "text"}}],
-     'index must be a whole number from 0 up, but is "1"'),
-    ([TEXT_START, {"type": "content_block_delta", "index": 0,
-                   "delta": {"type": "text_delta", "text": {"a": 1}}}],
-     'delta.text must be a string, but is {"a": 1}'),
-    ([{"type": "content_block_start", "index": 0,
-       "content_block": {"type": "tool_use", "id": 5, "name": "getWeather", "input": {}}}],
-     "content_block.id must be a string, but is 5"),
-    ([{"type": "content_block_start", "index": 0}], "content_block must be an object, but is "
-                                                    "missing"),
-    ([{"type": "content_block_delta", "index": 0, "delta": 3}], "delta must be an object, but is 3"),
-    ([{"type": "message_delta", "delta": {"stop_reason": ["end_turn"]}}],
-     'delta.stop_reason must be a string, but is ["end_turn"]'),
-    ([{"type": 5}], "type must be a string, but is 5"),
-    ([TEXT_START, TEXT_START], "content block 0 started a second time"),
-    ([TEXT_START, {"type": "content_block_delta", "index": 0,
-                   "delta": {"type": "input_json_delta", "partial_json": "{}"}}],
-     "a input_json_delta for content block 0, which is a text block"),
-])
+@pytest.mark.parametrize(
+    ("events", "says"),
+    [
+        (
+            [{"type": "content_block_delta", "index": [1], "delta": {"type": "text_delta", "text": "x"}}],
+            "index must be a whole number from 0 up, but is [1]",
+        ),
+        (
+            [{"type": "content_block_start", "index": "1", "content_block": {"type": "text"}}],
+            'index must be a whole number from 0 up, but is "1"',
+        ),
+        (
+            [
+                TEXT_START,
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "text_delta", "text": {"a": 1}},
+                },
+            ],
+            'delta.text must be a string, but is {"a": 1}',
+        ),
+        (
+            [
+                {
+                    "type": "content_block_start",
+                    "index": 0,
+                    "content_block": {"type": "tool_use", "id": 5, "name": "getWeather", "input": {}},
+                }
+            ],
+            "content_block.id must be a string, but is 5",
+        ),
+        ([{"type": "content_block_start", "index": 0}], "content_block must be an object, but is missing"),
+        ([{"type": "content_block_delta", "index": 0, "delta": 3}], "delta must be an object, but is 3"),
+        (
+            [{"type": "message_delta", "delta": {"stop_reason": ["end_turn"]}}],
+            'delta.stop_reason must be a string, but is ["end_turn"]',
+        ),
+        ([{"type": 5}], "type must be a string, but is 5"),
+        ([TEXT_START, TEXT_START], "content block 0 started a second time"),
+        (
+            [
+                TEXT_START,
+                {
+                    "type": "content_block_delta",
+                    "index": 0,
+                    "delta": {"type": "input_json_delta", "partial_json": "{}"},
+                },
+            ],
+            "a input_json_delta for content block 0, which is a text block",
+        ),
+    ],
+)
 def test_named_anthropic_events(events: list[Any], says: str) -> None:
     assembler = anthropic_assembler([])
     with pytest.raises(LlmStreamError) as info:
@@ -489,30 +570,33 @@ def test_named_anthropic_events(events: list[Any], says: str) -> None:
 
 # --- through the clients, over HTTP -----------------------------------------------------------------
 
+
 def test_the_openai_client_reports_the_issue_s_malformed_delta(server: ScriptedServer) -> None:
     first = openai_delta(content="Hi")
-    bad = openai_delta(tool_calls=[{"index": [1], "id": "call_1",
-                                    "function": {"name": "getWeather", "arguments": "{}"}}])
+    bad = openai_delta(
+        tool_calls=[{"index": [1], "id": "call_1", "function": {"name": "getWeather", "arguments": "{}"}}]
+    )
     server.sse([sse_bytes([first, bad], done=True)])
     events = Collector()
     with pytest.raises(LlmStreamError) as info:
         openai_client(server, stream=True)(simple_request(), on_update=events)
     assert str(info.value) == (
         "OpenAI stream sent a malformed chunk: choices[0].delta.tool_calls[0].index must be a "
-        "whole number from 0 up, but is [1] (chunk: " + json.dumps(bad) + ")")
+        "whole number from 0 up, but is [1] (chunk: " + json.dumps(bad) + ")"
+    )
     assert events.text() == "Hi"
     assert len(server.requests) == 1  # not retried: the server would send it again
 
 
 def test_the_anthropic_client_reports_a_malformed_delta(server: ScriptedServer) -> None:
-    bad = {"type": "content_block_delta", "index": [1], "delta": {"type": "text_delta",
-                                                                   "text": "x"}}
+    bad = {"type": "content_block_delta", "index": [1], "delta": {"type": "text_delta", "text": "x"}}
     server.sse([sse_bytes([TEXT_START, bad, {"type": "message_stop"}], named=True)])
     with pytest.raises(LlmStreamError) as info:
         anthropic_client(server, stream=True)(simple_request())
     assert str(info.value) == (
         "Anthropic stream sent a malformed event: index must be a whole number from 0 up, but is "
-        "[1] (event: " + json.dumps(bad) + ")")
+        "[1] (event: " + json.dumps(bad) + ")"
+    )
     assert len(server.requests) == 1
 
 

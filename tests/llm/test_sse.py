@@ -10,7 +10,7 @@ STREAM = (
     ": keep-alive comment\n"
     "\n"
     "event: message_start\n"
-    "data: {\"text\": \"héllo 日本 🎉\"}\n"
+    'data: {"text": "héllo 日本 🎉"}\n'
     "\n"
     "data: line one\n"
     "data: line two\n"
@@ -39,7 +39,7 @@ def feed_all(pieces: list[bytes]) -> list[SSEEvent]:
 
 @pytest.mark.parametrize("size", [1, 2, 3, 5, 7, 64, 10_000])
 def test_any_split_gives_the_same_events(size: int) -> None:
-    pieces = [STREAM[i:i + size] for i in range(0, len(STREAM), size)]
+    pieces = [STREAM[i : i + size] for i in range(0, len(STREAM), size)]
     assert feed_all(pieces) == EXPECTED
 
 
@@ -51,7 +51,7 @@ def test_every_two_way_split_gives_the_same_events() -> None:
 @pytest.mark.parametrize("newline", [b"\r\n", b"\r", b"\n"])
 def test_every_line_ending_style(newline: bytes) -> None:
     data = STREAM.replace(b"\n", newline)
-    assert feed_all([data[i:i + 1] for i in range(len(data))]) == EXPECTED
+    assert feed_all([data[i : i + 1] for i in range(len(data))]) == EXPECTED
 
 
 def test_crlf_split_between_chunks_is_one_line_end() -> None:

@@ -51,7 +51,8 @@ def validator() -> jsonschema.Draft202012Validator:
     base = "https://yiemagent.invalid/parity/"
     registry: referencing.Registry[Any] = referencing.Registry().with_resources(
         (base + name, referencing.Resource.from_contents(schema(kind)))
-        for kind, name in (("scenario", "scenario.schema.json"), ("trace", "trace.schema.json")))
+        for kind, name in (("scenario", "scenario.schema.json"), ("trace", "trace.schema.json"))
+    )
     jsonschema.Draft202012Validator.check_schema(schema("scenario"))
     jsonschema.Draft202012Validator.check_schema(schema("trace"))
     return jsonschema.Draft202012Validator(schema("scenario"), registry=registry)
@@ -59,7 +60,8 @@ def validator() -> jsonschema.Draft202012Validator:
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)
 def test_every_scenario_validates_against_the_shipped_schema(
-        path: Path, validator: jsonschema.Draft202012Validator) -> None:
+    path: Path, validator: jsonschema.Draft202012Validator
+) -> None:
     errors = sorted(validator.iter_errors(json.loads(path.read_text(encoding="utf-8"))), key=str)
     assert not errors, f"{path.name}: {errors[0].message} at {list(errors[0].absolute_path)}"
 
@@ -81,9 +83,20 @@ def test_the_suite_covers_every_rule_it_must() -> None:
     assert {c.split(".")[0] for c in covered} >= wanted
     assert {"spec 8.1", "spec 8.2", "spec 8.3"} <= covered
     kinds = {e.get("error_kind") for s in scenarios for e in s.expect["events"]} - {None}
-    assert kinds == {"aborted", "tool_not_found", "invalid_json", "invalid_arguments",
-                     "prepare_failed", "schema_violation", "blocked", "hook_failed",
-                     "tool_raised", "invalid_result", "timeout", "skipped"}
+    assert kinds == {
+        "aborted",
+        "tool_not_found",
+        "invalid_json",
+        "invalid_arguments",
+        "prepare_failed",
+        "schema_violation",
+        "blocked",
+        "hook_failed",
+        "tool_raised",
+        "invalid_result",
+        "timeout",
+        "skipped",
+    }
     forms = {r.get("form", "typed") for s in scenarios for r in s.replies}
     assert forms == {"typed", "wire", "tool_calls", "tool_call"}
     inputs = {i["do"] for s in scenarios for i in s.inputs}
@@ -119,7 +132,8 @@ def mutated_run(name: str, tmp_path: Path) -> tuple[Any, Any, str, str]:
 
 
 def test_a_hook_that_flips_is_error_is_reported_at_the_end_event(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     def flipping(hooks: Any, harness: Any) -> tuple[Any, Any]:
         return None, lambda ctx, _signal: {"is_error": not ctx.is_error}
 
@@ -133,7 +147,8 @@ def test_a_hook_that_flips_is_error_is_reported_at_the_end_event(
 
 
 def test_a_reversed_parallel_result_order_is_reported_at_the_first_result(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     real_batch = agent_core._batch
     monkeypatch.setattr(agent_core, "_batch", lambda finalized, clock: real_batch(finalized[::-1], clock))
     scenario, found, run_out, check_out = mutated_run("parallel_results_keep_the_call_order", tmp_path)
@@ -144,11 +159,12 @@ def test_a_reversed_parallel_result_order_is_reported_at_the_first_result(
     assert found.actual["message"]["tool_call_id"] == "c2"
     for out in (run_out, check_out):
         assert f"first divergence at events[{at + 1}]" in out
-        assert "message.tool_call_id: expected \"c1\", actual \"c2\"" in out
+        assert 'message.tool_call_id: expected "c1", actual "c2"' in out
 
 
 def test_a_missing_end_event_is_reported_where_it_should_be(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     real_end = agent_core.emit_tool_execution_end
 
     def dropping(finalized: Any, emit: Any) -> None:
@@ -158,32 +174,38 @@ def test_a_missing_end_event_is_reported_where_it_should_be(
     monkeypatch.setattr(agent_core, "emit_tool_execution_end", dropping)
     scenario, found, run_out, check_out = mutated_run("raising_tool_does_not_stop_the_batch", tmp_path)
     at = index_of(scenario.expect["events"], type="tool_execution_end", tool_call_id="c2")
-    assert (found.index, found.expected["type"], found.actual["type"]) == (at, "tool_execution_end",
-                                                                          "message_start")
+    assert (found.index, found.expected["type"], found.actual["type"]) == (
+        at,
+        "tool_execution_end",
+        "message_start",
+    )
     for out in (run_out, check_out):
         assert f"first divergence at events[{at}]" in out
 
 
 def test_a_missing_end_in_a_parallel_section_names_the_call(
-        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     real_end = agent_core.emit_tool_execution_end
-    monkeypatch.setattr(agent_core, "emit_tool_execution_end",
-                        lambda f, emit: None if f.tool_call.id == "c1" else real_end(f, emit))
+    monkeypatch.setattr(
+        agent_core,
+        "emit_tool_execution_end",
+        lambda f, emit: None if f.tool_call.id == "c1" else real_end(f, emit),
+    )
     scenario, found, _, check_out = mutated_run("parallel_mode_runs_calls_at_the_same_time", tmp_path)
     at = index_of(scenario.expect["events"], type="tool_execution_end", tool_call_id="c1")
     assert found.index == at and found.actual is None
     assert "in the parallel section" in check_out and "call c1's event 2 differs" in check_out
 
 
-def test_a_sequential_run_of_a_parallel_batch_diverges(monkeypatch: pytest.MonkeyPatch,
-                                                        tmp_path: Path) -> None:
-    monkeypatch.setattr(agent_core, "execute_tool_calls_parallel",
-                        agent_core.execute_tool_calls_sequential)
+def test_a_sequential_run_of_a_parallel_batch_diverges(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(agent_core, "execute_tool_calls_parallel", agent_core.execute_tool_calls_sequential)
     scenario, found, _, check_out = mutated_run("unknown_tools_do_not_force_sequential", tmp_path)
     at = index_of(scenario.expect["events"], type="tool_execution_start", tool_call_id="c2")
     assert found.index == at and found.actual["tool_call_id"] == "c1"  # c1 ran before c2 started
-    assert "end before the last start (preparation failures) differ: expected [], actual ['c1']" \
-        in check_out
+    assert "end before the last start (preparation failures) differ: expected [], actual ['c1']" in check_out
 
 
 # -- check, record and departures ----------------------------------------------------------
@@ -206,9 +228,18 @@ def test_check_reports_agreed_departed_and_diverged(tmp_path: Path) -> None:
     status, out = cli("check", str(path), str(traces))
     assert status == 1 and "diverged" in out and f"events[{end}]" in out
 
-    documented = dict(data, departures={"other": [
-        {"rule": "edit", "reason": "other reports a wrong return type",
-         "edits": [{"op": "set", "path": f"/events/{end}/error_kind", "value": "invalid_result"}]}]})
+    documented = dict(
+        data,
+        departures={
+            "other": [
+                {
+                    "rule": "edit",
+                    "reason": "other reports a wrong return type",
+                    "edits": [{"op": "set", "path": f"/events/{end}/error_kind", "value": "invalid_result"}],
+                }
+            ]
+        },
+    )
     (tmp_path / path.name).write_text(json.dumps(documented), encoding="utf-8")
     status, out = cli("check", str(tmp_path / path.name), str(traces), "--markdown")
     assert status == 0 and "| departed | D1 |" in out and "- **D1**: other reports a wrong return type" in out
@@ -229,11 +260,17 @@ def test_the_reordering_departures() -> None:
     scenario = load_scenario(SCENARIOS / "sequential_mode_runs_each_call_to_its_end_before_the_next.json")
     events = scenario.expect["events"]
     inline = result_messages_inline(events, scenario)
-    kinds = [(e["type"], e.get("tool_call_id") or e.get("message", {}).get("tool_call_id"))
-             for e in inline if e["type"] != "tool_execution_update"]
+    kinds = [
+        (e["type"], e.get("tool_call_id") or e.get("message", {}).get("tool_call_id"))
+        for e in inline
+        if e["type"] != "tool_execution_update"
+    ]
     first = kinds.index(("tool_execution_end", "c1"))
-    assert kinds[first + 1:first + 4] == [("message_start", None), ("message_end", "c1"),
-                                          ("tool_execution_start", "c2")]
+    assert kinds[first + 1 : first + 4] == [
+        ("message_start", None),
+        ("message_end", "c1"),
+        ("tool_execution_start", "c2"),
+    ]
     moved = turn_start_before_inputs(events)
     assert [e["type"] for e in moved[:4]] == ["agent_start", "turn_start", "message_start", "message_end"]
     assert moved[2]["turn"] == 1 and len(moved) == len(events)
@@ -258,19 +295,25 @@ def good() -> Iterator[dict[str, Any]]:
     yield json.loads((SCENARIOS / "tool_call_then_final_answer.json").read_text(encoding="utf-8"))
 
 
-@pytest.mark.parametrize(("change", "where"), [
-    (lambda d: d["tools"][0]["outcome"].update(text="x"), "$.tools[0].outcome"),
-    (lambda d: d["replies"][0]["message"]["tool_calls"][0]["function"].pop("name"),
-     "$.replies[0].message.tool_calls[0].function"),
-    (lambda d: d["inputs"].append({"do": "abort"}), "$.inputs[1]"),
-    (lambda d: d.update(execution="both"), "$.execution"),
-    (lambda d: d["expect"]["events"][0].update(run=0), "$.expect.events[0].run"),
-    (lambda d: d.update(name="another_name"), "$.name"),
-    (lambda d: d["inputs"].append({"do": "abort", "at": "nowhere"}), "$.inputs[1].at"),
-    (lambda d: d["tools"][0].update(steps=[{"do": "wait", "latch": "never"}]), "$.tools[0].steps[0]"),
-])
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda d: d["tools"][0]["outcome"].update(text="x"), "$.tools[0].outcome"),
+        (
+            lambda d: d["replies"][0]["message"]["tool_calls"][0]["function"].pop("name"),
+            "$.replies[0].message.tool_calls[0].function",
+        ),
+        (lambda d: d["inputs"].append({"do": "abort"}), "$.inputs[1]"),
+        (lambda d: d.update(execution="both"), "$.execution"),
+        (lambda d: d["expect"]["events"][0].update(run=0), "$.expect.events[0].run"),
+        (lambda d: d.update(name="another_name"), "$.name"),
+        (lambda d: d["inputs"].append({"do": "abort", "at": "nowhere"}), "$.inputs[1].at"),
+        (lambda d: d["tools"][0].update(steps=[{"do": "wait", "latch": "never"}]), "$.tools[0].steps[0]"),
+    ],
+)
 def test_a_malformed_scenario_names_the_file_and_the_field(
-        good: dict[str, Any], change: Any, where: str, tmp_path: Path) -> None:
+    good: dict[str, Any], change: Any, where: str, tmp_path: Path
+) -> None:
     change(good)
     path = tmp_path / "tool_call_then_final_answer.json"
     path.write_text(json.dumps(good), encoding="utf-8")
@@ -320,12 +363,24 @@ def test_the_pi_port_runs_the_suite_and_departs_only_as_documented(tmp_path: Pat
     if node is None or npm is None:
         pytest.skip("node and npm are needed to run the pi-agent-core port")
     if not (PI / "node_modules" / "@mariozechner" / "pi-agent-core").is_dir():
-        installed = subprocess.run([npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"], cwd=PI,
-                                   capture_output=True, text=True, timeout=600, check=False)
+        installed = subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+            cwd=PI,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
         if installed.returncode != 0:
             pytest.skip(f"npm ci failed (no registry?): {installed.stderr[-500:]}")
-    ran = subprocess.run([node, "runner.js", str(SCENARIOS), str(tmp_path)], cwd=PI,
-                         capture_output=True, text=True, timeout=300, check=False)
+    ran = subprocess.run(
+        [node, "runner.js", str(SCENARIOS), str(tmp_path)],
+        cwd=PI,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert ran.returncode == 0, ran.stderr
     status, out = cli("check", str(SCENARIOS), str(tmp_path))
     assert status == 0, out
@@ -334,4 +389,4 @@ def test_the_pi_port_runs_the_suite_and_departs_only_as_documented(tmp_path: Pat
     status, table = cli("check", str(SCENARIOS), str(tmp_path), "--markdown")
     doc = PARITY_DOC.read_text(encoding="utf-8")
     start, end = doc.index("<!-- pi-report:start -->\n"), doc.index("<!-- pi-report:end -->")
-    assert doc[start + len("<!-- pi-report:start -->\n"):end].strip() == table.strip()
+    assert doc[start + len("<!-- pi-report:start -->\n") : end].strip() == table.strip()

@@ -42,9 +42,17 @@ def parity(*args: str) -> subprocess.CompletedProcess[str]:
     """``python -m yiemagent.parity ARGS`` to its end, with strict UTF-8 output (a name that is
     not UTF-8 must not make printing fail)."""
     env = {**os.environ, "PYTHONIOENCODING": "utf-8"}
-    return subprocess.run([sys.executable, "-m", "yiemagent.testing.parity", *args], env=env,
-                          capture_output=True, text=True, encoding="utf-8", errors="replace",
-                          timeout=WAIT, stdin=subprocess.DEVNULL, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "yiemagent.testing.parity", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+        timeout=WAIT,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
 
 
 def copy_good(folder: Path) -> None:
@@ -89,10 +97,10 @@ def error_entries(out: str, what: str) -> dict[str, str]:
     head = f": not a usable {what}:"
     for i, line in enumerate(lines):
         if line.startswith("ERROR ") and line.endswith(head):
-            name = line[len("ERROR "):-len(head)]
+            name = line[len("ERROR ") : -len(head)]
             assert name not in entries, f"{name} reported twice:\n{out}"
             detail = []
-            for more in lines[i + 1:]:
+            for more in lines[i + 1 :]:
                 if not more.startswith("  "):
                     break
                 detail.append(more)
@@ -114,8 +122,10 @@ def test_run_reports_each_unusable_scenario_file_and_still_runs_the_good_ones(tm
     for name, words in expected.items():
         assert words in entries[str(folder / name)], (name, entries[str(folder / name)])
     assert all(f"pass {name}" in ran.stdout.splitlines() for name in GOOD), ran.stdout
-    assert f"ERROR --trace-dir {not_a_folder}: cannot be used as the folder of traces: it is a " \
-           "file, not a folder; no traces are written" in ran.stdout
+    assert (
+        f"ERROR --trace-dir {not_a_folder}: cannot be used as the folder of traces: it is a "
+        "file, not a folder; no traces are written" in ran.stdout
+    )
     assert ran.stdout.splitlines()[-1] == f"2 passed, {len(expected) + 1} failed"
 
 
@@ -155,8 +165,9 @@ def test_check_reports_each_unusable_trace_and_still_checks_the_good_ones(tmp_pa
         data = json.loads((SCENARIOS / f"{GOOD[0]}.json").read_text(encoding="utf-8"))
         data["name"] = Path(name).stem
         (scenarios / f"{Path(name).stem}.json").write_text(json.dumps(data), encoding="utf-8")
-    blank = json.dumps({"type": "trace", "format": 1, "scenario": "blank_implementation",
-                        "implementation": " "})  # a name of only a space once raised IndexError
+    blank = json.dumps(
+        {"type": "trace", "format": 1, "scenario": "blank_implementation", "implementation": " "}
+    )  # a name of only a space once raised IndexError
     (traces / "blank_implementation.jsonl").write_text(blank + "\n", encoding="utf-8")
     data["name"] = "blank_implementation"
     (scenarios / "blank_implementation.json").write_text(json.dumps(data), encoding="utf-8")
@@ -170,7 +181,8 @@ def test_check_reports_each_unusable_trace_and_still_checks_the_good_ones(tmp_pa
     assert all(f"agreed    {name}" in ran.stdout.splitlines() for name in GOOD), ran.stdout
     assert "diverged  blank_implementation" in ran.stdout.splitlines()
     assert ran.stdout.splitlines()[-1] == (
-        f"2 agreed, 0 departed as documented, 1 diverged, {len(expected)} unusable files")
+        f"2 agreed, 0 departed as documented, 1 diverged, {len(expected)} unusable files"
+    )
 
 
 def test_check_of_a_folder_of_scenarios_needs_a_folder_of_traces(tmp_path: Path) -> None:
@@ -178,8 +190,7 @@ def test_check_of_a_folder_of_scenarios_needs_a_folder_of_traces(tmp_path: Path)
     trace.write_text("", encoding="utf-8")
     ran = parity("check", str(SCENARIOS), str(trace))
     assert "Traceback" not in ran.stderr and ran.returncode == 1
-    assert f"ERROR {trace}: a file; with a folder of scenarios, give the folder of their traces" \
-           in ran.stdout
+    assert f"ERROR {trace}: a file; with a folder of scenarios, give the folder of their traces" in ran.stdout
 
 
 @pytest.mark.skipif(not POSIX, reason="a pipe whose reader is gone: POSIX")
@@ -187,8 +198,14 @@ def test_output_to_a_closed_pipe_ends_quietly() -> None:
     reader, writer = os.pipe()
     os.close(reader)  # every write the command makes now fails with EPIPE
     try:
-        done = subprocess.run([sys.executable, "-m", "yiemagent.testing.parity", "schema"], stdout=writer,
-                              stderr=subprocess.PIPE, text=True, timeout=WAIT, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "yiemagent.testing.parity", "schema"],
+            stdout=writer,
+            stderr=subprocess.PIPE,
+            text=True,
+            timeout=WAIT,
+            check=False,
+        )
     finally:
         os.close(writer)
     assert "Traceback" not in done.stderr, done.stderr
@@ -212,24 +229,30 @@ def test_a_tool_schema_that_is_not_a_json_schema_is_refused_when_loaded(tmp_path
     data["tools"][0]["input_schema"] = {"type": "object", "required": "text"}
     path = tmp_path / f"{GOOD[0]}.json"
     path.write_text(json.dumps(data), encoding="utf-8")
-    with pytest.raises(ScenarioError, match=r"\$\.tools\[0\]\.input_schema: input_schema is not a "
-                                            r"valid JSON Schema"):
+    with pytest.raises(
+        ScenarioError,
+        match=r"\$\.tools\[0\]\.input_schema: input_schema is not a "
+        r"valid JSON Schema",
+    ):
         load_scenario(path)
     out = io.StringIO()
     assert main(["run", str(path)], out) == 1
     assert out.getvalue().startswith(f"ERROR {path}: not a usable scenario:")
 
 
-@pytest.mark.parametrize(("path", "value"), [
-    ("/events/0/type/x/y", 1),  # through a string: once a TypeError
-    ("/events", 5),  # the events are no longer a list: comparing once raised TypeError
-    ("/events/0", {"no": "type"}),  # an event without a type: comparing once raised KeyError
-])
-def test_an_edit_that_breaks_the_outcome_is_a_departure_that_does_not_apply(
-        path: str, value: Any) -> None:
+@pytest.mark.parametrize(
+    ("path", "value"),
+    [
+        ("/events/0/type/x/y", 1),  # through a string: once a TypeError
+        ("/events", 5),  # the events are no longer a list: comparing once raised TypeError
+        ("/events/0", {"no": "type"}),  # an event without a type: comparing once raised KeyError
+    ],
+)
+def test_an_edit_that_breaks_the_outcome_is_a_departure_that_does_not_apply(path: str, value: Any) -> None:
     data = json.loads((SCENARIOS / f"{GOOD[0]}.json").read_text(encoding="utf-8"))
-    data["departures"] = {"other": [{"rule": "edit", "reason": "r",
-                                     "edits": [{"op": "set", "path": path, "value": value}]}]}
+    data["departures"] = {
+        "other": [{"rule": "edit", "reason": "r", "edits": [{"op": "set", "path": path, "value": value}]}]
+    }
     scenario = parse_scenario(data, "test", GOOD[0])
     with pytest.raises(DepartureError):
         apply_departures(scenario.expect, scenario.departures("other"), scenario)
@@ -253,8 +276,9 @@ HOSTILE_TEXT = st.one_of(
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.one_of(st.binary(max_size=200),
-                      HOSTILE_TEXT.map(lambda t: t.encode("utf-8", "surrogatepass"))))
+@given(
+    data=st.one_of(st.binary(max_size=200), HOSTILE_TEXT.map(lambda t: t.encode("utf-8", "surrogatepass")))
+)
 def test_only_scenario_errors_escape_the_readers(data: bytes, tmp_path: Path) -> None:
     scenario, trace = tmp_path / "s.json", tmp_path / "t.jsonl"
     scenario.write_bytes(data)

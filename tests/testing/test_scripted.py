@@ -40,20 +40,29 @@ WAIT = 60.0  # seconds a read or a command may take before the test fails
 
 def test_replies_come_in_order_in_every_form() -> None:
     given = AssistantMessage(content=[TextContent("given")])
-    model = ScriptedModel([
-        "plain text",
-        {"text": "calling", "thinking": "hmm", "tool_calls": [{"name": "t", "arguments": {"a": 1}},
-                                                              {"name": "u", "id": "mine"}]},
-        {"content": [{"type": "text", "text": "as dict"}], "stop_reason": "length"},
-        given,
-        lambda request: f"saw {len(request['messages'])} messages",
-        {"error_message": "rate limited"},
-    ])
+    model = ScriptedModel(
+        [
+            "plain text",
+            {
+                "text": "calling",
+                "thinking": "hmm",
+                "tool_calls": [{"name": "t", "arguments": {"a": 1}}, {"name": "u", "id": "mine"}],
+            },
+            {"content": [{"type": "text", "text": "as dict"}], "stop_reason": "length"},
+            given,
+            lambda request: f"saw {len(request['messages'])} messages",
+            {"error_message": "rate limited"},
+        ]
+    )
     first = model({"messages": []})
     assert first.content == [TextContent("plain text")] and first.stop_reason == "stop"
     second = model({})
-    assert second.content == [ThinkingContent("hmm"), TextContent("calling"),
-                              AgentToolCall("call_2_1", "t", {"a": 1}), AgentToolCall("mine", "u", {})]
+    assert second.content == [
+        ThinkingContent("hmm"),
+        TextContent("calling"),
+        AgentToolCall("call_2_1", "t", {"a": 1}),
+        AgentToolCall("mine", "u", {}),
+    ]
     assert second.stop_reason == "toolUse"
     assert model({}).stop_reason == "length"
     assert model({}).content == given.content
@@ -75,14 +84,17 @@ def test_text_streams_word_by_word_to_on_update() -> None:
     assert quiet == []
 
 
-@pytest.mark.parametrize(("reply", "says"), [
-    (42, "reply 1: a reply must be a string or an object"),
-    ({"txt": "x"}, "unknown key(s) 'txt'"),
-    ({"tool_calls": [{"arguments": {}}]}, "must be an object with a \"name\""),
-    ({"tool_calls": [{"name": "t", "args": {}}]}, "unknown tool-call key(s) args"),
-    ({"tool_calls": "t"}, "\"tool_calls\" must be a list"),
-    ({"role": "user", "content": []}, "a reply is the assistant's"),
-])
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        (42, "reply 1: a reply must be a string or an object"),
+        ({"txt": "x"}, "unknown key(s) 'txt'"),
+        ({"tool_calls": [{"arguments": {}}]}, 'must be an object with a "name"'),
+        ({"tool_calls": [{"name": "t", "args": {}}]}, "unknown tool-call key(s) args"),
+        ({"tool_calls": "t"}, '"tool_calls" must be a list'),
+        ({"role": "user", "content": []}, "a reply is the assistant's"),
+    ],
+)
 def test_bad_replies_are_refused_when_the_script_is_made(reply: Any, says: str) -> None:
     with pytest.raises(ScriptError) as info:
         ScriptedModel([reply])
@@ -93,18 +105,23 @@ def test_a_file_holds_a_list_or_an_object_of_replies(tmp_path: Path) -> None:
     listed = tmp_path / "list.json"
     listed.write_text(json.dumps(["a", {"text": "b"}]), encoding="utf-8")
     assert [m({}).content for m in [ScriptedModel.from_file(listed)] for _ in range(2)] == [
-        [TextContent("a")], [TextContent("b")]]
+        [TextContent("a")],
+        [TextContent("b")],
+    ]
     wrapped = tmp_path / "object.json"
     wrapped.write_text(json.dumps({"replies": ["c"]}), encoding="utf-8")
     assert ScriptedModel.from_file(wrapped)({}).content == [TextContent("c")]
 
 
-@pytest.mark.parametrize(("text", "says"), [
-    ("[1,", "is not valid JSON"),
-    ('{"x": NaN}', "is not valid JSON"),
-    ('"just text"', "must be a JSON list of replies"),
-    ('[{"text": "ok"}, {"bad": 1}]', "reply 2"),
-])
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("[1,", "is not valid JSON"),
+        ('{"x": NaN}', "is not valid JSON"),
+        ('"just text"', "must be a JSON list of replies"),
+        ('[{"text": "ok"}, {"bad": 1}]', "reply 2"),
+    ],
+)
 def test_bad_files_say_what_is_wrong(tmp_path: Path, text: str, says: str) -> None:
     path = tmp_path / "script.json"
     path.write_text(text, encoding="utf-8")
@@ -126,8 +143,7 @@ def test_a_saved_session_replays_the_conversation(tmp_path: Path) -> None:
         """
         return a + b
 
-    original = ScriptedModel([{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 40}}]},
-                              "It is 42."])
+    original = ScriptedModel([{"tool_calls": [{"name": "add", "arguments": {"a": 2, "b": 40}}]}, "It is 42."])
     with YiemAgent(llm_call=original, tools=[add]) as agent:
         agent.prompt("2 + 40?", timeout=10)
         agent.save(tmp_path / "session.json")
@@ -136,8 +152,7 @@ def test_a_saved_session_replays_the_conversation(tmp_path: Path) -> None:
     with YiemAgent(llm_call=replay, tools=[add]) as agent:
         answer = agent.prompt("2 + 40?", timeout=10)
         assert answer.content == [TextContent("It is 42.")]
-        assert [m.to_dict()["role"] for m in agent.messages] == [
-            m.to_dict()["role"] for m in history]
+        assert [m.to_dict()["role"] for m in agent.messages] == [m.to_dict()["role"] for m in history]
         assert agent.messages[2].content == history[2].content  # the tool ran again
 
 
@@ -248,25 +263,30 @@ def nested(depth: int) -> dict[str, Any]:
 BLOCK = {"type": "text", "text": "hi"}
 
 
-@pytest.mark.parametrize(("reply", "says"), [
-    ({"content": [BLOCK], "timestamp": math.inf}, '"timestamp" must be milliseconds'),
-    ({"content": [BLOCK], "timestamp": 10**400}, '"timestamp" must be milliseconds'),
-    ({"content": [BLOCK], "timestamp": "noon"}, '"timestamp" must be milliseconds'),
-    ({"content": [BLOCK], "timestamp": True}, '"timestamp" must be milliseconds'),
-    ({"content": "hi"}, '"content" must be a list of blocks'),
-    ({"content": [5]}, '"content"[0] must be an object with a "type"'),
-    ({"content": [{"text": "hi"}]}, '"content"[0] must have a "type" string'),
-    ({"content": [{"type": "text", "text": 5}]}, '"content"[0]."text" must be a string'),
-    ({"content": [{"type": "toolCall", "id": 1, "name": "t"}]}, '"content"[0]."id" must be a string'),
-    ({"content": [], "usage": {"input": "many"}}, '"usage"."input" must be a number'),
-    ({"content": [], "usage": 7}, '"usage" must be an object'),
-    ({"content": [], "model": ["x"]}, '"model" must be a string'),
-    ({"content": [{"type": "toolCall", "id": "c", "name": "t", "arguments": nested(5000)}]},
-     "not a message dict: RecursionError"),
-    ({"text": 5}, '"text" must be a string'),
-    ({"stop_reason": 3}, '"stop_reason" must be a string'),
-    ({"tool_calls": [{"name": "t", "id": 7}]}, "a tool call's \"id\" must be a string"),
-])
+@pytest.mark.parametrize(
+    ("reply", "says"),
+    [
+        ({"content": [BLOCK], "timestamp": math.inf}, '"timestamp" must be milliseconds'),
+        ({"content": [BLOCK], "timestamp": 10**400}, '"timestamp" must be milliseconds'),
+        ({"content": [BLOCK], "timestamp": "noon"}, '"timestamp" must be milliseconds'),
+        ({"content": [BLOCK], "timestamp": True}, '"timestamp" must be milliseconds'),
+        ({"content": "hi"}, '"content" must be a list of blocks'),
+        ({"content": [5]}, '"content"[0] must be an object with a "type"'),
+        ({"content": [{"text": "hi"}]}, '"content"[0] must have a "type" string'),
+        ({"content": [{"type": "text", "text": 5}]}, '"content"[0]."text" must be a string'),
+        ({"content": [{"type": "toolCall", "id": 1, "name": "t"}]}, '"content"[0]."id" must be a string'),
+        ({"content": [], "usage": {"input": "many"}}, '"usage"."input" must be a number'),
+        ({"content": [], "usage": 7}, '"usage" must be an object'),
+        ({"content": [], "model": ["x"]}, '"model" must be a string'),
+        (
+            {"content": [{"type": "toolCall", "id": "c", "name": "t", "arguments": nested(5000)}]},
+            "not a message dict: RecursionError",
+        ),
+        ({"text": 5}, '"text" must be a string'),
+        ({"stop_reason": 3}, '"stop_reason" must be a string'),
+        ({"tool_calls": [{"name": "t", "id": 7}]}, 'a tool call\'s "id" must be a string'),
+    ],
+)
 def test_bad_reply_fields_are_script_errors_naming_the_reply_and_field(reply: Any, says: str) -> None:
     with pytest.raises(ScriptError) as info:
         ScriptedModel(["first", reply])
@@ -275,18 +295,22 @@ def test_bad_reply_fields_are_script_errors_naming_the_reply_and_field(reply: An
 
 def test_an_out_of_range_timestamp_in_a_file_names_the_file_reply_and_field(tmp_path: Path) -> None:
     path = tmp_path / "script.json"
-    path.write_text('["a", {"content": [{"type": "text", "text": "b"}], "timestamp": 1e400}]',
-                    encoding="utf-8")
+    path.write_text(
+        '["a", {"content": [{"type": "text", "text": "b"}], "timestamp": 1e400}]', encoding="utf-8"
+    )
     with pytest.raises(ScriptError) as info:
         ScriptedModel.from_file(path)
-    assert f"the script {path}: reply 2: \"timestamp\" must be milliseconds" in str(info.value)
+    assert f'the script {path}: reply 2: "timestamp" must be milliseconds' in str(info.value)
 
 
-@pytest.mark.parametrize(("content", "says"), [
-    (b"[\"caf\xe9\"]", "is not UTF-8 text (byte 5 is 0xe9)"),
-    (b"[" * 100_000 + b"]" * 100_000, "is nested too deeply to read"),
-    (b"[" + b"9" * 5000 + b"]", "an integer of 5000 digits is too long (at most 4300)"),
-])
+@pytest.mark.parametrize(
+    ("content", "says"),
+    [
+        (b'["caf\xe9"]', "is not UTF-8 text (byte 5 is 0xe9)"),
+        (b"[" * 100_000 + b"]" * 100_000, "is nested too deeply to read"),
+        (b"[" + b"9" * 5000 + b"]", "an integer of 5000 digits is too long (at most 4300)"),
+    ],
+)
 def test_unreadable_script_files_say_why(content: bytes, says: str, tmp_path: Path) -> None:
     path = tmp_path / "script.json"
     path.write_bytes(content)
@@ -302,9 +326,14 @@ def test_the_cli_refuses_a_bad_script_with_exit_status_2(tmp_path: Path) -> None
     stamp = tmp_path / "stamp.json"
     stamp.write_text('[{"content": [], "timestamp": 1e400}]', encoding="utf-8")
     for script, says in ((huge, "16 MiB"), (stamp, 'reply 1: "timestamp"')):
-        done = subprocess.run([sys.executable, "-m", "yiemagent", "run", "--model",
-                               f"scripted:{script}", "hi"], capture_output=True, text=True,
-                              timeout=WAIT, stdin=subprocess.DEVNULL, check=False)
+        done = subprocess.run(
+            [sys.executable, "-m", "yiemagent", "run", "--model", f"scripted:{script}", "hi"],
+            capture_output=True,
+            text=True,
+            timeout=WAIT,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
         assert done.returncode == 2 and "Traceback" not in done.stderr, done.stderr
         assert str(script) in done.stderr and says in done.stderr, done.stderr
 
@@ -312,22 +341,49 @@ def test_the_cli_refuses_a_bad_script_with_exit_status_2(tmp_path: Path) -> None
 VALUES = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=8),
     lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
-    max_leaves=8)
+    max_leaves=8,
+)
 BLOCKS = st.fixed_dictionaries(
     {"type": st.sampled_from(["text", "thinking", "toolCall", "image", "other"]) | VALUES},
-    optional={key: VALUES for key in ("text", "thinking", "signature", "id", "name", "arguments",
-                                      "call_type", "data", "mime_type")})
+    optional={
+        key: VALUES
+        for key in (
+            "text",
+            "thinking",
+            "signature",
+            "id",
+            "name",
+            "arguments",
+            "call_type",
+            "data",
+            "mime_type",
+        )
+    },
+)
 MESSAGE_DICTS = st.fixed_dictionaries(
     {"content": st.lists(BLOCKS, max_size=3) | VALUES},
-    optional={"timestamp": st.sampled_from([math.inf, -math.inf, 1e300, -1, 0, 1.5]) | VALUES,
-              "usage": st.dictionaries(st.sampled_from(["input", "output", "cost"]), VALUES) | VALUES,
-              **{key: VALUES for key in ("role", "api", "provider", "model", "stop_reason",
-                                         "error_message")}})
-SHORTHANDS = st.fixed_dictionaries({}, optional={
-    "text": VALUES, "thinking": VALUES, "stop_reason": VALUES, "error_message": VALUES,
-    "tool_calls": st.lists(st.fixed_dictionaries({}, optional={"name": st.text(max_size=4) | VALUES,
-                                                              "arguments": VALUES, "id": VALUES}),
-                           max_size=2) | VALUES})
+    optional={
+        "timestamp": st.sampled_from([math.inf, -math.inf, 1e300, -1, 0, 1.5]) | VALUES,
+        "usage": st.dictionaries(st.sampled_from(["input", "output", "cost"]), VALUES) | VALUES,
+        **{key: VALUES for key in ("role", "api", "provider", "model", "stop_reason", "error_message")},
+    },
+)
+SHORTHANDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "text": VALUES,
+        "thinking": VALUES,
+        "stop_reason": VALUES,
+        "error_message": VALUES,
+        "tool_calls": st.lists(
+            st.fixed_dictionaries(
+                {}, optional={"name": st.text(max_size=4) | VALUES, "arguments": VALUES, "id": VALUES}
+            ),
+            max_size=2,
+        )
+        | VALUES,
+    },
+)
 REPLIES = st.one_of(st.text(max_size=8), VALUES, MESSAGE_DICTS, SHORTHANDS)
 
 

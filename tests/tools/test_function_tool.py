@@ -35,8 +35,14 @@ def props(tool: AgentTool) -> dict[str, Any]:
 def call(tool: AgentTool, args: dict[str, Any]) -> ToolResultMessage:
     """Run one call through the real pipeline (validation included) and return its message."""
     message = AssistantMessage(content=[AgentToolCall("call-1", tool.name, args)])
-    batch = execute_tool_calls(AgentContext("", [], {tool.name: tool}), message,
-                               [AgentToolCall("call-1", tool.name, args)], AgentLoopConfig(), None, None)
+    batch = execute_tool_calls(
+        AgentContext("", [], {tool.name: tool}),
+        message,
+        [AgentToolCall("call-1", tool.name, args)],
+        AgentLoopConfig(),
+        None,
+        None,
+    )
     return batch.messages[0]
 
 
@@ -65,8 +71,13 @@ def test_scalar_hints() -> None:
 
 def test_container_hints() -> None:
     @function_tool
-    def containers(names: list[str], scores: dict[str, float], raw: list, blob: dict,  # type: ignore[type-arg]
-                   nested: list[dict[str, int]]) -> str:
+    def containers(
+        names: list[str],
+        scores: dict[str, float],
+        raw: list,
+        blob: dict,  # type: ignore[type-arg]
+        nested: list[dict[str, int]],
+    ) -> str:
         return "ok"
 
     assert props(containers) == {
@@ -108,14 +119,22 @@ def test_annotated_and_any_hints() -> None:
     def extras(city: Annotated[str, "The city to look up."], anything: Any) -> str:
         return "ok"
 
-    assert props(extras) == {"city": {"type": "string", "description": "The city to look up."},
-                             "anything": {}}
+    assert props(extras) == {
+        "city": {"type": "string", "description": "The city to look up."},
+        "anything": {},
+    }
 
 
 def test_defaults_make_parameters_optional() -> None:
     @function_tool
-    def defaults(city: str, days: int = 3, color: Color = Color.BLUE, note: str = None,  # type: ignore[assignment]  # noqa: RUF013
-                 tags: list[str] | None = None, mode: Literal["a", "b"] | None = None) -> str:
+    def defaults(
+        city: str,
+        days: int = 3,
+        color: Color = Color.BLUE,
+        note: str = None,  # type: ignore[assignment]  # noqa: RUF013
+        tags: list[str] | None = None,
+        mode: Literal["a", "b"] | None = None,
+    ) -> str:
         return "ok"
 
     assert defaults.input_schema["required"] == ["city"]
@@ -126,8 +145,11 @@ def test_defaults_make_parameters_optional() -> None:
     assert call(defaults, {"city": "x", "note": None, "mode": None}).is_error is False
 
 
-@pytest.mark.parametrize("default", [float("nan"), float("inf"), -float("inf"), [1.0, float("nan")]],
-                         ids=["nan", "inf", "-inf", "nested"])
+@pytest.mark.parametrize(
+    "default",
+    [float("nan"), float("inf"), -float("inf"), [1.0, float("nan")]],
+    ids=["nan", "inf", "-inf", "nested"],
+)
 def test_nan_or_infinite_defaults_are_refused_at_decoration(default: Any) -> None:
     def scaled(factor: Any = default) -> str:
         return "ok"
@@ -332,8 +354,13 @@ def test_enum_arguments_arrive_as_members() -> None:
     seen: list[Any] = []
 
     @function_tool
-    def paint(color: Color, level: Level, extra: list[Color] | None = None,
-              by_name: dict[str, Color] | None = None, maybe: Color | None = None) -> str:
+    def paint(
+        color: Color,
+        level: Level,
+        extra: list[Color] | None = None,
+        by_name: dict[str, Color] | None = None,
+        maybe: Color | None = None,
+    ) -> str:
         seen.extend([color, level, extra, by_name, maybe])
         return "painted"
 

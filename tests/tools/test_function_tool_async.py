@@ -31,11 +31,13 @@ from yiemagent.tools._function_tool import function_tool
 WAIT = 10.0  # seconds any wait in these tests may take before the test fails
 
 
-def run_calls(tools: list[AgentTool], *calls: AgentToolCall,
-              signal: AbortSignal | None = None) -> list[ToolResultMessage]:
+def run_calls(
+    tools: list[AgentTool], *calls: AgentToolCall, signal: AbortSignal | None = None
+) -> list[ToolResultMessage]:
     context = AgentContext("", [], tools)
-    batch = execute_tool_calls(context, AssistantMessage(content=list(calls)), list(calls),
-                               AgentLoopConfig(), signal, None)
+    batch = execute_tool_calls(
+        context, AssistantMessage(content=list(calls)), list(calls), AgentLoopConfig(), signal, None
+    )
     return batch.messages
 
 
@@ -95,8 +97,10 @@ def test_aborting_the_signal_cancels_an_async_tool() -> None:
     signal = AbortSignal()
     results: list[ToolResultMessage] = []
     runner = threading.Thread(
-        target=lambda: results.extend(run_calls([wait_long], AgentToolCall("c1", "wait_long", {}),
-                                                signal=signal)))
+        target=lambda: results.extend(
+            run_calls([wait_long], AgentToolCall("c1", "wait_long", {}), signal=signal)
+        )
+    )
     runner.start()
     assert started.wait(WAIT)
     signal.abort("user pressed stop")
@@ -105,8 +109,9 @@ def test_aborting_the_signal_cancels_an_async_tool() -> None:
     assert cancelled.is_set()
     [message] = results
     assert message.is_error
-    assert text_of(message) == ('Tool "wait_long" failed: CancelledError: the operation was aborted '
-                                "(user pressed stop)")
+    assert text_of(message) == (
+        'Tool "wait_long" failed: CancelledError: the operation was aborted (user pressed stop)'
+    )
 
 
 def test_an_async_tool_that_handles_its_cancellation_keeps_its_answer() -> None:

@@ -25,8 +25,14 @@ def get_time() -> AgentTool:
 
 def call(tool: AgentTool, args: dict[str, Any]) -> ToolResultMessage:
     calls = [AgentToolCall("call-1", tool.name, args)]
-    batch = execute_tool_calls(AgentContext("", [], {tool.name: tool}), AssistantMessage(content=calls),
-                               calls, AgentLoopConfig(), None, None)
+    batch = execute_tool_calls(
+        AgentContext("", [], {tool.name: tool}),
+        AssistantMessage(content=calls),
+        calls,
+        AgentLoopConfig(),
+        None,
+        None,
+    )
     return batch.messages[0]
 
 
@@ -75,8 +81,12 @@ def test_the_time_in_a_well_known_city(get_time: AgentTool, place: str, zone: st
 
 @pytest.mark.parametrize(
     ("place", "zone"),
-    [("europe/paris", "Europe/Paris"), ("UTC", "UTC"), ("Lisbon", "Europe/Lisbon"),
-     ("America/New York", "America/New_York")],
+    [
+        ("europe/paris", "Europe/Paris"),
+        ("UTC", "UTC"),
+        ("Lisbon", "Europe/Lisbon"),
+        ("America/New York", "America/New_York"),
+    ],
 )
 def test_zone_names_are_matched_loosely(get_time: AgentTool, place: str, zone: str) -> None:
     before = datetime.now(timezone.utc)

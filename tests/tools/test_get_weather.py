@@ -28,8 +28,14 @@ def get_weather() -> AgentTool:
 def call(tool: AgentTool, args: dict[str, Any], events: list[Any] | None = None) -> ToolResultMessage:
     calls = [AgentToolCall("call-1", tool.name, args)]
     sink = events.append if events is not None else None
-    batch = execute_tool_calls(AgentContext("", [], {tool.name: tool}), AssistantMessage(content=calls),
-                               calls, AgentLoopConfig(), None, sink)
+    batch = execute_tool_calls(
+        AgentContext("", [], {tool.name: tool}),
+        AssistantMessage(content=calls),
+        calls,
+        AgentLoopConfig(),
+        None,
+        sink,
+    )
     return batch.messages[0]
 
 

@@ -40,8 +40,7 @@ def look_up(tool: AgentTool, signal: AbortSignal | None = None) -> AgentToolResu
         return exc
 
 
-def test_a_trickling_server_is_cut_off_at_the_timeout(get_weather: AgentTool,
-                                                       meteo: OpenMeteoServer) -> None:
+def test_a_trickling_server_is_cut_off_at_the_timeout(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:
     meteo.trickle_s = 0.05
     outcome = look_up(get_weather)
     assert isinstance(outcome, RuntimeError), outcome
@@ -56,7 +55,8 @@ def test_a_quick_answer_is_not_cut_off(get_weather: AgentTool, meteo: OpenMeteoS
 
 
 def test_an_abort_still_ends_a_trickling_request_at_once(
-        get_weather: AgentTool, meteo: OpenMeteoServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    get_weather: AgentTool, meteo: OpenMeteoServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("YIEM_WEATHER_TIMEOUT_S", "30")  # only the abort can end it in time
     meteo.trickle_s = 0.05
     signal = AbortSignal()

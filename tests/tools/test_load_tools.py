@@ -32,8 +32,11 @@ REPO_TOOLS = ROOT / "tools"
 def tool_file(name: str, reply: str | None = None, extra: str = "") -> str:
     """Source of a minimal tool file relying only on the injected core types."""
     reply = reply if reply is not None else f"{name} says hi"
-    return extra + "\n" + textwrap.dedent(
-        f"""
+    return (
+        extra
+        + "\n"
+        + textwrap.dedent(
+            f"""
         def execute_tool(tool_call_id, args, signal, on_partial_result):
             return AgentToolResult([TextContent({reply!r})])
 
@@ -46,6 +49,7 @@ def tool_file(name: str, reply: str | None = None, extra: str = "") -> str:
                 execute=execute_tool,
             )
         """
+        )
     )
 
 
@@ -103,15 +107,20 @@ def test_list_tools_lists_the_loaded_tools(tmp_path: Path) -> None:
 def test_each_file_runs_in_its_own_module(tmp_path: Path) -> None:
     helper = "def helper():\n    return {!r}\n"
     for name in ("first", "second"):
-        write(tmp_path, f"{name}.py", helper.format(f"helper of {name}") + textwrap.dedent(
-            f"""
+        write(
+            tmp_path,
+            f"{name}.py",
+            helper.format(f"helper of {name}")
+            + textwrap.dedent(
+                f"""
             def execute_tool(tool_call_id, args, signal, on_partial_result):
                 return AgentToolResult([TextContent(helper())])
 
             def get_tool():
                 return AgentTool({name!r}, {name!r}, "d", {{"type": "object"}}, execute_tool)
             """
-        ))
+            ),
+        )
     tools = load_tools(ToolStore("agent"), tmp_path)
     assert run(tools["first"]) == "helper of first"
     assert run(tools["second"]) == "helper of second"
@@ -143,7 +152,10 @@ def test_only_core_types_are_injected(tmp_path: Path) -> None:
 
 
 def test_a_file_imports_what_it_needs(tmp_path: Path) -> None:
-    write(tmp_path, "imports.py", """
+    write(
+        tmp_path,
+        "imports.py",
+        """
         import json
 
         def execute_tool(tool_call_id, args, signal, on_partial_result):
@@ -151,19 +163,27 @@ def test_a_file_imports_what_it_needs(tmp_path: Path) -> None:
 
         def get_tool():
             return AgentTool("dumps", "Dumps", "d", {"type": "object"}, execute_tool)
-        """)
+        """,
+    )
     tools = load_tools(ToolStore("agent"), tmp_path)
     assert run(tools["dumps"], {"b": 1, "a": [2]}) == '{"a": [2], "b": 1}'
 
 
 def test_dataclasses_work_in_tool_files(tmp_path: Path) -> None:
-    write(tmp_path, "dc.py", "from __future__ import annotations\nimport dataclasses\n"
-          "@dataclasses.dataclass\nclass Point:\n    x: int\n    y: int = 0\n" + tool_file("dc"))
+    write(
+        tmp_path,
+        "dc.py",
+        "from __future__ import annotations\nimport dataclasses\n"
+        "@dataclasses.dataclass\nclass Point:\n    x: int\n    y: int = 0\n" + tool_file("dc"),
+    )
     assert "dc" in load_tools(ToolStore("agent"), tmp_path)
 
 
 def test_what_a_tool_file_defines_can_be_pickled(tmp_path: Path) -> None:
-    write(tmp_path, "dc.py", """
+    write(
+        tmp_path,
+        "dc.py",
+        """
         import dataclasses
 
         @dataclasses.dataclass
@@ -175,7 +195,8 @@ def test_what_a_tool_file_defines_can_be_pickled(tmp_path: Path) -> None:
 
         def get_tool():
             return AgentTool("dc", "Dc", "d", {"type": "object"}, execute_tool)
-        """)
+        """,
+    )
     store = ToolStore("agent")
     point = load_tools(store, tmp_path)["dc"].execute("c1", {}, None, None).details["point"]
     assert pickle.loads(pickle.dumps(point)) == point
@@ -194,12 +215,16 @@ def test_a_dropped_store_takes_its_modules_out_of_sys_modules(tmp_path: Path) ->
 
 
 def test_get_tool_with_a_parameter_receives_the_store(tmp_path: Path) -> None:
-    write(tmp_path, "bound.py", """
+    write(
+        tmp_path,
+        "bound.py",
+        """
         def get_tool(store):
             def execute(tool_call_id, args, signal, on_partial_result):
                 return AgentToolResult([TextContent("store " + store.name)])
             return AgentTool("bound", "Bound", "d", {"type": "object"}, execute)
-        """)
+        """,
+    )
     tools = load_tools(ToolStore("agentX"), tmp_path)
     assert run(tools["bound"]) == "store agentX"
 
@@ -384,10 +409,14 @@ def test_get_tool_raising(tmp_path: Path) -> None:
 
 
 def test_invalid_schema_is_reported(tmp_path: Path) -> None:
-    write(tmp_path, "schema.py", """
+    write(
+        tmp_path,
+        "schema.py",
+        """
         def get_tool():
             return AgentTool("bad", "Bad", "d", {"type": "nonsense"}, lambda *a: None)
-        """)
+        """,
+    )
     message = problems_of(ToolStore("agent"), tmp_path)["schema.py"]
     assert "ValueError" in message and "not a valid JSON Schema" in message
 

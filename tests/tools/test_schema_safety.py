@@ -47,6 +47,7 @@ FEW_KB = 8 * 1024  # the most an argument error text may be
 
 def tool(name: str, schema: dict[str, Any], **options: Any) -> AgentTool:
     """A tool that answers ``ran <name>``."""
+
     def execute(_id: str, _args: dict[str, Any], _signal: Any, _partial: Any) -> AgentToolResult:
         return AgentToolResult([TextContent(f"ran {name}")])
 
@@ -166,8 +167,9 @@ def run_child(*args: str) -> dict[str, Any]:
     """Run ``schema_pattern_child.py`` with ``args``; its JSON answer. A child that hangs (as it
     does when a pattern backtracks) is killed and fails the test."""
     try:
-        done = subprocess.run([sys.executable, str(CHILD), *args], capture_output=True, text=True,
-                              timeout=6 * WAIT)
+        done = subprocess.run(
+            [sys.executable, str(CHILD), *args], capture_output=True, text=True, timeout=6 * WAIT
+        )
     except subprocess.TimeoutExpired:
         pytest.fail(f"the child process did not finish within {6 * WAIT:.0f} s: a pattern hung it")
     assert done.returncode == 0, done.stderr
@@ -181,23 +183,61 @@ def run_child(*args: str) -> dict[str, Any]:
 
 LOCAL_REFERENCES: list[tuple[dict[str, Any], dict[str, Any], dict[str, Any]]] = [
     # (schema, valid arguments, invalid arguments)
-    (city("#/$defs/city", **{"$defs": {"city": {"type": "string", "minLength": 1}}}),
-     {"city": "Oslo"}, {"city": ""}),
+    (
+        city("#/$defs/city", **{"$defs": {"city": {"type": "string", "minLength": 1}}}),
+        {"city": "Oslo"},
+        {"city": ""},
+    ),
     (city("#name", **{"$defs": {"c": {"$anchor": "name", "type": "string"}}}), {"city": "Oslo"}, {"city": 1}),
     # An $id that looks remote names a part of this schema: resolved here, not fetched.
-    (city("city.json", **{"$id": "https://schemas.example/weather.json",
-                          "$defs": {"c": {"$id": "city.json", "type": "string"}}}),
-     {"city": "Oslo"}, {"city": 1}),
-    (city("#/definitions/c", **{"$schema": "http://json-schema.org/draft-07/schema#",
-                                "definitions": {"c": {"type": "string"}}}), {"city": "Oslo"}, {"city": 1}),
-    ({"$dynamicAnchor": "node", "type": "object", "properties": {
-        "name": {"type": "string"}, "children": {"type": "array", "items": {"$dynamicRef": "#node"}}}},
-     {"name": "a", "children": [{"name": "b"}]}, {"name": "a", "children": [{"name": 2}]}),
-    ({"type": "object", "properties": {"next": {"$ref": "#"}, "n": {"type": "integer"}}},
-     {"n": 1, "next": {"n": 2}}, {"n": 1, "next": {"n": "two"}}),
+    (
+        city(
+            "city.json",
+            **{
+                "$id": "https://schemas.example/weather.json",
+                "$defs": {"c": {"$id": "city.json", "type": "string"}},
+            },
+        ),
+        {"city": "Oslo"},
+        {"city": 1},
+    ),
+    (
+        city(
+            "#/definitions/c",
+            **{
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "definitions": {"c": {"type": "string"}},
+            },
+        ),
+        {"city": "Oslo"},
+        {"city": 1},
+    ),
+    (
+        {
+            "$dynamicAnchor": "node",
+            "type": "object",
+            "properties": {
+                "name": {"type": "string"},
+                "children": {"type": "array", "items": {"$dynamicRef": "#node"}},
+            },
+        },
+        {"name": "a", "children": [{"name": "b"}]},
+        {"name": "a", "children": [{"name": 2}]},
+    ),
+    (
+        {"type": "object", "properties": {"next": {"$ref": "#"}, "n": {"type": "integer"}}},
+        {"n": 1, "next": {"n": 2}},
+        {"n": 1, "next": {"n": "two"}},
+    ),
     # The metaschemas ship with jsonschema: referencing one fetches nothing either.
-    ({"type": "object", "properties": {"schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"}}},
-     {"schema": {"type": "string"}}, {"schema": {"type": 5}}),
+    (
+        {
+            "type": "object",
+            "properties": {"schema": {"$ref": "https://json-schema.org/draft/2020-12/schema"}},
+        },
+        {"schema": {"type": "string"}},
+        {"schema": {"type": 5}},
+    ),
 ]
 
 
@@ -244,7 +284,8 @@ def test_a_ref_to_a_server_that_never_answers_is_refused_at_once(silent: SilentS
 
 
 def test_a_reference_that_stops_resolving_after_the_tool_was_built_is_an_error_result(
-        counting: CountingServer) -> None:
+    counting: CountingServer,
+) -> None:
     # Defence in depth: the build-time check cannot see a schema changed after it; the call
     # that meets the reference gets an error result, and still nothing is fetched.
     schema = city("#/$defs/c", **{"$defs": {"c": {"type": "string"}}})
@@ -281,8 +322,11 @@ def test_patterns_re2_cannot_run_are_refused_from_untrusted_sources_only() -> No
     cases = [
         {"type": "object", "properties": {"code": {"type": "string", "pattern": lookahead}}},
         {"type": "object", "patternProperties": {"(a)\\1": {}}},
-        {"type": "object", "properties": {"code": {"$ref": "#/$defs/c"}},
-         "$defs": {"c": {"$schema": "http://json-schema.org/draft-07/schema#", "pattern": lookahead}}},
+        {
+            "type": "object",
+            "properties": {"code": {"$ref": "#/$defs/c"}},
+            "$defs": {"c": {"$schema": "http://json-schema.org/draft-07/schema#", "pattern": lookahead}},
+        },
     ]
     for schema in cases:
         with pytest.raises(ValueError) as info:
@@ -297,26 +341,53 @@ def test_patterns_re2_cannot_run_are_refused_from_untrusted_sources_only() -> No
     assert "does not match" in argument_error(mine, {"code": "abc"})
 
     with pytest.raises(ValueError, match="unevaluatedProperties together with patternProperties"):
-        tool("served", {"patternProperties": {"^x": {}},
-                        "properties": {"a": {"unevaluatedProperties": False}}}, untrusted_schema=True)
+        tool(
+            "served",
+            {"patternProperties": {"^x": {}}, "properties": {"a": {"unevaluatedProperties": False}}},
+            untrusted_schema=True,
+        )
 
 
-SUBSCHEMA_PLACES: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = [
-    (keyword, lambda sub, k=keyword: {k: sub}) for keyword in (
-        "additionalProperties", "contains", "else", "if", "items", "not", "propertyNames", "then",
-        "unevaluatedItems", "unevaluatedProperties")
-] + [
-    (keyword, lambda sub, k=keyword: {k: [{}, sub]}) for keyword in ("allOf", "anyOf", "oneOf", "prefixItems")
-] + [
-    (keyword, lambda sub, k=keyword: {k: {"x": sub}})
-    for keyword in ("$defs", "dependentSchemas", "patternProperties", "properties")
-] + [
-    ("draft-07 " + keyword,
-     lambda sub, k=keyword, m=make: {"$schema": "http://json-schema.org/draft-07/schema#", **m(k, sub)})
-    for keyword, make in (
-        ("definitions", lambda k, sub: {k: {"x": sub}}), ("dependencies", lambda k, sub: {k: {"x": sub}}),
-        ("additionalItems", lambda k, sub: {k: sub}), ("items", lambda k, sub: {k: [sub]}))
-]
+SUBSCHEMA_PLACES: list[tuple[str, Callable[[dict[str, Any]], dict[str, Any]]]] = (
+    [
+        (keyword, lambda sub, k=keyword: {k: sub})
+        for keyword in (
+            "additionalProperties",
+            "contains",
+            "else",
+            "if",
+            "items",
+            "not",
+            "propertyNames",
+            "then",
+            "unevaluatedItems",
+            "unevaluatedProperties",
+        )
+    ]
+    + [
+        (keyword, lambda sub, k=keyword: {k: [{}, sub]})
+        for keyword in ("allOf", "anyOf", "oneOf", "prefixItems")
+    ]
+    + [
+        (keyword, lambda sub, k=keyword: {k: {"x": sub}})
+        for keyword in ("$defs", "dependentSchemas", "patternProperties", "properties")
+    ]
+    + [
+        (
+            "draft-07 " + keyword,
+            lambda sub, k=keyword, m=make: {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                **m(k, sub),
+            },
+        )
+        for keyword, make in (
+            ("definitions", lambda k, sub: {k: {"x": sub}}),
+            ("dependencies", lambda k, sub: {k: {"x": sub}}),
+            ("additionalItems", lambda k, sub: {k: sub}),
+            ("items", lambda k, sub: {k: [sub]}),
+        )
+    ]
+)
 
 
 @pytest.mark.parametrize(("place", "wrap"), SUBSCHEMA_PLACES, ids=[p for p, _ in SUBSCHEMA_PLACES])
@@ -338,10 +409,14 @@ def test_a_text_too_long_for_its_pattern_is_a_violation_not_a_long_match() -> No
 
 
 def test_ecma_unicode_escapes_work_with_re2() -> None:
-    schema = {"type": "object", "properties": {
-        "word": {"type": "string", "pattern": "^\\u00e9t\\u00e9$"},
-        "face": {"type": "string", "pattern": "^\\uD83D\\uDE01$"},  # a surrogate pair: one character
-        "slash": {"type": "string", "pattern": "^\\\\u0041$"}}}  # an escaped backslash, then u0041
+    schema = {
+        "type": "object",
+        "properties": {
+            "word": {"type": "string", "pattern": "^\\u00e9t\\u00e9$"},
+            "face": {"type": "string", "pattern": "^\\uD83D\\uDE01$"},  # a surrogate pair: one character
+            "slash": {"type": "string", "pattern": "^\\\\u0041$"},
+        },
+    }  # an escaped backslash, then u0041
     served = tool("served", schema, untrusted_schema=True)
     args = {"word": "été", "face": "😁", "slash": "\\u0041"}
     assert validate_tool_arguments(served, AgentToolCall("c", "served", args)) == args
@@ -412,7 +487,8 @@ def test_ten_thousand_violations_make_an_error_text_of_a_few_kb() -> None:
     assert len(message) <= FEW_KB, len(message)
     lines = message.split("\n\nReceived arguments:\n")[0].splitlines()
     assert lines[1:] == [f"  - args.xs[{i}]: 'a' is not of type 'integer'" for i in range(10)] + [
-        "  ... and 9990 more violations (not shown)"]
+        "  ... and 9990 more violations (not shown)"
+    ]
 
 
 def test_huge_names_and_custom_problems_are_cut_too() -> None:

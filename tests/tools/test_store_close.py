@@ -57,8 +57,8 @@ def test_unregister_removes_only_the_tool_asked_for() -> None:
 
 def test_unregistering_a_file_tool_forgets_the_file(tmp_path: Path) -> None:
     (tmp_path / "shout.py").write_text(
-        "def get_tool():\n"
-        "    return AgentTool('shout', 'Shout', 'x', {'type': 'object'}, lambda *a: None)\n")
+        "def get_tool():\n    return AgentTool('shout', 'Shout', 'x', {'type': 'object'}, lambda *a: None)\n"
+    )
     store = ToolStore()
     load_tools(store, tmp_path)
     assert unregister_tool(store, "shout")
@@ -72,8 +72,9 @@ def test_an_agent_made_to_close_its_store_closes_it_at_shutdown() -> None:
     store = ToolStore("closing")
     closed: list[str] = []
     store.add_closer(lambda: closed.append("closed"))
-    agent = YiemAgent(llm_call=lambda _req: AssistantMessage([TextContent("ok")]), tool_store=store,
-                      close_tool_store=True)
+    agent = YiemAgent(
+        llm_call=lambda _req: AssistantMessage([TextContent("ok")]), tool_store=store, close_tool_store=True
+    )
     agent.shutdown()
     assert closed == ["closed"]
     keeper = ToolStore("kept")

@@ -22,12 +22,18 @@ from yiemagent.tools._store import ToolLoadError, ToolStore, check_tool_file, lo
         ("import sys\nsys.exit(3)\n", "SystemExit at line 2 while running the file: 3"),
         ("exit()\n", "SystemExit at line 1 while running the file"),
         ("raise GeneratorExit\n", "GeneratorExit at line 1 while running the file"),
-        ("import asyncio\nraise asyncio.CancelledError('stop')\n",
-         "CancelledError at line 2 while running the file: stop"),
-        ("class Custom(BaseException):\n    pass\nraise Custom('odd')\n",
-         "Custom at line 3 while running the file: odd"),
-        ("def get_tool():\n    raise SystemExit('from get_tool')\n",
-         "SystemExit at line 2 in get_tool(): from get_tool"),
+        (
+            "import asyncio\nraise asyncio.CancelledError('stop')\n",
+            "CancelledError at line 2 while running the file: stop",
+        ),
+        (
+            "class Custom(BaseException):\n    pass\nraise Custom('odd')\n",
+            "Custom at line 3 while running the file: odd",
+        ),
+        (
+            "def get_tool():\n    raise SystemExit('from get_tool')\n",
+            "SystemExit at line 2 in get_tool(): from get_tool",
+        ),
     ],
 )
 def test_a_base_exception_from_a_tool_file_is_a_load_problem_of_that_file(
@@ -100,7 +106,6 @@ def test_a_changed_file_that_raises_keyboard_interrupt_leaves_its_old_module_in_
 # -- 15: symbolic links in a tools folder -------------------------------------------------------
 
 
-
 def test_a_link_leading_out_of_the_folder_is_a_problem_and_its_target_is_never_read(
     tools_dir: Path, outside: Path
 ) -> None:
@@ -166,5 +171,3 @@ def test_a_file_swapped_for_a_link_after_listing_is_not_read(tools_dir: Path, ou
         _read(str(link), follow_symlinks=False)
     assert "SECRET" not in str(info.value)
     assert _read(str(link)) == (SECRET + "\n").encode()  # check_tool_file's explicit path follows
-
-

@@ -141,8 +141,7 @@ def test_store_methods_match_the_functions(tmp_path: Any) -> None:
     assert store.tools == {"alpha": tool}
     assert store.list_tool().name == LIST_TOOLS_NAME
     (tmp_path / "beta.py").write_text(
-        "def get_tool():\n"
-        "    return AgentTool('beta', 'Beta', 'b', {'type': 'object'}, lambda *a: None)\n"
+        "def get_tool():\n    return AgentTool('beta', 'Beta', 'b', {'type': 'object'}, lambda *a: None)\n"
     )
     assert list(store.load(tmp_path)) == ["alpha", "beta", "listTools"]
     store.clear()

@@ -154,11 +154,19 @@ def test_validate_and_prepare_code(store: ToolStore) -> None:
 
 
 def test_code_can_return_a_string_or_a_result(store: ToolStore) -> None:
-    write(store, name="hello", executeCode="return 'hi ' + args.get('who', 'there')",
-          inputSchema={"type": "object", "properties": {"who": {"type": "string"}}})
+    write(
+        store,
+        name="hello",
+        executeCode="return 'hi ' + args.get('who', 'there')",
+        inputSchema={"type": "object", "properties": {"who": {"type": "string"}}},
+    )
     assert text(use(store, "hello", {"who": "Ada"})) == "hi Ada"
-    write(store, name="rich", inputSchema={"type": "object"},
-          executeCode="return AgentToolResult([TextContent('rich text')], {'n': 1})")
+    write(
+        store,
+        name="rich",
+        inputSchema={"type": "object"},
+        executeCode="return AgentToolResult([TextContent('rich text')], {'n': 1})",
+    )
     rich = use(store, "rich", {})
     assert (text(rich), rich.details) == ("rich text", {"n": 1})
 
@@ -236,7 +244,8 @@ def mode_of(path: Path) -> int:
 
 @pytest.mark.usefixtures("umask_022")
 def test_a_new_file_gets_the_umask_mode_and_a_replacement_keeps_the_old_mode(
-        store: ToolStore, folder: Path) -> None:
+    store: ToolStore, folder: Path
+) -> None:
     write(store)
     assert mode_of(folder / "addNumbers.py") == 0o644  # 0o666 less the umask, as open() gives
     os.chmod(folder / "addNumbers.py", 0o640)
@@ -299,8 +308,9 @@ def test_an_existing_written_tool_is_refused_without_overwrite(store: ToolStore,
 def test_a_hand_registered_name_is_refused(store: ToolStore, folder: Path) -> None:
     register_tool(store, AgentTool("manual", "Manual", "d", {"type": "object"}, lambda *a: None))
     assert_refused(store, folder, 'A tool named "manual" already exists', name="manual")
-    assert_refused(store, folder, "registered by the program, not written by writeTool",
-                   name="manual", overwrite=True)
+    assert_refused(
+        store, folder, "registered by the program, not written by writeTool", name="manual", overwrite=True
+    )
 
 
 def test_written_files_carry_the_marker(store: ToolStore, folder: Path) -> None:
@@ -311,8 +321,7 @@ def test_written_files_carry_the_marker(store: ToolStore, folder: Path) -> None:
 
 def test_overwrite_never_replaces_a_hand_written_tool_file(store: ToolStore, folder: Path) -> None:
     original = (folder / "getTime.py").read_bytes()
-    assert_refused(store, folder, "getTime.py was not written by writeTool", name="getTime",
-                   overwrite=True)
+    assert_refused(store, folder, "getTime.py was not written by writeTool", name="getTime", overwrite=True)
     assert (folder / "getTime.py").read_bytes() == original
 
 
@@ -341,8 +350,9 @@ def test_a_symlink_out_of_the_folder_is_never_written_through(
     outside = tmp_path / "outside.py"
     outside.write_text("SECRET = 1\n")
     (folder / "escape.py").symlink_to(outside)
-    assert_refused(store, folder, "does not give a file inside the tool folder",
-                   name="escape", overwrite=True)
+    assert_refused(
+        store, folder, "does not give a file inside the tool folder", name="escape", overwrite=True
+    )
     assert outside.read_text() == "SECRET = 1\n"
     assert (folder / "escape.py").is_symlink()
 
@@ -404,8 +414,11 @@ def test_a_generated_file_that_fails_to_load_is_refused_and_removed(
     # Only reachable defensively: the generated file runs none of the model's code at import (it
     # becomes function bodies; the rest are literals and yiemagent imports), and code that does
     # not compile is refused earlier. So a broken generator is simulated here.
-    monkeypatch.setattr(writer_module(store), "render_tool_file",
-                        lambda spec: "X = 1\nraise RuntimeError('broken at import')\n")
+    monkeypatch.setattr(
+        writer_module(store),
+        "render_tool_file",
+        lambda spec: "X = 1\nraise RuntimeError('broken at import')\n",
+    )
     message = assert_refused(store, folder, "The generated tool file does not load")
     assert "RuntimeError at line 2" in text(message) and "broken at import" in text(message)
 
@@ -413,8 +426,9 @@ def test_a_generated_file_that_fails_to_load_is_refused_and_removed(
 def test_a_generated_file_giving_another_name_is_refused(
     store: ToolStore, folder: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    source = ("def get_tool():\n"
-              "    return AgentTool('other', 'Other', 'd', {'type': 'object'}, lambda *a: None)\n")
+    source = (
+        "def get_tool():\n    return AgentTool('other', 'Other', 'd', {'type': 'object'}, lambda *a: None)\n"
+    )
     monkeypatch.setattr(writer_module(store), "render_tool_file", lambda spec: source)
     assert_refused(store, folder, "gives a tool named 'other', not 'addNumbers'")
 

@@ -46,15 +46,16 @@ def writer_store(tools_dir: Path) -> ToolStore:
     return store
 
 
-def call_tool(store: ToolStore, name: str, args: dict[str, Any],
-              config: AgentLoopConfig | None = None) -> ToolResultMessage:
+def call_tool(
+    store: ToolStore, name: str, args: dict[str, Any], config: AgentLoopConfig | None = None
+) -> ToolResultMessage:
     """Run one call of ``name`` through the tool pipeline with the store's current tools."""
     call = AgentToolCall("call-1", name, args)
     context = AgentContext("", [], dict(store.tools))
-    batch = execute_tool_calls(context, AssistantMessage(content=[call]), [call],
-                               config or AgentLoopConfig(), None, None)
+    batch = execute_tool_calls(
+        context, AssistantMessage(content=[call]), [call], config or AgentLoopConfig(), None, None
+    )
     return batch.messages[0]
-
 
 
 def test_write_tool_never_writes_through_a_link_inside_its_folder(
@@ -64,12 +65,16 @@ def test_write_tool_never_writes_through_a_link_inside_its_folder(
     inner = tools_dir / "innerA.py"
     original = inner.read_bytes()
     (tools_dir / "aliasB.py").symlink_to("innerA.py")
-    refused = call_tool(writer_store, "writeTool",
-                        {**ECHO_ARGS, "name": "aliasB", "executeCode": "return 'hijacked'",
-                         "overwrite": True})
+    refused = call_tool(
+        writer_store,
+        "writeTool",
+        {**ECHO_ARGS, "name": "aliasB", "executeCode": "return 'hijacked'", "overwrite": True},
+    )
     assert refused.is_error
-    assert ("aliasB.py is a symbolic link to innerA.py in the tool folder; writeTool never writes "
-            "through a symbolic link. Choose another name.") in text_of(refused)
+    assert (
+        "aliasB.py is a symbolic link to innerA.py in the tool folder; writeTool never writes "
+        "through a symbolic link. Choose another name."
+    ) in text_of(refused)
     assert inner.read_bytes() == original
     assert (tools_dir / "aliasB.py").is_symlink()
     assert "aliasB" not in writer_store.tools
@@ -104,8 +109,7 @@ def assert_name_refused(store: ToolStore, folder: Path, name: str, why: str) -> 
 def test_write_tool_refuses_a_standard_library_module_name(
     writer_store: ToolStore, tools_dir: Path, name: str
 ) -> None:
-    message = assert_name_refused(writer_store, tools_dir, name,
-                                  "a module of Python's standard library")
+    message = assert_name_refused(writer_store, tools_dir, name, "a module of Python's standard library")
     assert f'e.g. "{name}Tool"' in message
 
 
@@ -113,8 +117,7 @@ def test_write_tool_refuses_a_standard_library_module_name(
 def test_write_tool_refuses_an_installed_top_level_name(
     writer_store: ToolStore, tools_dir: Path, name: str
 ) -> None:
-    assert_name_refused(writer_store, tools_dir, name,
-                        "a top-level module of the installed distribution")
+    assert_name_refused(writer_store, tools_dir, name, "a top-level module of the installed distribution")
 
 
 def test_write_tool_refuses_a_module_only_find_spec_finds(
@@ -137,8 +140,9 @@ def test_write_tool_refuses_a_top_level_name_only_a_distribution_declares(
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: phantom\nVersion: 1.0\n")
     (info / "top_level.txt").write_text("phantomTop\n")
     monkeypatch.syspath_prepend(str(info.parent))
-    assert_name_refused(writer_store, tools_dir, "phantomTop",
-                        "a top-level module of the installed distribution phantom")
+    assert_name_refused(
+        writer_store, tools_dir, "phantomTop", "a top-level module of the installed distribution phantom"
+    )
 
 
 def test_a_tool_folder_on_the_import_path_does_not_make_a_written_tool_shadow_itself(
@@ -146,8 +150,9 @@ def test_a_tool_folder_on_the_import_path_does_not_make_a_written_tool_shadow_it
 ) -> None:
     monkeypatch.syspath_prepend(str(tools_dir))
     assert not call_tool(writer_store, "writeTool", ECHO_ARGS).is_error
-    again = call_tool(writer_store, "writeTool",
-                      {**ECHO_ARGS, "executeCode": "return 'version 2'", "overwrite": True})
+    again = call_tool(
+        writer_store, "writeTool", {**ECHO_ARGS, "executeCode": "return 'version 2'", "overwrite": True}
+    )
     assert not again.is_error, text_of(again)
     assert text_of(call_tool(writer_store, "innerA", {})) == "version 2"
 
@@ -173,8 +178,11 @@ def test_a_blocked_call_runs_none_of_a_written_tools_code(
 ) -> None:
     markers = {field: tmp_path / f"{field}.ran" for field in fields}
     code = {"prepareCode": "return args", "validateCode": "return None"}
-    args = {**ECHO_ARGS, "name": "gated",
-            "executeCode": marker_code(tmp_path / "execute.ran", "return 'ran'")}
+    args = {
+        **ECHO_ARGS,
+        "name": "gated",
+        "executeCode": marker_code(tmp_path / "execute.ran", "return 'ran'"),
+    }
     args.update({field: marker_code(markers[field], code[field]) for field in fields})
     assert not call_tool(writer_store, "writeTool", args).is_error
 
@@ -185,17 +193,23 @@ def test_a_blocked_call_runs_none_of_a_written_tools_code(
     allowed = call_tool(writer_store, "gated", {})
     assert text_of(allowed) == "ran"  # the same code does run once the call is let through
     assert sorted(p.name for p in tmp_path.glob("*.ran")) == sorted(
-        [*(f"{f}.ran" for f in fields), "execute.ran"])
+        [*(f"{f}.ran" for f in fields), "execute.ran"]
+    )
 
 
 DIVIDE_ARGS: dict[str, Any] = {
     **ECHO_ARGS,
     "name": "divide",
-    "inputSchema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
-                    "required": ["a", "b"]},
+    "inputSchema": {
+        "type": "object",
+        "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+        "required": ["a", "b"],
+    },
     "executeCode": "return str(args['a'] / args['b'])",
-    "prepareCode": ("if args.get('a') == 'boom':\n    raise ValueError('cannot prepare boom')\n"
-                    "return {k: float(v) if isinstance(v, str) else v for k, v in args.items()}"),
+    "prepareCode": (
+        "if args.get('a') == 'boom':\n    raise ValueError('cannot prepare boom')\n"
+        "return {k: float(v) if isinstance(v, str) else v for k, v in args.items()}"
+    ),
     "validateCode": "if args['b'] == 0:\n    return 'b must not be zero'",
 }
 
@@ -215,15 +229,16 @@ def test_a_written_tools_checks_give_the_same_errors_at_the_start_of_execute(
 
     zero = call_tool(writer_store, "divide", {"a": 1, "b": "0"}, config)
     assert zero.is_error
-    assert ('Validation failed for tool "divide":\n  - b must not be zero\n\nReceived arguments:\n'
-            '{\n  "a": 1,\n  "b": 0.0\n}') in text_of(zero)
+    assert (
+        'Validation failed for tool "divide":\n  - b must not be zero\n\nReceived arguments:\n'
+        '{\n  "a": 1,\n  "b": 0.0\n}'
+    ) in text_of(zero)
 
     wrong_type = call_tool(writer_store, "divide", {"a": 1, "b": True}, config)
     assert wrong_type.is_error and "args.b: True is not of type 'number'" in text_of(wrong_type)
 
     boom = call_tool(writer_store, "divide", {"a": "boom", "b": 1}, config)
     assert boom.is_error
-    assert ('Preparing the arguments for tool "divide" failed: ValueError: cannot prepare boom'
-            in text_of(boom))
-
-
+    assert 'Preparing the arguments for tool "divide" failed: ValueError: cannot prepare boom' in text_of(
+        boom
+    )

@@ -31,8 +31,15 @@ from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmModel, U
 from yiemagent.core._tools import AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
 from yiemagent.errors import AgentClosedError
 
-__all__ = ["AgentClosedError", "YiemAgent", "follow_up", "on_agent_created", "resume", "run_agent",
-           "take_response"]
+__all__ = [
+    "AgentClosedError",
+    "YiemAgent",
+    "follow_up",
+    "on_agent_created",
+    "resume",
+    "run_agent",
+    "take_response",
+]
 
 DEFAULT_SYSTEM_PROMPT = "You are helpful assistant."
 MODES = ("all", "one-at-a-time")
@@ -51,15 +58,15 @@ def _model(model: LlmModel | str | None) -> LlmModel | None:
 def _history(messages: Iterable[AgentMessage | Mapping[str, Any]] | None) -> list[AgentMessage]:
     """A new history list from messages or their ``to_dict`` forms; anything else is an error."""
     if isinstance(messages, (str, bytes, Mapping)):
-        raise TypeError("messages must be a list of messages, got "
-                        f"{type(messages).__name__}")
+        raise TypeError(f"messages must be a list of messages, got {type(messages).__name__}")
     history: list[AgentMessage] = []
     for msg in messages or []:
         if isinstance(msg, Mapping):
             msg = AgentMessage.from_dict(msg)
         if not isinstance(msg, AgentMessage):
-            raise TypeError(f"messages must be AgentMessage objects (or their to_dict() dicts), "
-                            f"got {type(msg).__name__}")
+            raise TypeError(
+                f"messages must be AgentMessage objects (or their to_dict() dicts), got {type(msg).__name__}"
+            )
         history.append(msg)
     return history
 
@@ -119,21 +126,24 @@ class YiemAgent:
     format_msg_for_llm = _RunSetting("Turns the context into the request given to ``llm_call``.")
     before_tool_call = _RunSetting("Hook run before each tool call; it may block the call.")
     after_tool_call = _RunSetting("Hook run after each tool call; it may change the result.")
-    tool_execution = _RunSetting("``\"sequential\"`` or ``\"parallel\"``.")
+    tool_execution = _RunSetting('``"sequential"`` or ``"parallel"``.')
     tool_timeout_s = _RunSetting("Default seconds a tool call may take (``None``: no limit).")
     max_parallel_tools = _RunSetting("Cap on the parallel pool (``None``: one thread per call).")
-    max_turns = _RunSetting("LLM calls per run before it ends with ``stop_reason=\"max_turns\"``.")
+    max_turns = _RunSetting('LLM calls per run before it ends with ``stop_reason="max_turns"``.')
     max_repeated_calls = _RunSetting(
         "How often one run may call a tool with the same arguments (``None``: no limit); a further "
-        "call gets an error result saying the model already has that result.")
+        "call gets an error result saying the model already has that result."
+    )
     max_retry_delay_ms = _RunSetting("Cap on a provider client's retry waits, when set.")
     skip_tools_on_steer = _RunSetting("Skip the rest of a sequential batch for a new message.")
     steering_mode = _ModeSetting(
-        "How messages sent with ``run_agent`` during a run join it: ``\"all\"`` before the next "
-        "LLM call, or ``\"one-at-a-time\"``, one per LLM call in arrival order.")
+        'How messages sent with ``run_agent`` during a run join it: ``"all"`` before the next '
+        'LLM call, or ``"one-at-a-time"``, one per LLM call in arrival order.'
+    )
     follow_up_mode = _ModeSetting(
-        "How queued follow-ups start runs: ``\"one-at-a-time\"`` (each its own run) or ``\"all\"`` "
-        "(the follow-ups queued while a run is active share the next run).")
+        'How queued follow-ups start runs: ``"one-at-a-time"`` (each its own run) or ``"all"`` '
+        "(the follow-ups queued while a run is active share the next run)."
+    )
     clock = _RunSetting("Milliseconds for the timestamps the loop gives (fixed in conformance runs).")
     new_tool_call_id = _RunSetting("Makes the id of a tool call that came without one.")
 
@@ -165,31 +175,44 @@ class YiemAgent:
         close_tool_store: bool = False,
     ) -> None:
         if llm_call is None or not callable(llm_call):
-            raise TypeError("YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
-                            f"{type(llm_call).__name__}")
+            raise TypeError(
+                "YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
+                f"{type(llm_call).__name__}"
+            )
         if agent_event_sink is not None and not callable(agent_event_sink):
             raise TypeError(f"agent_event_sink must be callable, got {type(agent_event_sink).__name__}")
         given = tools
         if tools is None and tool_store is not None:
             tools = tool_store.tools
-        state = AgentState(_check_prompt(system_prompt), _model(model), tool_mapping(tools),
-                           _history(messages))
+        state = AgentState(
+            _check_prompt(system_prompt), _model(model), tool_mapping(tools), _history(messages)
+        )
         tool_sync = ToolSync(tool_store, given, state.tools) if tool_store is not None else None
         config = RunConfig(
-            llm_call=llm_call, before_tool_call=before_tool_call, after_tool_call=after_tool_call,
-            tool_execution=tool_execution, tool_timeout_s=tool_timeout_s,
-            max_parallel_tools=max_parallel_tools, max_turns=max_turns,
+            llm_call=llm_call,
+            before_tool_call=before_tool_call,
+            after_tool_call=after_tool_call,
+            tool_execution=tool_execution,
+            tool_timeout_s=tool_timeout_s,
+            max_parallel_tools=max_parallel_tools,
+            max_turns=max_turns,
             max_repeated_calls=max_repeated_calls,
             session_id=check_session_id(session_id or uuid.uuid4().hex),
-            max_retry_delay_ms=max_retry_delay_ms, skip_tools_on_steer=skip_tools_on_steer,
+            max_retry_delay_ms=max_retry_delay_ms,
+            skip_tools_on_steer=skip_tools_on_steer,
             sync_tools=tool_sync.sync if tool_sync is not None else None,
             **_formatters(prepare_context, format_msg_for_llm),
         )
         self.tool_store = tool_store
         self._emitter = SafeEmitter(agent_event_sink)
-        core = AgentWorker(state, config, self._emitter, tool_sync,
-                           _mode("steering_mode", steering_mode),
-                           _mode("follow_up_mode", follow_up_mode))
+        core = AgentWorker(
+            state,
+            config,
+            self._emitter,
+            tool_sync,
+            _mode("steering_mode", steering_mode),
+            _mode("follow_up_mode", follow_up_mode),
+        )
         self._worker_core = core
         self._state = state
         self._cond = core.cond
@@ -274,8 +297,7 @@ class YiemAgent:
     @system_prompt.setter
     def system_prompt(self, value: str) -> None:
         prompt = _check_prompt(value)
-        self._worker_core.set_state("system_prompt",
-                                    lambda: setattr(self._state, "system_prompt", prompt))
+        self._worker_core.set_state("system_prompt", lambda: setattr(self._state, "system_prompt", prompt))
 
     @property
     def model(self) -> LlmModel | None:
@@ -400,7 +422,8 @@ class YiemAgent:
             return self.output_channel.take_for(number, timeout)
 
         waiting = asyncio.get_running_loop().run_in_executor(
-            None, contextvars.copy_context().run, send_and_wait)
+            None, contextvars.copy_context().run, send_and_wait
+        )
         try:
             return await asyncio.shield(waiting)
         except asyncio.CancelledError:
@@ -420,8 +443,9 @@ class YiemAgent:
         results; the run's response has ``stop_reason="aborted"``). No effect when idle."""
         self._worker_core.abort()
 
-    def shutdown(self, wait: bool = True, abort: bool = False,
-                 timeout: float | None = None) -> list[UserMessage]:
+    def shutdown(
+        self, wait: bool = True, abort: bool = False, timeout: float | None = None
+    ) -> list[UserMessage]:
         """Stop taking messages and return those queued and never processed, in arrival order.
 
         The active run finishes (or is aborted when ``abort``) and its response is delivered.
@@ -440,8 +464,11 @@ class YiemAgent:
         if wait:
             core.thread.join(timeout)
             if core.thread.is_alive():
-                logger.warning("shutdown(timeout=%s) returned while the worker is still busy "
-                               "with %s", timeout, core.describe_activity())
+                logger.warning(
+                    "shutdown(timeout=%s) returned while the worker is still busy with %s",
+                    timeout,
+                    core.describe_activity(),
+                )
         if self.close_tool_store and self.tool_store is not None:
             self._close_store_after(core)
         return queued
@@ -492,8 +519,10 @@ class YiemAgent:
         return self._worker_core.history_snapshot()
 
     def __repr__(self) -> str:
-        return (f"YiemAgent(session_id={self.session_id!r}, tools={list(self.tools)}, "
-                f"messages={len(self._state.messages)}, running={self.is_running})")
+        return (
+            f"YiemAgent(session_id={self.session_id!r}, tools={list(self.tools)}, "
+            f"messages={len(self._state.messages)}, running={self.is_running})"
+        )
 
 
 def _check_prompt(value: Any) -> str:

@@ -32,7 +32,8 @@ T = TypeVar("T")
 # The hub of the agent whose worker (or one of its tool threads) is running this code: a
 # blocking call into that same agent from here would wait for itself.
 _RUNNING_FOR: contextvars.ContextVar[ChannelHub | None] = contextvars.ContextVar(
-    "yiemagent_running_for", default=None)
+    "yiemagent_running_for", default=None
+)
 
 
 class ChannelHub:
@@ -41,8 +42,7 @@ class ChannelHub:
     ``worker`` is the worker thread's ident: a blocking call from that thread would wait for
     itself, so it raises ``RuntimeError`` instead."""
 
-    __slots__ = ("abandoned", "arrivals", "changed", "closed", "dropped", "finished", "lock",
-                 "worker")
+    __slots__ = ("abandoned", "arrivals", "changed", "closed", "dropped", "finished", "lock", "worker")
 
     def __init__(self) -> None:
         self.lock = threading.Lock()
@@ -62,15 +62,18 @@ class ChannelHub:
     def on_own_thread(self) -> bool:
         """Whether the caller is this agent's worker, or a tool or listener running for it."""
         return _RUNNING_FOR.get() is self or (
-            self.worker is not None and threading.get_ident() == self.worker)
+            self.worker is not None and threading.get_ident() == self.worker
+        )
 
     def check_not_worker(self, what: str) -> None:
         """Raise ``RuntimeError`` if called from the agent's own worker or one of its tool
         threads, where ``what`` would wait for the worker itself to move on: a deadlock."""
         if self.on_own_thread():
-            raise RuntimeError(f"{what} would block the agent's own worker (called from an event "
-                               "listener or a tool of that agent) and never return; call it "
-                               "from another thread")
+            raise RuntimeError(
+                f"{what} would block the agent's own worker (called from an event "
+                "listener or a tool of that agent) and never return; call it "
+                "from another thread"
+            )
 
 
 def _remaining(deadline: float | None) -> float | None:
@@ -196,8 +199,10 @@ class OutputChannel(_Channel[AssistantMessage]):
     queue: collections.deque[Delivered]
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
-        raise TypeError("the output channel is written by the agent only; send messages with "
-                        "input_channel.put or run_agent")
+        raise TypeError(
+            "the output channel is written by the agent only; send messages with "
+            "input_channel.put or run_agent"
+        )
 
     def get(self, block: bool = True, timeout: float | None = None) -> AssistantMessage:
         return self._take(None, block, timeout)
@@ -216,16 +221,19 @@ class OutputChannel(_Channel[AssistantMessage]):
             while (index := self._find(arrival)) is None:
                 if arrival is not None and arrival in hub.dropped:
                     hub.dropped.discard(arrival)
-                    raise RuntimeError("the message was dropped from the queue (clear_queues, "
-                                       "reset or shutdown) before it ran; it has no response")
+                    raise RuntimeError(
+                        "the message was dropped from the queue (clear_queues, "
+                        "reset or shutdown) before it ran; it has no response"
+                    )
                 if hub.finished:
                     raise AgentClosedError("the agent was shut down and has no responses left")
                 remaining = _remaining(deadline)
                 if not block or (remaining is not None and remaining <= 0):
                     if arrival is not None:
                         hub.abandoned.add(arrival)
-                    raise ResponseTimeout("no response is ready" if not block
-                                          else f"no response within {timeout} s")
+                    raise ResponseTimeout(
+                        "no response is ready" if not block else f"no response within {timeout} s"
+                    )
                 hub.check_not_worker("waiting for a response")
                 hub.changed.wait(remaining)
             _, response = self.queue[index]

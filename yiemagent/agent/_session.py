@@ -20,9 +20,19 @@ from yiemagent.core._files import UnreadableFileError, read_regular_file
 from yiemagent.core._messages import AgentMessage, LlmModel
 from yiemagent.errors import SessionError, describe_error
 
-__all__ = ["MAX_SESSION_BYTES", "SESSION_FORMAT", "SESSION_VERSION", "SessionData", "SessionError",
-           "check_session_id", "load_session", "save_session", "session_bytes", "session_from_dict",
-           "session_to_dict"]
+__all__ = [
+    "MAX_SESSION_BYTES",
+    "SESSION_FORMAT",
+    "SESSION_VERSION",
+    "SessionData",
+    "SessionError",
+    "check_session_id",
+    "load_session",
+    "save_session",
+    "session_bytes",
+    "session_from_dict",
+    "session_to_dict",
+]
 
 SESSION_FORMAT = "yiemagent.session"
 SESSION_VERSION = 1
@@ -60,10 +70,12 @@ def _check_whole(session_id: str) -> None:
         session_id.encode("utf-8")
     except UnicodeEncodeError as exc:
         where = f"{session_id[exc.start]!r} at index {exc.start}"
-        raise ValueError(f"session_id {session_id!r:.100} holds a lone surrogate ({where}), which "
-                         "cannot be written as UTF-8; use an id of whole characters (e.g. "
-                         "uuid.uuid4().hex), and decode any bytes it is made from with "
-                         "errors='replace'") from None
+        raise ValueError(
+            f"session_id {session_id!r:.100} holds a lone surrogate ({where}), which "
+            "cannot be written as UTF-8; use an id of whole characters (e.g. "
+            "uuid.uuid4().hex), and decode any bytes it is made from with "
+            "errors='replace'"
+        ) from None
 
 
 def session_to_dict(data: SessionData) -> dict[str, Any]:
@@ -174,8 +186,9 @@ def load_session(path: str | os.PathLike[str]) -> SessionData:
     try:
         data = json.loads(raw.decode("utf-8"), parse_constant=_reject_constant)
     except UnicodeDecodeError as exc:
-        raise SessionError(f"{name}: damaged session file (not UTF-8: {exc.reason} at byte "
-                           f"{exc.start})") from None
+        raise SessionError(
+            f"{name}: damaged session file (not UTF-8: {exc.reason} at byte {exc.start})"
+        ) from None
     except ValueError as exc:
         raise SessionError(f"{name}: damaged session file (not valid JSON: {exc})") from exc
     except RecursionError as exc:
@@ -192,8 +205,10 @@ def session_from_dict(data: Any, name: str = "session") -> SessionData:
         raise SessionError(f"{name}: not a yiemagent session file")
     version = data.get("version")
     if version != SESSION_VERSION:
-        raise SessionError(f"{name}: session format version {version!r} is not supported; this "
-                           f"yiemagent reads version {SESSION_VERSION}")
+        raise SessionError(
+            f"{name}: session format version {version!r} is not supported; this "
+            f"yiemagent reads version {SESSION_VERSION}"
+        )
     try:
         model = data.get("model")
         session_id = str(data["session_id"])

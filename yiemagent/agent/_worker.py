@@ -39,8 +39,7 @@ class _Job:
 
     __slots__ = ("arrivals", "first", "problem")
 
-    def __init__(self, first: list[AgentMessage], arrivals: set[int],
-                 problem: str | None = None) -> None:
+    def __init__(self, first: list[AgentMessage], arrivals: set[int], problem: str | None = None) -> None:
         self.first = first
         self.arrivals = arrivals
         self.problem = problem
@@ -53,9 +52,15 @@ class AgentWorker:
     call, or when it ends; run settings (``config``) are read when a run starts.
     """
 
-    def __init__(self, state: AgentState, config: RunConfig, emitter: SafeEmitter,
-                 tool_sync: ToolSync | None, steering_mode: SteeringMode,
-                 follow_up_mode: SteeringMode) -> None:
+    def __init__(
+        self,
+        state: AgentState,
+        config: RunConfig,
+        emitter: SafeEmitter,
+        tool_sync: ToolSync | None,
+        steering_mode: SteeringMode,
+        follow_up_mode: SteeringMode,
+    ) -> None:
         self.hub = ChannelHub()
         self.cond = self.hub.changed
         self.input_channel = MessageChannel(INPUT_CAPACITY, self.hub)
@@ -95,8 +100,15 @@ class AgentWorker:
                 if job.problem is not None:
                     response = AssistantMessage(stop_reason="error", error_message=job.problem)
                 else:
-                    response = run_loop(job.first, self.state, self.config_of_run, self.emitter,
-                                        self.signal, self.between_turns, self.has_joining_input)
+                    response = run_loop(
+                        job.first,
+                        self.state,
+                        self.config_of_run,
+                        self.emitter,
+                        self.signal,
+                        self.between_turns,
+                        self.has_joining_input,
+                    )
                 self.deliver(response)
         finally:
             self.close()
@@ -125,10 +137,15 @@ class AgentWorker:
             return None
 
     def _pick_job(self) -> _Job | None:
-        heads = [(n, kind) for n, kind in ((self.input_channel.head_arrival(), "input"),
-                                           (self.follow_up_channel.head_arrival(), "follow_up"),
-                                           (self.resumes[0] if self.resumes else None, _RESUME))
-                 if n is not None]
+        heads = [
+            (n, kind)
+            for n, kind in (
+                (self.input_channel.head_arrival(), "input"),
+                (self.follow_up_channel.head_arrival(), "follow_up"),
+                (self.resumes[0] if self.resumes else None, _RESUME),
+            )
+            if n is not None
+        ]
         if not heads:
             return None
         _, kind = min(heads)
@@ -143,7 +160,8 @@ class AgentWorker:
             later = [n for n, _ in heads if n > taken[0][0]]
             limit = min(later) if later else None
             while (head := self.follow_up_channel.head_arrival()) is not None and (
-                    limit is None or head < limit):
+                limit is None or head < limit
+            ):
                 taken.append(self.follow_up_channel.take())
         return _Job([msg for _, msg in taken], {n for n, _ in taken})
 
@@ -235,8 +253,9 @@ class AgentWorker:
 
     def busy(self) -> bool:
         """Whether a run is active or anything is queued (with the lock held)."""
-        return bool(self.state.active_run or self.input_channel.queue
-                    or self.follow_up_channel.queue or self.resumes)
+        return bool(
+            self.state.active_run or self.input_channel.queue or self.follow_up_channel.queue or self.resumes
+        )
 
     def clear_queues(self) -> list[UserMessage]:
         """Remove the queued messages and resumes; return the messages, in arrival order."""

@@ -48,8 +48,7 @@ class ChatSession:
     ``command`` runs a slash command and returns ``False`` when the session should end.
     """
 
-    def __init__(self, agent: YiemAgent, renderer: Renderer, max_turns: int,
-                 tools: Tools) -> None:
+    def __init__(self, agent: YiemAgent, renderer: Renderer, max_turns: int, tools: Tools) -> None:
         self.agent = agent
         self.out = renderer
         self.max_turns = max_turns
@@ -63,10 +62,14 @@ class ChatSession:
         """Send ``text`` and wait for the answer; Ctrl-C aborts the run, not the session."""
         self.agent.run_agent(text)
         response = wait_for_response(
-            self.agent, lambda: self.note("stopping the answer (Ctrl-C again quits)", "33"))
+            self.agent, lambda: self.note("stopping the answer (Ctrl-C again quits)", "33")
+        )
         problem = failure(response, self.max_turns)
-        if problem is None and not answer_text(response).strip() and (
-                response.stop_reason != "tool_use_terminated"):
+        if (
+            problem is None
+            and not answer_text(response).strip()
+            and (response.stop_reason != "tool_use_terminated")
+        ):
             problem = "(the model's reply was empty; ask again, or try another model with --model)"
         if problem is not None:
             self.note(problem, "31")
@@ -77,15 +80,21 @@ class ChatSession:
         name, _, arg = line.partition(" ")
         arg = arg.strip()
         handlers: dict[str, Callable[[str], None]] = {
-            "/tools": self.show_tools, "/reset": self.reset, "/save": self.save,
-            "/load": self.load, "/help": self.help,
+            "/tools": self.show_tools,
+            "/reset": self.reset,
+            "/save": self.save,
+            "/load": self.load,
+            "/help": self.help,
         }
         if name in ("/exit", "/quit"):
             return False
         handler = handlers.get(name)
         if handler is None:
-            self.note(f"unknown command {name}; /help lists the commands (start a message with "
-                      "// to send it with one leading /)", "31")
+            self.note(
+                f"unknown command {name}; /help lists the commands (start a message with "
+                "// to send it with one leading /)",
+                "31",
+            )
         else:
             handler(arg)
         return True
@@ -96,8 +105,7 @@ class ChatSession:
         for tool in self.agent.tools.values():
             name = one_line(tool.name, 64)
             origin = f" ({one_line(self.tools.origin(tool.name), 60)})"
-            summary = one_line(f"{tool.label} - {tool.description}",
-                               width - len(name) - len(origin))
+            summary = one_line(f"{tool.label} - {tool.description}", width - len(name) - len(origin))
             self.out.line(f"  {name}: {summary}" + self.out.style.paint(origin, "2"))
         self.note(f"  files from {self.tools.label}")
 
@@ -136,8 +144,7 @@ class ChatSession:
         self.agent.messages = data.messages
         self.agent.system_prompt = data.system_prompt
         self.agent.session_id = data.session_id
-        self.note(f"loaded {len(data.messages)} messages from {arg}; the conversation goes on "
-                  "from there")
+        self.note(f"loaded {len(data.messages)} messages from {arg}; the conversation goes on from there")
 
     def help(self, _arg: str) -> None:
         """``/help``: the commands and keys."""
@@ -172,16 +179,22 @@ def _line_editing() -> None:
             import readline  # noqa: F401  (importing it is what enables it)
 
 
-def run_chat(agent: YiemAgent, renderer: Renderer, choice: ModelChoice, tools: Tools,
-             max_turns: int) -> int:
+def run_chat(agent: YiemAgent, renderer: Renderer, choice: ModelChoice, tools: Tools, max_turns: int) -> int:
     """Run the chat until ``/exit`` or end of input; return the exit status (0)."""
     session = ChatSession(agent, renderer, max_turns, tools)
     style = renderer.style
-    renderer.line(style.paint("yiemagent chat", "1") + style.paint(
-        f" {style.dot} model {choice.spec} ({choice.reason}) {style.dot} tools: "
-        f"{one_line(', '.join(agent.tools), 400)}", "2"))
-    session.note("/help lists the commands; !multi starts a message of several lines; Ctrl-C "
-                 "stops an answer; /exit or Ctrl-D quits")
+    renderer.line(
+        style.paint("yiemagent chat", "1")
+        + style.paint(
+            f" {style.dot} model {choice.spec} ({choice.reason}) {style.dot} tools: "
+            f"{one_line(', '.join(agent.tools), 400)}",
+            "2",
+        )
+    )
+    session.note(
+        "/help lists the commands; !multi starts a message of several lines; Ctrl-C "
+        "stops an answer; /exit or Ctrl-D quits"
+    )
     _tolerant_input()
     _line_editing()
     with _bracketed_paste(renderer):
@@ -243,8 +256,9 @@ def read_message(read_line: Callable[[str], str], write: Callable[[str], None]) 
 def _bracketed_paste(renderer: Renderer) -> Iterator[None]:
     """Ask the terminal to mark pasted text (so that a paste of several lines is one message)
     while the chat runs, when a person types into a terminal that can do it."""
-    wanted = (sys.stdin.isatty() and renderer.stream.isatty()
-              and os.environ.get("TERM", "") not in ("", "dumb"))
+    wanted = (
+        sys.stdin.isatty() and renderer.stream.isatty() and os.environ.get("TERM", "") not in ("", "dumb")
+    )
     if wanted:
         renderer.write(PASTE_ON)
     try:

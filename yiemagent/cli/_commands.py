@@ -2,7 +2,6 @@
 once the command line is parsed, so that ``yiemagent --help`` loads none of the library.
 """
 
-
 from __future__ import annotations
 
 import argparse
@@ -59,8 +58,10 @@ def _settle_events(args: argparse.Namespace) -> bool:
         args.events = "jsonl"
     to_stdout = args.events is not None and args.events_file in (None, "-")
     if to_stdout and args.json:
-        raise CliError("--json and --events jsonl both write to stdout; send the events to a "
-                       "file with --events-file FILE")
+        raise CliError(
+            "--json and --events jsonl both write to stdout; send the events to a "
+            "file with --events-file FILE"
+        )
     return to_stdout
 
 
@@ -71,8 +72,9 @@ def _open_events_file(args: argparse.Namespace, stack: contextlib.ExitStack) -> 
     try:
         stream = open(args.events_file, "w", encoding="utf-8")  # noqa: SIM115 (closed by stack)
     except (OSError, ValueError) as exc:  # ValueError: a NUL character in the name
-        raise CliError(f"--events-file {args.events_file}: cannot write it: "
-                       f"{getattr(exc, 'strerror', None) or exc}") from None
+        raise CliError(
+            f"--events-file {args.events_file}: cannot write it: {getattr(exc, 'strerror', None) or exc}"
+        ) from None
     stack.callback(_close_quietly, stream)
     return stream
 
@@ -83,12 +85,12 @@ def _close_quietly(stream: TextIO) -> None:
         stream.close()
 
 
-def _answer(args: argparse.Namespace, prompt: str,
-            events: TextIO | None) -> tuple[AssistantMessage, JsonlEventWriter | None]:
+def _answer(
+    args: argparse.Namespace, prompt: str, events: TextIO | None
+) -> tuple[AssistantMessage, JsonlEventWriter | None]:
     """Run the agent once on ``prompt`` and return its response, with the writer of the events
     to ``events`` when there is one (its ``broken`` says whether every event was written)."""
-    choice = choose_model(args.model, args.base_url, stream=not args.no_stream,
-                          temperature=args.temperature)
+    choice = choose_model(args.model, args.base_url, stream=not args.no_stream, temperature=args.temperature)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
         tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
@@ -115,8 +117,13 @@ def _write_to_stderr(text: str) -> None:
     sys.stderr.flush()
 
 
-def _deliver(args: argparse.Namespace, response: AssistantMessage, out: TextIO,
-             writer: JsonlEventWriter | None, to_stdout: bool) -> None:
+def _deliver(
+    args: argparse.Namespace,
+    response: AssistantMessage,
+    out: TextIO,
+    writer: JsonlEventWriter | None,
+    to_stdout: bool,
+) -> None:
     """Write the answer (or ``--json``) to ``out`` and make sure it and the events got there:
     a reader of stdout that went away is ``BrokenPipeError`` (exit 1, silently, as for
     ``| head -1``); another write error is ``CliError`` (exit 1) saying where and why."""
@@ -131,16 +138,18 @@ def _deliver(args: argparse.Namespace, response: AssistantMessage, out: TextIO,
     except BrokenPipeError:
         raise
     except OSError as exc:
-        raise CliError(f"the answer could not be written to stdout: {exc.strerror or exc}",
-                       exit_code=1) from None
+        raise CliError(
+            f"the answer could not be written to stdout: {exc.strerror or exc}", exit_code=1
+        ) from None
     broken = writer.broken if writer is not None else None
     if broken is None:
         return
     if to_stdout and isinstance(broken, BrokenPipeError):
         raise broken
     where = "stdout" if to_stdout else f"--events-file {args.events_file}"
-    raise CliError(f"the events could not all be written to {where}: {broken.strerror or broken}",
-                   exit_code=1)
+    raise CliError(
+        f"the events could not all be written to {where}: {broken.strerror or broken}", exit_code=1
+    )
 
 
 def cmd_run(args: argparse.Namespace) -> int:
@@ -168,8 +177,10 @@ def _empty(response: AssistantMessage) -> str | None:
     text (a run a tool ended with ``terminate`` counts as answered)."""
     if answer_text(response).strip() or response.stop_reason == "tool_use_terminated":
         return None
-    return ("the model's reply was empty (no text, stop reason "
-            f"{response.stop_reason!r}); ask again, or try another model (--model)")
+    return (
+        "the model's reply was empty (no text, stop reason "
+        f"{response.stop_reason!r}); ask again, or try another model (--model)"
+    )
 
 
 def _describe_tools(store: ToolStore, as_json: bool, origin: Callable[[str], str]) -> str:
@@ -180,10 +191,21 @@ def _describe_tools(store: ToolStore, as_json: bool, origin: Callable[[str], str
     terminal."""
     tools = list(store.tools.values())
     if as_json:  # ensure_ascii: every control character is written as a \u escape
-        return json.dumps([{"name": t.name, "label": t.label, "description": t.description,
-                            "input_schema": t.input_schema, "parallel": t.parallel_tool_execute,
-                            "file": store.source_of(t.name), "from": origin(t.name)}
-                           for t in tools], indent=2)
+        return json.dumps(
+            [
+                {
+                    "name": t.name,
+                    "label": t.label,
+                    "description": t.description,
+                    "input_schema": t.input_schema,
+                    "parallel": t.parallel_tool_execute,
+                    "file": store.source_of(t.name),
+                    "from": origin(t.name),
+                }
+                for t in tools
+            ],
+            indent=2,
+        )
     parts = []
     for tool in tools:
         schema = json.dumps(tool.input_schema, indent=2, ensure_ascii=False)
@@ -230,11 +252,12 @@ def cmd_chat(args: argparse.Namespace) -> int:
     """``yiemagent chat``: the interactive session (see ``cli_chat``); ``CliError`` when stdin
     is closed, as there is nothing to read the messages from."""
     if sys.stdin is None:
-        raise CliError("stdin is closed: yiemagent chat reads your messages from it; run it in "
-                       "a terminal, or give it input (yiemagent chat < messages.txt), or use "
-                       "yiemagent run PROMPT")
-    choice = choose_model(args.model, args.base_url, stream=not args.no_stream,
-                          temperature=args.temperature)
+        raise CliError(
+            "stdin is closed: yiemagent chat reads your messages from it; run it in "
+            "a terminal, or give it input (yiemagent chat < messages.txt), or use "
+            "yiemagent run PROMPT"
+        )
+    choice = choose_model(args.model, args.base_url, stream=not args.no_stream, temperature=args.temperature)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
         tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
@@ -243,5 +266,3 @@ def cmd_chat(args: argparse.Namespace) -> int:
         agent = build_agent(args, choice, tools.store, [renderer], renderer.write)
         stack.push(shutdown_on_exit(agent))
         return run_chat(agent, renderer, choice, tools, args.max_turns)
-
-

@@ -43,25 +43,38 @@ class Confirmation:
     (through the command's renderer, so it never cuts into other output); the answer is read
     from ``stdin`` when it is a terminal."""
 
-    def __init__(self, write: Callable[[str], None], *, yes: bool = False,
-                 ask: Collection[str] = ASK_TOOLS, stdin: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        write: Callable[[str], None],
+        *,
+        yes: bool = False,
+        ask: Collection[str] = ASK_TOOLS,
+        stdin: TextIO | None = None,
+    ) -> None:
         self.write = write
         self.yes = yes
         self.ask = frozenset(ask)
         self.stdin = stdin if stdin is not None else sys.stdin
 
-    def __call__(self, ctx: BeforeToolCallContext, signal: AbortSignal | None = None
-                 ) -> BeforeToolCallResult | None:
+    def __call__(
+        self, ctx: BeforeToolCallContext, signal: AbortSignal | None = None
+    ) -> BeforeToolCallResult | None:
         """Let the call through, or block it with the reason the model and the user see."""
         name = ctx.tool_call.name
         if name not in self.ask or self.yes:
             return None
         if not self._can_ask():
-            return BeforeToolCallResult(True, (
-                f'Tool "{name}" was not run: it writes and runs code, so it needs the user\'s yes, '
-                "and there is no terminal to ask on (run yiemagent with --yes to allow it)."))
-        self.write(f"\nThe model wants to call {printable(name)} with:\n"
-                   f"{_shown_arguments(ctx.args)}\nAllow it? [y/N] ")
+            return BeforeToolCallResult(
+                True,
+                (
+                    f'Tool "{name}" was not run: it writes and runs code, so it needs the user\'s yes, '
+                    "and there is no terminal to ask on (run yiemagent with --yes to allow it)."
+                ),
+            )
+        self.write(
+            f"\nThe model wants to call {printable(name)} with:\n"
+            f"{_shown_arguments(ctx.args)}\nAllow it? [y/N] "
+        )
         answer = self._read_answer(signal)
         if answer is not None and answer.strip().lower() in ("y", "yes"):
             return None

@@ -59,19 +59,25 @@ def read_prompt(text: str) -> str:
     if text != "-":
         return text
     if sys.stdin is None:
-        raise CliError("stdin is closed, so there is no prompt to read ('-'); give the prompt "
-                       "as an argument, or on stdin: echo 'PROMPT' | yiemagent run -")
+        raise CliError(
+            "stdin is closed, so there is no prompt to read ('-'); give the prompt "
+            "as an argument, or on stdin: echo 'PROMPT' | yiemagent run -"
+        )
     try:
         prompt = sys.stdin.read(MAX_PROMPT_CHARS + 1)
     except UnicodeDecodeError as exc:
-        raise CliError(f"the prompt on stdin is not {exc.encoding} text ({exc.reason}); give "
-                       "it as text, or set PYTHONIOENCODING to the encoding it is in") from None
+        raise CliError(
+            f"the prompt on stdin is not {exc.encoding} text ({exc.reason}); give "
+            "it as text, or set PYTHONIOENCODING to the encoding it is in"
+        ) from None
     except OSError as exc:
         raise CliError(f"cannot read the prompt from stdin: {exc.strerror or exc}") from None
     if len(prompt) > MAX_PROMPT_CHARS:
-        raise CliError(f"the prompt on stdin is longer than {MAX_PROMPT_CHARS} characters "
-                       f"({MAX_PROMPT_CHARS // 2**20} Mi), the limit of 'yiemagent run -'; is "
-                       "it the file you meant?")
+        raise CliError(
+            f"the prompt on stdin is longer than {MAX_PROMPT_CHARS} characters "
+            f"({MAX_PROMPT_CHARS // 2**20} Mi), the limit of 'yiemagent run -'; is "
+            "it the file you meant?"
+        )
     return prompt
 
 

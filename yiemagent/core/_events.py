@@ -65,8 +65,7 @@ def _partial_text(partial: Any) -> str:
     """The text of a partial result: its content's text blocks, or the text itself."""
     if isinstance(partial, str):
         return partial
-    content = partial.get("content") if isinstance(partial, Mapping) else getattr(
-        partial, "content", None)
+    content = partial.get("content") if isinstance(partial, Mapping) else getattr(partial, "content", None)
     if isinstance(content, str):
         return content
     return content_text(content) if isinstance(content, list) else ""
@@ -83,8 +82,12 @@ class ToolExecStartEvent(AgentEvent):
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "tool_call_id", "tool_name", "arguments"}``."""
-        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
-                "tool_name": self.tool_name, "arguments": _plain(self.arguments)}
+        return {
+            "type": self.event_type,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "arguments": _plain(self.arguments),
+        }
 
 
 @attrs.define(frozen=True)
@@ -100,10 +103,14 @@ class ToolExecUpdateEvent(AgentEvent):
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "tool_call_id", "tool_name", "arguments", "text",
         "partial_result"}``; ``text`` is the partial result's text."""
-        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
-                "tool_name": self.tool_name, "arguments": _plain(self.arguments),
-                "text": _partial_text(self.partial_result),
-                "partial_result": _plain(self.partial_result)}
+        return {
+            "type": self.event_type,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "arguments": _plain(self.arguments),
+            "text": _partial_text(self.partial_result),
+            "partial_result": _plain(self.partial_result),
+        }
 
 
 @attrs.define(frozen=True)
@@ -120,10 +127,15 @@ class ToolExecEndEvent(AgentEvent):
         """Return ``{"type", "tool_call_id", "tool_name", "is_error", "error_kind", "text",
         "result"}``: ``error_kind`` is the pipeline's kind of error (``None`` for results a
         tool or hook made), ``text`` the result's text, ``result`` its ``to_dict()``."""
-        return {"type": self.event_type, "tool_call_id": self.tool_call_id,
-                "tool_name": self.tool_name, "is_error": self.is_error,
-                "error_kind": error_kind(self.result.details),
-                "text": content_text(self.result.content), "result": self.result.to_dict()}
+        return {
+            "type": self.event_type,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+            "is_error": self.is_error,
+            "error_kind": error_kind(self.result.details),
+            "text": content_text(self.result.content),
+            "result": self.result.to_dict(),
+        }
 
 
 @attrs.define(frozen=True)
@@ -145,8 +157,11 @@ class AgentEndEvent(AgentEvent):
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "messages", "response"}`` with each message's ``to_dict()`` (the
         response is ``None`` when the event was made without one)."""
-        return {"type": self.event_type, "messages": [m.to_dict() for m in self.messages],
-                "response": None if self.response is None else self.response.to_dict()}
+        return {
+            "type": self.event_type,
+            "messages": [m.to_dict() for m in self.messages],
+            "response": None if self.response is None else self.response.to_dict(),
+        }
 
 
 @attrs.define(frozen=True)
@@ -171,8 +186,11 @@ class TurnEndEvent(AgentEvent):
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "message", "tool_results"}`` with the messages' ``to_dict()``."""
-        return {"type": self.event_type, "message": self.message.to_dict(),
-                "tool_results": [m.to_dict() for m in self.tool_results]}
+        return {
+            "type": self.event_type,
+            "message": self.message.to_dict(),
+            "tool_results": [m.to_dict() for m in self.tool_results],
+        }
 
 
 @attrs.define(frozen=True)
@@ -185,8 +203,7 @@ class MessageStartEvent(AgentEvent):
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "message"}``; the message is ``None`` for a model reply whose call
         has not returned yet."""
-        return {"type": self.event_type,
-                "message": None if self.message is None else self.message.to_dict()}
+        return {"type": self.event_type, "message": None if self.message is None else self.message.to_dict()}
 
 
 @attrs.define(frozen=True)
@@ -206,9 +223,14 @@ class MessageUpdateEvent(AgentEvent):
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "kind", "delta", "content_index", "tool_call_id", "tool_name"}``."""
-        return {"type": self.event_type, "kind": self.kind, "delta": self.delta,
-                "content_index": self.content_index, "tool_call_id": self.tool_call_id,
-                "tool_name": self.tool_name}
+        return {
+            "type": self.event_type,
+            "kind": self.kind,
+            "delta": self.delta,
+            "content_index": self.content_index,
+            "tool_call_id": self.tool_call_id,
+            "tool_name": self.tool_name,
+        }
 
 
 @attrs.define(frozen=True)

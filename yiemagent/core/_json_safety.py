@@ -17,8 +17,7 @@ import enum
 import math
 from typing import Any
 
-__all__ = ["MAX_ECHO_CHARS", "MAX_JSON_DEPTH", "argument_problem", "clip", "json_ready",
-           "reject_constant"]
+__all__ = ["MAX_ECHO_CHARS", "MAX_JSON_DEPTH", "argument_problem", "clip", "json_ready", "reject_constant"]
 
 MAX_JSON_DEPTH = 64  # levels of objects/arrays in tool arguments and details
 MAX_ECHO_CHARS = 4000  # characters of received arguments an error text repeats

@@ -10,7 +10,7 @@ from typing import Any
 
 __all__ = ["to_json"]
 
-_PROBE = {"text": "é\n\"", "n": [1, 2.5, -0.0, True, None], "deep": {"k": 1e300}}
+_PROBE = {"text": 'é\n"', "n": [1, 2.5, -0.0, True, None], "deep": {"k": 1e300}}
 
 
 class _JsonEncoding(threading.local):
@@ -26,9 +26,17 @@ class _JsonEncoding(threading.local):
         self.c_encode = None
         if make is not None:
             try:
-                c_encode = make(self.markers, self.encoder.default,
-                                json.encoder.encode_basestring, None, ": ", ", ", False, False,
-                                True)
+                c_encode = make(
+                    self.markers,
+                    self.encoder.default,
+                    json.encoder.encode_basestring,
+                    None,
+                    ": ",
+                    ", ",
+                    False,
+                    False,
+                    True,
+                )
                 # The C encoder's signature is not public: use it only if it encodes as
                 # ``encode`` does on this Python.
                 if "".join(c_encode(_PROBE, 0)) == self.encoder.encode(_PROBE):

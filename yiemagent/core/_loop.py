@@ -116,9 +116,9 @@ class RunConfig:
 
     llm_call: Callable[..., AssistantMessage] = attrs.field(validator=_check_callable)
     prepare_context: Callable[[AgentState], Any] = attrs.field(
-        default=default_prepare_context, validator=_check_callable)
-    format_msg_for_llm: Callable[[Any], Any] = attrs.field(
-        factory=SpecFormatter, validator=_check_callable)
+        default=default_prepare_context, validator=_check_callable
+    )
+    format_msg_for_llm: Callable[[Any], Any] = attrs.field(factory=SpecFormatter, validator=_check_callable)
     before_tool_call: BeforeHook | None = attrs.field(default=None, validator=_check_callable)
     after_tool_call: AfterHook | None = attrs.field(default=None, validator=_check_callable)
     tool_execution: Literal["sequential", "parallel"] = "sequential"
@@ -131,33 +131,46 @@ class RunConfig:
     skip_tools_on_steer: bool = attrs.field(default=False, converter=bool)
     sync_tools: ToolSync | None = attrs.field(default=None, validator=_check_callable)
     clock: Callable[[], int] = attrs.field(default=now_ms, validator=_check_callable)
-    new_tool_call_id: Callable[[], str] = attrs.field(default=new_tool_call_id,
-                                                      validator=_check_callable)
+    new_tool_call_id: Callable[[], str] = attrs.field(default=new_tool_call_id, validator=_check_callable)
     llm_keywords: frozenset[str] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
         if self.llm_call is None:
             raise TypeError("llm_call is required: a callable(request) -> AssistantMessage")
         if self.max_retry_delay_ms is not None and (
-                isinstance(self.max_retry_delay_ms, bool)
-                or not isinstance(self.max_retry_delay_ms, (int, float))
-                or not self.max_retry_delay_ms >= 0):
-            raise ValueError("max_retry_delay_ms must be a non-negative number or None, got "
-                             f"{self.max_retry_delay_ms!r}")
+            isinstance(self.max_retry_delay_ms, bool)
+            or not isinstance(self.max_retry_delay_ms, (int, float))
+            or not self.max_retry_delay_ms >= 0
+        ):
+            raise ValueError(
+                f"max_retry_delay_ms must be a non-negative number or None, got {self.max_retry_delay_ms!r}"
+            )
         self.tool_loop_config({})  # checks the tool options here, not at the first batch
         object.__setattr__(self, "llm_keywords", accepted_keywords(self.llm_call))
 
-    def tool_loop_config(self, tools: Any, skip_remaining: Callable[[], bool] | None = None,
-                         repeated_calls: RepeatedCalls | None = None) -> AgentLoopConfig:
+    def tool_loop_config(
+        self,
+        tools: Any,
+        skip_remaining: Callable[[], bool] | None = None,
+        repeated_calls: RepeatedCalls | None = None,
+    ) -> AgentLoopConfig:
         """The pipeline's ``AgentLoopConfig`` for ``tools`` (shared, not copied)."""
-        return AgentLoopConfig(tools, self.before_tool_call, self.after_tool_call,
-                               self.tool_execution, self.tool_timeout_s, self.max_parallel_tools,
-                               skip_remaining=skip_remaining, clock=self.clock,
-                               repeated_calls=repeated_calls)
+        return AgentLoopConfig(
+            tools,
+            self.before_tool_call,
+            self.after_tool_call,
+            self.tool_execution,
+            self.tool_timeout_s,
+            self.max_parallel_tools,
+            skip_remaining=skip_remaining,
+            clock=self.clock,
+            repeated_calls=repeated_calls,
+        )
 
 
-def unanswered_tool_calls(messages: Sequence[AgentMessage]) -> tuple[AssistantMessage | None,
-                                                                     list[AgentToolCall]]:
+def unanswered_tool_calls(
+    messages: Sequence[AgentMessage],
+) -> tuple[AssistantMessage | None, list[AgentToolCall]]:
     """The last assistant message of ``messages`` and those of its tool calls that no later
     tool result answers (``(None, [])`` when there is no assistant message, or a user message
     follows the last one)."""
@@ -183,20 +196,39 @@ def resume_problem(messages: Sequence[AgentMessage]) -> str | None:
     if isinstance(last, AssistantMessage):
         _, pending = unanswered_tool_calls(messages)
         if not pending:
-            return ("cannot resume: the history ends with the model's answer and no tool call is "
-                    "left unanswered; send a new message instead")
+            return (
+                "cannot resume: the history ends with the model's answer and no tool call is "
+                "left unanswered; send a new message instead"
+            )
     return None
 
 
 class _Run:
     """The working state of one run: the shared state, config, sink, signal and what it added."""
 
-    __slots__ = ("added", "added_tools", "config", "emit", "hook_context", "llm_keywords",
-                 "loop_config", "repeated_calls", "reply_started", "signal", "skip_remaining",
-                 "state")
+    __slots__ = (
+        "added",
+        "added_tools",
+        "config",
+        "emit",
+        "hook_context",
+        "llm_keywords",
+        "loop_config",
+        "repeated_calls",
+        "reply_started",
+        "signal",
+        "skip_remaining",
+        "state",
+    )
 
-    def __init__(self, state: AgentState, config: RunConfig, emit: SafeEmitter,
-                 signal: AbortSignal, has_input: Callable[[], bool] | None) -> None:
+    def __init__(
+        self,
+        state: AgentState,
+        config: RunConfig,
+        emit: SafeEmitter,
+        signal: AbortSignal,
+        has_input: Callable[[], bool] | None,
+    ) -> None:
         self.state = state
         self.config = config
         self.emit = emit
@@ -204,8 +236,11 @@ class _Run:
         self.added: list[AgentMessage] = []
         self.added_tools: list[str] = []
         self.loop_config: AgentLoopConfig | None = None
-        self.hook_context: tuple[AgentContext | None, HistoryView | None,
-                                 list[AgentMessage] | None] = (None, None, None)
+        self.hook_context: tuple[AgentContext | None, HistoryView | None, list[AgentMessage] | None] = (
+            None,
+            None,
+            None,
+        )
         self.reply_started = False  # a MessageStartEvent for the model's reply is out
         self.skip_remaining = has_input if config.skip_tools_on_steer else None
         limit = config.max_repeated_calls
@@ -260,8 +295,7 @@ class _Run:
             problem = f"{step} failed: {describe_error(exc)}"
             raise RunError(with_overflow_hint(problem) if step == "llm_call" else problem) from exc
         if not isinstance(response, AssistantMessage):
-            raise RunError(f"llm_call returned {type(response).__name__}; it must return an "
-                           "AssistantMessage")
+            raise RunError(f"llm_call returned {type(response).__name__}; it must return an AssistantMessage")
         return response
 
     def keywords_for_llm(self) -> dict[str, Any]:
@@ -286,7 +320,8 @@ class _Run:
         cached = self.loop_config
         if cached is None or cached.tools is not self.state.tools:
             cached = self.loop_config = self.config.tool_loop_config(
-                self.state.tools, self.skip_remaining, self.repeated_calls)
+                self.state.tools, self.skip_remaining, self.repeated_calls
+            )
         return cached
 
     def hooks_context(self) -> AgentContext:
@@ -296,10 +331,15 @@ class _Run:
         of it, gets a new one."""
         state = self.state
         context, view, source = self.hook_context
-        # Every field of AgentContext is checked (tests/core/test_hot_path_shortcuts.py fails when one is added).
-        if (context is None or source is not state.messages or context.messages is not view
-                or context.tools is not state.tools
-                or context.system_prompt != state.system_prompt):
+        # Every field of AgentContext is checked (tests/core/test_hot_path_shortcuts.py fails when
+        # one is added).
+        if (
+            context is None
+            or source is not state.messages
+            or context.messages is not view
+            or context.tools is not state.tools
+            or context.system_prompt != state.system_prompt
+        ):
             view = HistoryView(state.messages)
             context = AgentContext(state.system_prompt, view, state.tools)
             self.hook_context = (context, view, state.messages)
@@ -311,8 +351,7 @@ class _Run:
         context = self.hooks_context()
         state.pending_tool_calls = {call.id for call in calls}
         try:
-            batch = execute_tool_calls(context, response, calls, self.tool_config(), self.signal,
-                                       self.emit)
+            batch = execute_tool_calls(context, response, calls, self.tool_config(), self.signal, self.emit)
         finally:
             state.pending_tool_calls = set()
         for msg in batch.messages:
@@ -322,8 +361,9 @@ class _Run:
         return batch
 
 
-def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMessage,
-                              timestamp: int | None = None) -> AssistantMessage:
+def build_terminated_response(
+    batch: AgentToolCallBatch, response: AssistantMessage, timestamp: int | None = None
+) -> AssistantMessage:
     """The final response of a terminated batch (spec section 10): the tools' text after
     ``Tool execution completed.``, ``error_message`` set when any call failed; ``timestamp``
     (milliseconds) defaults to now."""
@@ -336,15 +376,20 @@ def build_terminated_response(batch: AgentToolCallBatch, response: AssistantMess
                 content.append(TextContent(block["text"]))
     failed = any(m.is_error for m in batch.messages)
     return AssistantMessage(
-        content=content, api=response.api, provider=response.provider, model=response.model,
-        usage=response.usage, stop_reason="tool_use_terminated",
+        content=content,
+        api=response.api,
+        provider=response.provider,
+        model=response.model,
+        usage=response.usage,
+        stop_reason="tool_use_terminated",
         error_message="One or more tool calls failed" if failed else None,
         timestamp=now_ms() if timestamp is None else timestamp,
     )
 
 
-def _after_batch(run: _Run, response: AssistantMessage,
-                 batch: AgentToolCallBatch | None) -> AssistantMessage | None:
+def _after_batch(
+    run: _Run, response: AssistantMessage, batch: AgentToolCallBatch | None
+) -> AssistantMessage | None:
     """The run's response once a reply and its batch are in, or ``None`` to go on."""
     if run.signal.aborted:
         return run.made_up("aborted", ABORTED)
@@ -363,8 +408,7 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
         response = run.call_llm()
     except RunError as exc:
         # An abort makes the client give up: then the abort, not the error, is the outcome.
-        ended = (run.made_up("aborted", ABORTED) if run.signal.aborted
-                 else run.made_up("error", str(exc)))
+        ended = run.made_up("aborted", ABORTED) if run.signal.aborted else run.made_up("error", str(exc))
         if run.emit.active:
             if run.reply_started:
                 run.emit.send(MessageEndEvent(ended))
@@ -399,8 +443,9 @@ def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> Assistant
         if run.signal.aborted:
             return run.made_up("aborted", ABORTED)
         if turn >= config.max_turns:
-            return run.made_up("max_turns", f"Stopped after {config.max_turns} LLM calls "
-                               f"(max_turns={config.max_turns}).")
+            return run.made_up(
+                "max_turns", f"Stopped after {config.max_turns} LLM calls (max_turns={config.max_turns})."
+            )
         for msg in take_input():  # step 1: messages sent during the run join it here
             run.add(msg)
         if config.sync_tools is not None:

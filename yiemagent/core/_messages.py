@@ -95,8 +95,10 @@ class LlmModel:
 
 def _check_timestamp(_inst: Any, _attr: Any, value: Any) -> None:
     if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"timestamp must be an int (milliseconds since the epoch), got {value!r}; "
-                        "pass content first, e.g. UserMessage([TextContent('hi')])")
+        raise TypeError(
+            f"timestamp must be an int (milliseconds since the epoch), got {value!r}; "
+            "pass content first, e.g. UserMessage([TextContent('hi')])"
+        )
 
 
 # One converter per class, so that a bad ``content`` is refused naming the class and the field
@@ -128,18 +130,21 @@ def _check_fields(msg: Any, strings: tuple[str, ...], optional: tuple[str, ...] 
     for name in strings:
         value = getattr(msg, name)
         if type(value) is not str and not isinstance(value, str):
-            raise TypeError(f"{type(msg).__name__}.{name} must be a str, got {type(value).__name__} "
-                            f"({value!r:.60}); pass fields by name, e.g. "
-                            f"{type(msg).__name__}(content=[TextContent('hi')])")
+            raise TypeError(
+                f"{type(msg).__name__}.{name} must be a str, got {type(value).__name__} "
+                f"({value!r:.60}); pass fields by name, e.g. "
+                f"{type(msg).__name__}(content=[TextContent('hi')])"
+            )
     for name in optional:
         value = getattr(msg, name)
         if value is not None and not isinstance(value, str):
-            raise TypeError(f"{type(msg).__name__}.{name} must be a str or None, got "
-                            f"{type(value).__name__} ({value!r:.60})")
+            raise TypeError(
+                f"{type(msg).__name__}.{name} must be a str or None, got "
+                f"{type(value).__name__} ({value!r:.60})"
+            )
     usage = getattr(msg, "usage", None)
     if usage is not None and not isinstance(usage, LlmUsage):
-        raise TypeError(f"{type(msg).__name__}.usage must be an LlmUsage or None, got "
-                        f"{type(usage).__name__}")
+        raise TypeError(f"{type(msg).__name__}.usage must be an LlmUsage or None, got {type(usage).__name__}")
 
 
 @attrs.define(frozen=True)
@@ -160,8 +165,9 @@ class AgentMessage:
             if role == sub.role_name and issubclass(sub, cls):
                 return sub._from_dict(data)
         expected = cls.role_name or "user, assistant or toolResult"
-        raise ValueError(f"cannot read a message of role {role!r} as {cls.__name__}; "
-                         f"expected role {expected}")
+        raise ValueError(
+            f"cannot read a message of role {role!r} as {cls.__name__}; expected role {expected}"
+        )
 
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> AgentMessage:
@@ -287,28 +293,34 @@ class ToolResultMessage(AgentMessage):
     added_tool_names: list[str] = attrs.field(factory=list)
     is_error: bool = False
     timestamp: int = attrs.field(factory=now_ms, validator=_check_timestamp)
-    role: str = attrs.field(
-        default="toolResult", kw_only=True, validator=_check_role("toolResult")
-    )
+    role: str = attrs.field(default="toolResult", kw_only=True, validator=_check_role("toolResult"))
     role_name: ClassVar[str] = "toolResult"
 
     def __attrs_post_init__(self) -> None:
         _check_fields(self, ("tool_call_id", "tool_name"))
         if not isinstance(self.details, dict):
-            raise TypeError(f"ToolResultMessage.details must be a dict, got "
-                            f"{type(self.details).__name__}")
+            raise TypeError(f"ToolResultMessage.details must be a dict, got {type(self.details).__name__}")
         if type(self.is_error) is not bool:
             raise TypeError(f"ToolResultMessage.is_error must be a bool, got {self.is_error!r}")
         if not isinstance(self.added_tool_names, list) or not all(
-                isinstance(n, str) for n in self.added_tool_names):
-            raise TypeError("ToolResultMessage.added_tool_names must be a list of str, got "
-                            f"{self.added_tool_names!r:.60}")
+            isinstance(n, str) for n in self.added_tool_names
+        ):
+            raise TypeError(
+                f"ToolResultMessage.added_tool_names must be a list of str, got {self.added_tool_names!r:.60}"
+            )
 
     @classmethod
-    def _checked_fields(cls, tool_call_id: str, tool_name: str, content: list[ContentBlock],
-                        details: dict[str, Any], usage: LlmUsage | None,
-                        added_tool_names: list[str], is_error: bool,
-                        timestamp: int) -> ToolResultMessage:
+    def _checked_fields(
+        cls,
+        tool_call_id: str,
+        tool_name: str,
+        content: list[ContentBlock],
+        details: dict[str, Any],
+        usage: LlmUsage | None,
+        added_tool_names: list[str],
+        is_error: bool,
+        timestamp: int,
+    ) -> ToolResultMessage:
         """A result built from fields its caller has already checked (the tool pipeline, which
         made them itself), skipping the converter and the checks of ``__init__``: equal to
         ``ToolResultMessage(...)`` of the same fields, and a few microseconds cheaper on every
@@ -428,8 +440,7 @@ class HistorySnapshot(HistoryView):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (list, HistoryView)):
-            return len(other) == self._length and all(
-                a == b for a, b in zip(self, other, strict=True))
+            return len(other) == self._length and all(a == b for a, b in zip(self, other, strict=True))
         return False
 
     def __add__(self, other: Sequence[AgentMessage]) -> list[AgentMessage]:

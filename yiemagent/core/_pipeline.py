@@ -91,8 +91,7 @@ def _is_aborted(signal: AbortSignal | None) -> bool:
 
 
 def _aborted_outcome(name: str) -> tuple[AgentToolResult, bool]:
-    return (create_error_tool_result(f'Tool "{name}" was not run: the operation was aborted.',
-                                     ABORTED), True)
+    return (create_error_tool_result(f'Tool "{name}" was not run: the operation was aborted.', ABORTED), True)
 
 
 def _skipped(tool_call: AgentToolCall, emit: SafeEmitter) -> FinalizedOutcome:
@@ -101,7 +100,9 @@ def _skipped(tool_call: AgentToolCall, emit: SafeEmitter) -> FinalizedOutcome:
         emit.send(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
     result = create_error_tool_result(
         f'Tool "{tool_call.name}" was skipped: a new message from the user arrived before it '
-        "ran. Read the new message, then call the tool again if it is still needed.", SKIPPED)
+        "ran. Read the new message, then call the tool again if it is still needed.",
+        SKIPPED,
+    )
     finalized = FinalizedOutcome(tool_call, result, True)
     emit_tool_execution_end(finalized, emit)
     return finalized
@@ -123,20 +124,25 @@ def _parsed_call(tool_call: AgentToolCall) -> AgentToolCall:
             raise ToolArgumentError(
                 f'The arguments for tool "{name}" are not valid JSON ({reason}). '
                 f"Received: {clip(repr(tool_call.arguments))}. Send the arguments as one JSON "
-                "object.", kind=kind,
+                "object.",
+                kind=kind,
             ) from None
     elif isinstance(args, Mapping) and not isinstance(args, dict):
         args = dict(args)
     if not isinstance(args, dict):
         raise ToolArgumentError(
             f'The arguments for tool "{name}" must be a JSON object, got '
-            f"{type(args).__name__}: {format_arguments(args)}", kind=INVALID_ARGUMENTS,
+            f"{type(args).__name__}: {format_arguments(args)}",
+            kind=INVALID_ARGUMENTS,
         )
     problem = argument_problem(args)
     if problem is not None:
-        raise ToolArgumentError(f'The arguments for tool "{name}" cannot be used: {problem}. '
-                                "Send finite JSON numbers and at most "
-                                f"{MAX_JSON_DEPTH} levels of nesting.", kind=INVALID_ARGUMENTS)
+        raise ToolArgumentError(
+            f'The arguments for tool "{name}" cannot be used: {problem}. '
+            "Send finite JSON numbers and at most "
+            f"{MAX_JSON_DEPTH} levels of nesting.",
+            kind=INVALID_ARGUMENTS,
+        )
     return tool_call if args is tool_call.arguments else attrs.evolve(tool_call, arguments=args)
 
 
@@ -188,8 +194,10 @@ def prepare_tool_call(
     tool = context.tools.get(name)
     if tool is None:
         known = ", ".join(context.tools) or "(none)"
-        return ImmediateOutcome(create_error_tool_result(
-            f'Tool "{name}" not found. Available tools: {known}.', TOOL_NOT_FOUND), True)
+        return ImmediateOutcome(
+            create_error_tool_result(f'Tool "{name}" not found. Available tools: {known}.', TOOL_NOT_FOUND),
+            True,
+        )
     try:
         call = prepare_tool_call_arguments(tool, _parsed_call(tool_call))
         args = validate_tool_arguments(tool, call)
@@ -245,8 +253,13 @@ class _TimedOut(Exception):
     """Raised by ``_call_with_timeout`` only; distinct from a ``TimeoutError`` the tool raises."""
 
 
-def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name: str,
-                       signal: AbortSignal | None, on_timeout: Callable[[], None]) -> Any:
+def _call_with_timeout(
+    fn: Callable[[AbortSignal], Any],
+    timeout_s: float,
+    name: str,
+    signal: AbortSignal | None,
+    on_timeout: Callable[[], None],
+) -> Any:
     """Run ``fn(child_signal)`` on its own daemon thread; return its value, re-raise its error,
     or raise ``_TimedOut`` after ``timeout_s``.
 
@@ -268,8 +281,9 @@ def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name:
             done.set()
 
     # The tool runs in a copy of the caller's context (tracing, the agent it runs for).
-    threading.Thread(target=contextvars.copy_context().run, args=(target,),
-                     name=f"yiemagent-tool-{name}", daemon=True).start()
+    threading.Thread(
+        target=contextvars.copy_context().run, args=(target,), name=f"yiemagent-tool-{name}", daemon=True
+    ).start()
     finished = done.wait(timeout_s)
     if unlink is not None:
         unlink()
@@ -282,10 +296,12 @@ def _call_with_timeout(fn: Callable[[AbortSignal], Any], timeout_s: float, name:
     return box[0]
 
 
-def _execute_with_timeout(prep: PreparedToolCall, gate: _UpdateGate, limit: float,
-                          signal: AbortSignal | None) -> Any:
+def _execute_with_timeout(
+    prep: PreparedToolCall, gate: _UpdateGate, limit: float, signal: AbortSignal | None
+) -> Any:
     """Run the tool on its own thread with ``limit`` seconds to finish (``_call_with_timeout``);
     apart from the hot path, so calls without a limit make no closure."""
+
     def run(run_signal: AbortSignal | None) -> Any:
         return prep.tool.execute(prep.tool_call.id, prep.args, run_signal, gate.report)
 
@@ -295,16 +311,19 @@ def _execute_with_timeout(prep: PreparedToolCall, gate: _UpdateGate, limit: floa
 def _result_problem(name: str, result: Any) -> str | None:
     """Why ``result`` is not a usable tool result, or ``None`` when it is."""
     if not isinstance(result, AgentToolResult):
-        return (f'Tool "{name}" returned {type(result).__name__}; its execute function must '
-                "return an AgentToolResult.")
+        return (
+            f'Tool "{name}" returned {type(result).__name__}; its execute function must '
+            "return an AgentToolResult."
+        )
     details: Any = result.details  # typed as a dict, but a tool may pass anything
     if not isinstance(details, dict):
-        return (f'Tool "{name}" returned details of type {type(details).__name__}; '
-                "details must be a dict.")
+        return f'Tool "{name}" returned details of type {type(details).__name__}; details must be a dict.'
     usage: Any = result.usage
     if usage is not None and not isinstance(usage, (LlmUsage, Mapping)):
-        return (f'Tool "{name}" returned usage of type {type(usage).__name__}; usage must be an '
-                "LlmUsage, a dict of its fields, or None.")
+        return (
+            f'Tool "{name}" returned usage of type {type(usage).__name__}; usage must be an '
+            "LlmUsage, a dict of its fields, or None."
+        )
     return None
 
 
@@ -335,8 +354,11 @@ def execute_prepared_tool_call(
     gate = _UpdateGate(prep, safe_emitter(emit))
     limit = prep.tool.timeout_s if prep.tool.timeout_s is not None else timeout_s
     try:
-        result = (prep.tool.execute(prep.tool_call.id, prep.args, signal, gate.report)
-                  if limit is None else _execute_with_timeout(prep, gate, limit, signal))
+        result = (
+            prep.tool.execute(prep.tool_call.id, prep.args, signal, gate.report)
+            if limit is None
+            else _execute_with_timeout(prep, gate, limit, signal)
+        )
     except _TimedOut:
         gate.close()
         return ExecutedOutcome(
@@ -370,12 +392,15 @@ def _merge_after(result: AgentToolResult, is_error: bool, after: Any) -> tuple[A
         allowed = {"content", "details", "usage", "terminate", "is_error"}
         unknown = set(after) - allowed
         if unknown:
-            raise ValueError(f"after_tool_call returned unknown fields {sorted(unknown)}; "
-                             f"allowed: {sorted(allowed)}")
+            raise ValueError(
+                f"after_tool_call returned unknown fields {sorted(unknown)}; allowed: {sorted(allowed)}"
+            )
         given = after
     else:
-        raise TypeError(f"after_tool_call returned {type(after).__name__}; expected None, "
-                        "an AfterToolCallResult or a dict")
+        raise TypeError(
+            f"after_tool_call returned {type(after).__name__}; expected None, "
+            "an AfterToolCallResult or a dict"
+        )
     # ``None`` means "keep", in the dict form as in the object form.
     changes = {k: v for k, v in given.items() if v is not None}
     for flag in ("is_error", "terminate"):
@@ -387,11 +412,15 @@ def _merge_after(result: AgentToolResult, is_error: bool, after: Any) -> tuple[A
     if isinstance(changes.get("usage"), Mapping):
         changes["usage"] = LlmUsage.from_dict(changes["usage"])
     if not isinstance(changes.get("usage", result.usage), (LlmUsage, type(None))):
-        raise TypeError(f"after_tool_call returned usage of type {type(changes['usage']).__name__}; "
-                        "expected an LlmUsage or a dict of its fields")
+        raise TypeError(
+            f"after_tool_call returned usage of type {type(changes['usage']).__name__}; "
+            "expected an LlmUsage or a dict of its fields"
+        )
     if not isinstance(changes.get("details", {}), dict):
-        raise TypeError(f"after_tool_call returned details of type "
-                        f"{type(changes['details']).__name__}; details must be a dict")
+        raise TypeError(
+            f"after_tool_call returned details of type "
+            f"{type(changes['details']).__name__}; details must be a dict"
+        )
     return attrs.evolve(result, **changes), is_error
 
 
@@ -407,8 +436,7 @@ def finalize_executed_tool_call(
     error result)."""
     result, is_error = executed.result, executed.is_error
     if config.after_tool_call is not None:
-        ctx = AfterToolCallContext(assistant_message, prep.tool_call, prep.args, result, is_error,
-                                   context)
+        ctx = AfterToolCallContext(assistant_message, prep.tool_call, prep.args, result, is_error, context)
         try:
             result, is_error = _merge_after(result, is_error, config.after_tool_call(ctx, signal))
         except BaseException as exc:
@@ -429,8 +457,7 @@ def emit_tool_execution_end(finalized: FinalizedOutcome, emit: Emit | None) -> N
 
 def _added_tool_names(details: Any) -> list[str]:
     """``details["addedToolNames"]`` as a list of names; anything unusable counts as none."""
-    added = (details.get("addedToolNames")
-             if type(details) is dict or isinstance(details, Mapping) else None)
+    added = details.get("addedToolNames") if type(details) is dict or isinstance(details, Mapping) else None
     if isinstance(added, str):
         return [added]
     if isinstance(added, (list, tuple)):
@@ -471,8 +498,7 @@ def _execute_and_finalize(
     emit: SafeEmitter,
 ) -> FinalizedOutcome:
     executed = execute_prepared_tool_call(prep, signal, emit, config.tool_timeout_s)
-    finalized = finalize_executed_tool_call(context, assistant_message, prep, executed, config,
-                                            signal)
+    finalized = finalize_executed_tool_call(context, assistant_message, prep, executed, config, signal)
     emit_tool_execution_end(finalized, emit)
     return finalized
 
@@ -497,8 +523,7 @@ def _start_and_prepare(
 
 
 def _batch(finalized: list[FinalizedOutcome], clock: Callable[[], int]) -> AgentToolCallBatch:
-    return AgentToolCallBatch([_result_message(f, clock()) for f in finalized],
-                              should_terminate(finalized))
+    return AgentToolCallBatch([_result_message(f, clock()) for f in finalized], should_terminate(finalized))
 
 
 def _result_message(f: FinalizedOutcome, timestamp: int) -> ToolResultMessage:
@@ -509,24 +534,34 @@ def _result_message(f: FinalizedOutcome, timestamp: int) -> ToolResultMessage:
     # When every field has the type the message needs (details and usage were checked after
     # ``execute`` and after the hook; the content is checked block by block as it is copied),
     # the message is built without checking each field once more.
-    if (type(call.id) is str and type(call.name) is str and type(result.details) is dict
-            and (usage is None or type(usage) is LlmUsage) and type(f.is_error) is bool
-            and type(timestamp) is int):
+    if (
+        type(call.id) is str
+        and type(call.name) is str
+        and type(result.details) is dict
+        and (usage is None or type(usage) is LlmUsage)
+        and type(f.is_error) is bool
+        and type(timestamp) is int
+    ):
         try:
             content = content_list(result.content)
         except (TypeError, ValueError):
             pass  # the checked path below turns it into an error result
         else:
             return ToolResultMessage._checked_fields(
-                call.id, call.name, content, json_ready(result.details), usage,
-                _added_tool_names(result.details) if result.details else [], f.is_error,
-                timestamp)
+                call.id,
+                call.name,
+                content,
+                json_ready(result.details),
+                usage,
+                _added_tool_names(result.details) if result.details else [],
+                f.is_error,
+                timestamp,
+            )
     try:
         return create_tool_result_message(f, timestamp)
     except (TypeError, ValueError) as exc:
         problem = f'The result of tool "{f.tool_call.name}" cannot be stored: {describe_error(exc)}'
-        failed = FinalizedOutcome(f.tool_call, create_error_tool_result(problem, INVALID_RESULT),
-                                  True)
+        failed = FinalizedOutcome(f.tool_call, create_error_tool_result(problem, INVALID_RESULT), True)
         return create_tool_result_message(failed, timestamp)
 
 
@@ -586,23 +621,34 @@ def execute_tool_calls_parallel(
     Never raises.
     """
     sink = safe_emitter(emit)
-    entries = [_start_and_prepare(context, assistant_message, tc, config, signal, sink)
-               for tc in tool_calls]
+    entries = [_start_and_prepare(context, assistant_message, tc, config, signal, sink) for tc in tool_calls]
     jobs = [e for e in entries if isinstance(e, PreparedToolCall)]
     if len(jobs) <= 1:
         finalized = [
             _execute_and_finalize(context, assistant_message, e, config, signal, sink)
-            if isinstance(e, PreparedToolCall) else e
+            if isinstance(e, PreparedToolCall)
+            else e
             for e in entries
         ]
         return _batch(finalized, config.clock)
     with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
         # Each call runs in a copy of the caller's context (tracing, the agent it runs for).
-        futures = iter([pool.submit(contextvars.copy_context().run, _execute_and_finalize,
-                                    context, assistant_message, job, config, signal, sink)
-                        for job in jobs])
-        finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e
-                     for e in entries]
+        futures = iter(
+            [
+                pool.submit(
+                    contextvars.copy_context().run,
+                    _execute_and_finalize,
+                    context,
+                    assistant_message,
+                    job,
+                    config,
+                    signal,
+                    sink,
+                )
+                for job in jobs
+            ]
+        )
+        finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e for e in entries]
     return _batch(finalized, config.clock)
 
 
@@ -616,10 +662,13 @@ def _hint_sequential_fallback(names: Sequence[str]) -> None:
         new = sorted(set(names) - _hinted)
         _hinted.update(new)
     if new:
-        logger.info("tool_execution='parallel', but %s do not allow parallel execution "
-                    "(parallel_tool_execute=False), so batches with them run in order; pass "
-                    "parallel_tool_execute=True (or @function_tool(parallel=True)) if they may "
-                    "run at once", ", ".join(repr(n) for n in new))
+        logger.info(
+            "tool_execution='parallel', but %s do not allow parallel execution "
+            "(parallel_tool_execute=False), so batches with them run in order; pass "
+            "parallel_tool_execute=True (or @function_tool(parallel=True)) if they may "
+            "run at once",
+            ", ".join(repr(n) for n in new),
+        )
 
 
 def _outcome(future: Future[FinalizedOutcome], prep: PreparedToolCall) -> FinalizedOutcome:
@@ -643,13 +692,9 @@ def execute_tool_calls(
     else in parallel (spec section 9). Never raises."""
     tools = context.tools
     if config.tool_execution == "sequential":
-        return execute_tool_calls_sequential(context, assistant_message, tool_calls, config,
-                                             signal, emit)
-    serial = [tc.name for tc in tool_calls
-              if tc.name in tools and not tools[tc.name].parallel_tool_execute]
+        return execute_tool_calls_sequential(context, assistant_message, tool_calls, config, signal, emit)
+    serial = [tc.name for tc in tool_calls if tc.name in tools and not tools[tc.name].parallel_tool_execute]
     if serial:
         _hint_sequential_fallback(serial)
-        return execute_tool_calls_sequential(context, assistant_message, tool_calls, config,
-                                             signal, emit)
-    return execute_tool_calls_parallel(context, assistant_message, tool_calls, config, signal,
-                                       emit)
+        return execute_tool_calls_sequential(context, assistant_message, tool_calls, config, signal, emit)
+    return execute_tool_calls_parallel(context, assistant_message, tool_calls, config, signal, emit)

@@ -32,8 +32,7 @@ def check_max_repeated_calls(value: Any) -> int | None:
     """Return ``value`` if it is ``None`` (no limit) or a positive int; raise ``ValueError``
     saying what is accepted otherwise."""
     if value is not None and (type(value) is not int or value < 1):
-        raise ValueError(f"max_repeated_calls must be a positive int or None (no limit), got "
-                         f"{value!r}")
+        raise ValueError(f"max_repeated_calls must be a positive int or None (no limit), got {value!r}")
     return value
 
 
@@ -56,9 +55,11 @@ class RepeatedCalls:
         if self._counts.get(_key(name, args), 0) < self.limit:
             return None
         times = "once" if self.limit == 1 else f"{self.limit} times"
-        return (f'Tool "{name}" was not run: it was already called {times} in this run with these '
-                "same arguments, and its result is above. Answer from that result, or call the "
-                "tool with different arguments.")
+        return (
+            f'Tool "{name}" was not run: it was already called {times} in this run with these '
+            "same arguments, and its result is above. Answer from that result, or call the "
+            "tool with different arguments."
+        )
 
     def record(self, name: str, args: dict[str, Any]) -> None:
         """Count a call of ``name`` with ``args`` that is about to run."""

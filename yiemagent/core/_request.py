@@ -27,12 +27,18 @@ class LlmRequest(Mapping[str, Any]):
     when first read. It is a ``Mapping``, not a ``dict``: ``json.dumps(request.to_dict())``
     (or ``dict(request)``) serialises it. Treat it as read-only."""
 
-    __slots__ = ("_context", "_view", "_views", "messages", "session_id", "system_prompt",
-                 "tools")
+    __slots__ = ("_context", "_view", "_views", "messages", "session_id", "system_prompt", "tools")
 
-    def __init__(self, system_prompt: str = "", messages: Sequence[AgentMessage] = (),
-                 tools: Mapping[str, Any] | None = None, *, session_id: str | None = None,
-                 views: SpecViews | None = None, context: AgentContext | None = None) -> None:
+    def __init__(
+        self,
+        system_prompt: str = "",
+        messages: Sequence[AgentMessage] = (),
+        tools: Mapping[str, Any] | None = None,
+        *,
+        session_id: str | None = None,
+        views: SpecViews | None = None,
+        context: AgentContext | None = None,
+    ) -> None:
         self.system_prompt = system_prompt
         self.messages = messages
         # A copy: the state's tools may change before the view is read (a few pointers).
@@ -52,8 +58,7 @@ class LlmRequest(Mapping[str, Any]):
     def _spec(self) -> dict[str, Any]:
         view = self._view
         if view is None:
-            view = self._view = spec_view(self.system_prompt, self.messages, self.tools,
-                                          self._views)
+            view = self._view = spec_view(self.system_prompt, self.messages, self.tools, self._views)
         return view
 
     def __getitem__(self, key: str) -> Any:
@@ -70,8 +75,10 @@ class LlmRequest(Mapping[str, Any]):
         return dict(self._spec())
 
     def __repr__(self) -> str:
-        return (f"LlmRequest(system_prompt={self.system_prompt!r}, messages=<{len(self.messages)}>, "
-                f"tools={list(self.tools)}, session_id={self.session_id!r})")
+        return (
+            f"LlmRequest(system_prompt={self.system_prompt!r}, messages=<{len(self.messages)}>, "
+            f"tools={list(self.tools)}, session_id={self.session_id!r})"
+        )
 
 
 def format_msg_for_llm(ctx: AgentContext) -> LlmRequest:
@@ -91,5 +98,4 @@ class SpecFormatter:
         self.views = SpecViews()
 
     def __call__(self, ctx: AgentContext) -> LlmRequest:
-        return LlmRequest(ctx.system_prompt, ctx.messages, ctx.tools, views=self.views,
-                          context=ctx)
+        return LlmRequest(ctx.system_prompt, ctx.messages, ctx.tools, views=self.views, context=ctx)

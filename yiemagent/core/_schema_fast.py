@@ -24,14 +24,30 @@ Check = Callable[[Any], bool]
 
 # Keywords that never make an instance invalid (annotations; ``format`` is not asserted by the
 # validators this library builds, which have no format checker).
-_ANNOTATIONS = frozenset({"title", "description", "default", "examples", "$comment", "format",
-                          "deprecated", "readOnly", "writeOnly", "$id", "$schema"})
-_DRAFTS = frozenset({
-    # Not draft 4 (nor 3): there 1.0 is not an integer.
-    "http://json-schema.org/draft-06/schema#",
-    "http://json-schema.org/draft-07/schema#", "https://json-schema.org/draft/2019-09/schema",
-    "https://json-schema.org/draft/2020-12/schema",
-})
+_ANNOTATIONS = frozenset(
+    {
+        "title",
+        "description",
+        "default",
+        "examples",
+        "$comment",
+        "format",
+        "deprecated",
+        "readOnly",
+        "writeOnly",
+        "$id",
+        "$schema",
+    }
+)
+_DRAFTS = frozenset(
+    {
+        # Not draft 4 (nor 3): there 1.0 is not an integer.
+        "http://json-schema.org/draft-06/schema#",
+        "http://json-schema.org/draft-07/schema#",
+        "https://json-schema.org/draft/2019-09/schema",
+        "https://json-schema.org/draft/2020-12/schema",
+    }
+)
 
 
 def _is_integer(x: Any) -> bool:
@@ -206,8 +222,9 @@ def _bound(compare: Callable[[Any, Any], bool]) -> Callable[[Any, Mapping[str, A
     return build
 
 
-def _length(kind: type[Sized], compare: Callable[[int, int], bool]
-            ) -> Callable[[Any, Mapping[str, Any]], Check]:
+def _length(
+    kind: type[Sized], compare: Callable[[int, int], bool]
+) -> Callable[[Any, Mapping[str, Any]], Check]:
     def build(value: Any, _schema: Mapping[str, Any]) -> Check:
         if type(value) is not int or value < 0:
             raise _Unsupported("length")

@@ -65,20 +65,19 @@ def _matcher(untrusted: bool) -> Callable[[str, str], bool]:
 
     def matches(pattern: str, text: str) -> bool:
         if not isinstance(pattern, str):
-            raise _Unchecked(f"cannot be checked: the schema's pattern {_quote(pattern)} is not a "
-                             "string")
+            raise _Unchecked(f"cannot be checked: the schema's pattern {_quote(pattern)} is not a string")
         try:
             compiled = linear_pattern(pattern)
         except PatternRefused as exc:
             if untrusted:
-                raise _Unchecked(f"cannot be checked: the pattern {_quote(pattern)} cannot be run "
-                                 f"in linear time ({exc})") from None
+                raise _Unchecked(
+                    f"cannot be checked: the pattern {_quote(pattern)} cannot be run in linear time ({exc})"
+                ) from None
             return re.search(pattern, text) is not None
         try:
             return compiled.search(text)
         except TextTooLong as exc:
-            raise _Unchecked(f"is too long to check against the pattern {_quote(pattern)} "
-                             f"({exc})") from None
+            raise _Unchecked(f"is too long to check against the pattern {_quote(pattern)} ({exc})") from None
 
     return matches
 
@@ -88,8 +87,9 @@ def _keywords(untrusted: bool) -> dict[str, Keyword]:
     messages are ``jsonschema``'s own."""
     matches = _matcher(untrusted)
 
-    def pattern(validator: Any, patrn: Any, instance: Any, _schema: Mapping[str, Any]
-                ) -> Iterator[ValidationError]:
+    def pattern(
+        validator: Any, patrn: Any, instance: Any, _schema: Mapping[str, Any]
+    ) -> Iterator[ValidationError]:
         if not validator.is_type(instance, "string"):
             return
         try:
@@ -100,8 +100,9 @@ def _keywords(untrusted: bool) -> dict[str, Keyword]:
         if not found:
             yield ValidationError(f"{instance!r} does not match {patrn!r}")
 
-    def pattern_properties(validator: Any, patterns: Any, instance: Any,
-                           _schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    def pattern_properties(
+        validator: Any, patterns: Any, instance: Any, _schema: Mapping[str, Any]
+    ) -> Iterator[ValidationError]:
         if not validator.is_type(instance, "object"):
             return
         for patrn, subschema in patterns.items():
@@ -114,8 +115,9 @@ def _keywords(untrusted: bool) -> dict[str, Keyword]:
                 if found:
                     yield from validator.descend(value, subschema, path=key, schema_path=patrn)
 
-    def additional_properties(validator: Any, extra: Any, instance: Any,
-                              schema: Mapping[str, Any]) -> Iterator[ValidationError]:
+    def additional_properties(
+        validator: Any, extra: Any, instance: Any, schema: Mapping[str, Any]
+    ) -> Iterator[ValidationError]:
         if not validator.is_type(instance, "object"):
             return
         extras: list[Any] = []
@@ -127,8 +129,11 @@ def _keywords(untrusted: bool) -> dict[str, Keyword]:
                 yield ValidationError(f"the property name {key!r} {exc}")
         yield from _extras_errors(validator, extra, instance, schema, extras)
 
-    return {"pattern": pattern, "patternProperties": pattern_properties,
-            "additionalProperties": additional_properties}
+    return {
+        "pattern": pattern,
+        "patternProperties": pattern_properties,
+        "additionalProperties": additional_properties,
+    }
 
 
 def _declared(key: Any, schema: Mapping[str, Any], matches: Callable[[str, str], bool]) -> bool:
@@ -138,8 +143,9 @@ def _declared(key: Any, schema: Mapping[str, Any], matches: Callable[[str, str],
     return any(matches(patrn, key) for patrn in schema.get("patternProperties", {}))
 
 
-def _extras_errors(validator: Any, extra: Any, instance: Any, schema: Mapping[str, Any],
-                   extras: list[Any]) -> Iterator[ValidationError]:
+def _extras_errors(
+    validator: Any, extra: Any, instance: Any, schema: Mapping[str, Any], extras: list[Any]
+) -> Iterator[ValidationError]:
     """``jsonschema``'s ``additionalProperties`` once the undeclared properties are known."""
     if validator.is_type(extra, "object"):
         for key in extras:
@@ -215,7 +221,8 @@ def _walk(cls: type[Validator], schema: Mapping[str, Any], untrusted: bool) -> s
     dialect = cls.META_SCHEMA.get("$schema")
     specification = referencing.jsonschema.specification_with(
         dialect if isinstance(dialect, str) else "urn:unknown-dialect",
-        default=referencing.Specification.OPAQUE)
+        default=referencing.Specification.OPAQUE,
+    )
     root = specification.create_resource(schema)
     seen: set[int] = set()
     uses = {"unevaluatedProperties": False, "patternProperties": False}
@@ -235,22 +242,26 @@ def _walk(cls: type[Validator], schema: Mapping[str, Any], untrusted: bool) -> s
                 try:
                     resolved = resolver.lookup(ref)
                 except referencing.exceptions.Unresolvable:
-                    problem = (f"has a {keyword} {_quote(ref)} (at {_at(where, keyword)}) that does "
-                               "not resolve within the schema; references to other documents are "
-                               "never fetched, so put what it names under $defs")
+                    problem = (
+                        f"has a {keyword} {_quote(ref)} (at {_at(where, keyword)}) that does "
+                        "not resolve within the schema; references to other documents are "
+                        "never fetched, so put what it names under $defs"
+                    )
                 else:
                     target = referencing.Resource.from_contents(
-                        resolved.contents, default_specification=specification)
+                        resolved.contents, default_specification=specification
+                    )
                     stack.append((target, resolved.resolver, ref))
         if problem is not None:
             return problem
         paths = _child_paths(contents)
         for sub in resource.subresources():
-            stack.append((sub, resolver.in_subresource(sub),
-                          _at(where, paths.get(id(sub.contents), "?"))))
+            stack.append((sub, resolver.in_subresource(sub), _at(where, paths.get(id(sub.contents), "?"))))
     if untrusted and all(uses.values()):
-        return ("uses unevaluatedProperties together with patternProperties, which cannot be "
-                "checked in bounded time; yiemagent does not accept that from an untrusted source")
+        return (
+            "uses unevaluatedProperties together with patternProperties, which cannot be "
+            "checked in bounded time; yiemagent does not accept that from an untrusted source"
+        )
     return None
 
 
@@ -266,9 +277,11 @@ def _pattern_problem(contents: Mapping[str, Any], where: str) -> str | None:
         try:
             linear_pattern(patrn)
         except PatternRefused as exc:
-            return (f"has a pattern {_quote(patrn)} (at {at}) that cannot be matched in linear "
-                    f"time: RE2 refuses it ({clip(str(exc), _QUOTE_CHARS)}); patterns from an "
-                    "untrusted source must be ones RE2 accepts (no lookaround or backreferences)")
+            return (
+                f"has a pattern {_quote(patrn)} (at {at}) that cannot be matched in linear "
+                f"time: RE2 refuses it ({clip(str(exc), _QUOTE_CHARS)}); patterns from an "
+                "untrusted source must be ones RE2 accepts (no lookaround or backreferences)"
+            )
     return None
 
 

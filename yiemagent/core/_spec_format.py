@@ -67,8 +67,11 @@ def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:
     out: WireMessage = {"role": "assistant", "content": text if text or not calls else None}
     if calls:
         out["tool_calls"] = [
-            {"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": _arguments_json(c.arguments)}}
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {"name": c.name, "arguments": _arguments_json(c.arguments)},
+            }
             for c in calls
         ]
     return out
@@ -144,8 +147,7 @@ class SpecViews:
     def system_message(self, prompt: str) -> WireMessage:
         """The OpenAI system message for ``prompt``, made again only when the prompt changed."""
         if self._system is None or self._system[0] != prompt:
-            self._system = (prompt, {"role": "system",
-                                     "content": [{"type": "text", "text": prompt}]})
+            self._system = (prompt, {"role": "system", "content": [{"type": "text", "text": prompt}]})
         return self._system[1]
 
     def tools(self, tools: ToolMapping) -> list[dict[str, Any]]:
@@ -172,14 +174,17 @@ class SpecViews:
 def tools_to_openai(tools: ToolMapping) -> list[dict[str, Any]]:
     """Return the OpenAI ``tools`` array (``function`` tools with each ``input_schema``)."""
     return [
-        {"type": "function",
-         "function": {"name": t.name, "description": t.description, "parameters": t.input_schema}}
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+        }
         for t in tools.values()
     ]
 
 
-def spec_view(system_prompt: str, messages: Sequence[AgentMessage], tools: ToolMapping,
-              views: SpecViews | None) -> dict[str, Any]:
+def spec_view(
+    system_prompt: str, messages: Sequence[AgentMessage], tools: ToolMapping, views: SpecViews | None
+) -> dict[str, Any]:
     """The spec's request for a context (docs/design.md, decisions 4-5): ``{"messages", "tools"?}``
     with a system message of text parts first, user content as parts, assistant tool calls with
     JSON-string ``arguments`` and tool results as ``tool`` messages; ``tools`` only when there are
@@ -187,8 +192,7 @@ def spec_view(system_prompt: str, messages: Sequence[AgentMessage], tools: ToolM
     cache = views if views is not None else SpecViews()
     with cache.lock:
         history = cache.convert(messages)
-        listed = ([cache.system_message(system_prompt), *history] if system_prompt
-                  else history.copy())
+        listed = [cache.system_message(system_prompt), *history] if system_prompt else history.copy()
         view: dict[str, Any] = {"messages": listed}
         if tools:
             view["tools"] = cache.tools(tools)

@@ -19,8 +19,14 @@ from yiemagent.core._content import AgentToolCall, ContentBlock, MessageContent,
 from yiemagent.core._json_safety import argument_problem, reject_constant
 from yiemagent.core._messages import AssistantMessage
 
-__all__ = ["UNUSABLE_NOTE", "extract_tool_calls", "new_tool_call_id", "normalize_tool_calls",
-           "parse_arguments", "tool_call_from_entry"]
+__all__ = [
+    "UNUSABLE_NOTE",
+    "extract_tool_calls",
+    "new_tool_call_id",
+    "normalize_tool_calls",
+    "parse_arguments",
+    "tool_call_from_entry",
+]
 
 
 # What replaces arguments that cannot enter the history (``normalize_tool_calls``); the
@@ -67,8 +73,9 @@ def parse_arguments(raw: Any) -> Any:
     return raw
 
 
-def tool_call_from_entry(entry: Mapping[str, Any],
-                         new_id: Callable[[], str] = new_tool_call_id) -> AgentToolCall:
+def tool_call_from_entry(
+    entry: Mapping[str, Any], new_id: Callable[[], str] = new_tool_call_id
+) -> AgentToolCall:
     """An ``AgentToolCall`` from one tool-call dict: the OpenAI wire form ``{"id", "function":
     {"name", "arguments"}}`` or the flat ``{"id", "name", "arguments"}``; arguments are parsed
     with ``parse_arguments`` and a missing id is made by ``new_id``. Never raises."""
@@ -81,8 +88,9 @@ def tool_call_from_entry(entry: Mapping[str, Any],
     return AgentToolCall(str(call_id), str(name or ""), parse_arguments(raw))
 
 
-def _calls_in_block(block: Mapping[str, Any],
-                    new_id: Callable[[], str] = new_tool_call_id) -> list[AgentToolCall]:
+def _calls_in_block(
+    block: Mapping[str, Any], new_id: Callable[[], str] = new_tool_call_id
+) -> list[AgentToolCall]:
     """The calls a dict block holds (the spec's list or single form, or the OpenAI wire form);
     none for any other dict."""
     kind = block.get("type")
@@ -129,8 +137,12 @@ def _usable(call: AgentToolCall, new_id: Callable[[], str]) -> AgentToolCall:
 
 def _is_usable(block: ContentBlock) -> bool:
     if isinstance(block, AgentToolCall):
-        return (bool(block.id) and type(block.id) is str and type(block.name) is str
-                and (isinstance(block.arguments, str) or argument_problem(block.arguments) is None))
+        return (
+            bool(block.id)
+            and type(block.id) is str
+            and type(block.name) is str
+            and (isinstance(block.arguments, str) or argument_problem(block.arguments) is None)
+        )
     # Typed blocks first: they are most blocks, and the Mapping check is an ABC check.
     return isinstance(block, MessageContent) or not _is_mapping(block)
 
@@ -150,8 +162,9 @@ def _typed_content(content: list[ContentBlock], new_id: Callable[[], str]) -> li
     return typed
 
 
-def normalize_tool_calls(reply: AssistantMessage,
-                         new_id: Callable[[], str] = new_tool_call_id) -> AssistantMessage:
+def normalize_tool_calls(
+    reply: AssistantMessage, new_id: Callable[[], str] = new_tool_call_id
+) -> AssistantMessage:
     """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with a text id
     and name and with arguments that can be stored and sent again.
 

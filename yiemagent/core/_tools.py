@@ -98,8 +98,9 @@ def compile_schema_validator(name: str | None, schema: Any, *, untrusted: bool =
         stock.check_schema(schema)
     except jsonschema.exceptions.SchemaError as exc:
         where = "/".join(str(p) for p in exc.absolute_path) or "(root)"
-        raise ValueError(f"{owner} is not a valid JSON Schema: {clip(exc.message, 400)} "
-                         f"(at {clip(where, 200)})") from None
+        raise ValueError(
+            f"{owner} is not a valid JSON Schema: {clip(exc.message, 400)} (at {clip(where, 200)})"
+        ) from None
     except RecursionError:
         raise ValueError(f"{owner} is nested too deeply to be checked") from None
     cls = safe_validator_class(stock, untrusted=untrusted)
@@ -152,7 +153,8 @@ class AgentTool:
     def __attrs_post_init__(self) -> None:
         positive_seconds(f'Tool "{self.name}": timeout_s', self.timeout_s)
         object.__setattr__(
-            self, "schema_validator",
+            self,
+            "schema_validator",
             compile_schema_validator(self.name, self.input_schema, untrusted=self.untrusted_schema),
         )
         object.__setattr__(self, "fast_check", compile_fast_check(self.input_schema))
@@ -175,8 +177,9 @@ def tool_mapping(tools: Mapping[str, AgentTool] | Iterable[AgentTool] | None) ->
         if not isinstance(tool, AgentTool):
             raise TypeError(f"tools must hold AgentTool instances, got {type(tool).__name__}")
         if key is not None and key != tool.name:
-            raise ValueError(f"tools maps the key {key!r} to the tool named {tool.name!r}; "
-                             "the key must be the tool's name")
+            raise ValueError(
+                f"tools maps the key {key!r} to the tool named {tool.name!r}; the key must be the tool's name"
+            )
         out[tool.name] = tool
     return out
 
@@ -360,8 +363,9 @@ def _run_callback(callback: Callable[[], None]) -> None:
 
 def positive_seconds(what: str, value: Any) -> None:
     """Raise ``ValueError`` unless ``value`` is ``None`` or a positive number of seconds."""
-    if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float))
-                              or not value > 0):
+    if value is not None and (
+        isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0
+    ):
         raise ValueError(f"{what} must be a positive number of seconds or None, got {value!r}")
 
 

@@ -38,15 +38,18 @@ def _user_part(part: Any) -> ContentBlock:
         url = url.get("url") if isinstance(url, Mapping) else url
         parsed = parse_data_url(url)
         if parsed is None:
-            raise ValueError("an image_url part must hold a base64 data URL "
-                             "('data:image/png;base64,...'); remote URLs are not fetched")
+            raise ValueError(
+                "an image_url part must hold a base64 data URL "
+                "('data:image/png;base64,...'); remote URLs are not fetched"
+            )
         return ImageContent(parsed[1], parsed[0])
     if kind == "image" and isinstance(part.get("data"), str):
-        return ImageContent(part["data"], str(part.get("mime_type") or part.get("mimeType")
-                                              or "image/png"))
-    raise ValueError(f"unsupported content part {content_to_dict(dict(part))!r}; use "
-                     "{'type': 'text', 'text': ...} or {'type': 'image_url', 'image_url': "
-                     "{'url': 'data:...'}}")
+        return ImageContent(part["data"], str(part.get("mime_type") or part.get("mimeType") or "image/png"))
+    raise ValueError(
+        f"unsupported content part {content_to_dict(dict(part))!r}; use "
+        "{'type': 'text', 'text': ...} or {'type': 'image_url', 'image_url': "
+        "{'url': 'data:...'}}"
+    )
 
 
 def openai_to_user_message(msg: Any) -> UserMessage:
@@ -60,8 +63,10 @@ def openai_to_user_message(msg: Any) -> UserMessage:
     if isinstance(msg, str):
         return UserMessage([TextContent(msg)])
     if not isinstance(msg, Mapping):
-        raise TypeError("a message must be a string, a UserMessage or a dict like "
-                        f"{{'role': 'user', 'content': ...}}, got {type(msg).__name__}")
+        raise TypeError(
+            "a message must be a string, a UserMessage or a dict like "
+            f"{{'role': 'user', 'content': ...}}, got {type(msg).__name__}"
+        )
     role = msg.get("role", "user")
     if role != "user":
         raise ValueError(f"only user messages can be sent to an agent, got role {role!r}")
@@ -71,6 +76,5 @@ def openai_to_user_message(msg: Any) -> UserMessage:
     if isinstance(content, str):
         return UserMessage([TextContent(content)])
     if not isinstance(content, list):
-        raise TypeError(f"'content' must be a string or a list of parts, got "
-                        f"{type(content).__name__}")
+        raise TypeError(f"'content' must be a string or a list of parts, got {type(content).__name__}")
     return UserMessage([_user_part(p) for p in content])

@@ -68,9 +68,20 @@ def event_to_dict(event: AgentEvent) -> dict[str, Any]:
     return out
 
 
-_KNOWN = frozenset({AgentStartEvent, AgentEndEvent, TurnStartEvent, TurnEndEvent, MessageStartEvent,
-                    MessageUpdateEvent, MessageEndEvent, ToolExecStartEvent, ToolExecUpdateEvent,
-                    ToolExecEndEvent})
+_KNOWN = frozenset(
+    {
+        AgentStartEvent,
+        AgentEndEvent,
+        TurnStartEvent,
+        TurnEndEvent,
+        MessageStartEvent,
+        MessageUpdateEvent,
+        MessageEndEvent,
+        ToolExecStartEvent,
+        ToolExecUpdateEvent,
+        ToolExecEndEvent,
+    }
+)
 
 
 def event_from_dict(data: Mapping[str, Any]) -> AgentEvent:
@@ -80,17 +91,27 @@ def event_from_dict(data: Mapping[str, Any]) -> AgentEvent:
         if kind == ToolExecStartEvent.event_type:
             return ToolExecStartEvent(data["tool_call_id"], data["tool_name"], data["arguments"])
         if kind == ToolExecUpdateEvent.event_type:
-            return ToolExecUpdateEvent(data["tool_call_id"], data["tool_name"], data["arguments"],
-                                       _value_from_dict(data["partial_result"]))
+            return ToolExecUpdateEvent(
+                data["tool_call_id"],
+                data["tool_name"],
+                data["arguments"],
+                _value_from_dict(data["partial_result"]),
+            )
         if kind == ToolExecEndEvent.event_type:
-            return ToolExecEndEvent(data["tool_call_id"], data["tool_name"],
-                                    _result_from_dict(data["result"]), bool(data["is_error"]))
+            return ToolExecEndEvent(
+                data["tool_call_id"],
+                data["tool_name"],
+                _result_from_dict(data["result"]),
+                bool(data["is_error"]),
+            )
         if kind == AgentStartEvent.event_type:
             return AgentStartEvent()
         if kind == AgentEndEvent.event_type:
             response = data.get("response")
-            return AgentEndEvent([AgentMessage.from_dict(m) for m in data["messages"]],
-                                 response=None if response is None else _typed(AssistantMessage, response))
+            return AgentEndEvent(
+                [AgentMessage.from_dict(m) for m in data["messages"]],
+                response=None if response is None else _typed(AssistantMessage, response),
+            )
         if kind == TurnStartEvent.event_type:
             return TurnStartEvent(int(data["turn"]))
         if kind == TurnEndEvent.event_type:
@@ -101,8 +122,13 @@ def event_from_dict(data: Mapping[str, Any]) -> AgentEvent:
         if kind == MessageEndEvent.event_type:
             return MessageEndEvent(AgentMessage.from_dict(data["message"]))
         if kind == MessageUpdateEvent.event_type:
-            return MessageUpdateEvent(data["kind"], data["delta"], int(data["content_index"]),
-                                      data.get("tool_call_id"), data.get("tool_name"))
+            return MessageUpdateEvent(
+                data["kind"],
+                data["delta"],
+                int(data["content_index"]),
+                data.get("tool_call_id"),
+                data.get("tool_name"),
+            )
     except (KeyError, TypeError, ValueError) as exc:
         raise ValueError(f"not a {kind!r} event dict: {type(exc).__name__}: {exc}") from exc
     if isinstance(kind, str) and "fields" in data:

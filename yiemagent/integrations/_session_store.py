@@ -117,8 +117,9 @@ class DirectoryStore(SessionStore):
             os.makedirs(self.folder, exist_ok=True)
             save_session(data, self.path_of(data.session_id))
         except OSError as exc:
-            raise SessionStoreError(f"{self!r}: cannot save session {data.session_id!r}: "
-                                    f"{describe_error(exc)}") from exc
+            raise SessionStoreError(
+                f"{self!r}: cannot save session {data.session_id!r}: {describe_error(exc)}"
+            ) from exc
 
     def delete(self, session_id: str) -> bool:
         try:
@@ -126,8 +127,9 @@ class DirectoryStore(SessionStore):
         except FileNotFoundError:
             return False
         except OSError as exc:
-            raise SessionStoreError(f"{self!r}: cannot delete session {session_id!r}: "
-                                    f"{describe_error(exc)}") from exc
+            raise SessionStoreError(
+                f"{self!r}: cannot delete session {session_id!r}: {describe_error(exc)}"
+            ) from exc
         return True
 
     def session_ids(self) -> list[str]:
@@ -159,8 +161,14 @@ class RedisStore(SessionStore):
     from there) and holds a pool of connections shared by that process's threads.
     """
 
-    def __init__(self, url: str = "redis://127.0.0.1:6379/0", *, prefix: str = "yiemagent:session:",
-                 ttl_s: float | None = None, socket_timeout_s: float = 30.0) -> None:
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        prefix: str = "yiemagent:session:",
+        ttl_s: float | None = None,
+        socket_timeout_s: float = 30.0,
+    ) -> None:
         if ttl_s is not None and ttl_s <= 0:
             raise ValueError(f"ttl_s must be positive or None, got {ttl_s!r}")
         self.url = url
@@ -191,8 +199,11 @@ class RedisStore(SessionStore):
                 import redis  # only a process that uses the store needs the package
 
                 self._client = redis.Redis.from_url(
-                    self.url, socket_timeout=self.socket_timeout_s,
-                    socket_connect_timeout=self.socket_timeout_s, decode_responses=False)
+                    self.url,
+                    socket_timeout=self.socket_timeout_s,
+                    socket_connect_timeout=self.socket_timeout_s,
+                    decode_responses=False,
+                )
             return self._client
 
     def key_of(self, session_id: str) -> str:

@@ -47,8 +47,7 @@ _default: dict[str, Any] = {}
 _default_lock = threading.Lock()
 
 
-def trace_agent(agent: YiemAgent, tracer: Any = None, *, record_content: bool = False
-                ) -> Callable[[], None]:
+def trace_agent(agent: YiemAgent, tracer: Any = None, *, record_content: bool = False) -> Callable[[], None]:
     """Trace ``agent``'s runs, LLM calls and tool calls from its next event on, with ``tracer``
     (the global tracer provider's ``yiemagent`` tracer when ``None``); return the function that
     stops it. The listener holds the agent weakly, so tracing never keeps an agent alive.
@@ -66,8 +65,13 @@ def trace_agent(agent: YiemAgent, tracer: Any = None, *, record_content: bool = 
         model = alive.model if alive is not None else None
         return model.name if model is not None else None
 
-    listener = TracingListener(tracer, agent_name=agent.name, record_content=record_content,
-                               conversation_id=conversation_id, request_model=request_model)
+    listener = TracingListener(
+        tracer,
+        agent_name=agent.name,
+        record_content=record_content,
+        conversation_id=conversation_id,
+        request_model=request_model,
+    )
     return agent.subscribe(listener)
 
 
@@ -119,7 +123,8 @@ def _json(value: Any) -> str:
 # The loop's own error texts begin "<step> failed: <exception type>" (run.py and
 # describe_error): the step and the type are no content; the text after them may quote some.
 _STEP_FAILED = re.compile(
-    r"(prepare_context|format_msg_for_llm|llm_call|the run) failed: ([A-Za-z_][A-Za-z0-9_]*)(?::|$)")
+    r"(prepare_context|format_msg_for_llm|llm_call|the run) failed: ([A-Za-z_][A-Za-z0-9_]*)(?::|$)"
+)
 
 
 def _content_free_status(kind: str, message: str | None) -> str:
@@ -137,10 +142,15 @@ class TracingListener:
     A span left open by a run that ended abnormally is ended with the run.
     """
 
-    def __init__(self, tracer: Any, *, agent_name: str = "yiemagent",
-                 conversation_id: Callable[[], str | None] | None = None,
-                 request_model: Callable[[], str | None] | None = None,
-                 record_content: bool = False) -> None:
+    def __init__(
+        self,
+        tracer: Any,
+        *,
+        agent_name: str = "yiemagent",
+        conversation_id: Callable[[], str | None] | None = None,
+        request_model: Callable[[], str | None] | None = None,
+        record_content: bool = False,
+    ) -> None:
         trace = _otel_trace()
         from opentelemetry import context as otel_context
 
@@ -173,8 +183,9 @@ class TracingListener:
         self._model = (self._request_model() if self._request_model is not None else None) or ""
         if conversation:
             attributes["gen_ai.conversation.id"] = str(conversation)
-        self._run = self._tracer.start_span(f"invoke_agent {self.agent_name}",
-                                            kind=self._trace.SpanKind.INTERNAL, attributes=attributes)
+        self._run = self._tracer.start_span(
+            f"invoke_agent {self.agent_name}", kind=self._trace.SpanKind.INTERNAL, attributes=attributes
+        )
         self._run_token = self._context.attach(self._trace.set_span_in_context(self._run))
 
     def _end_run(self, event: AgentEndEvent) -> None:
@@ -200,8 +211,12 @@ class TracingListener:
         if self._model:
             attributes["gen_ai.request.model"] = self._model
         parent = self._trace.set_span_in_context(self._run)
-        self._chat = self._tracer.start_span(f"chat {self._model}".strip(), context=parent,
-                                             kind=self._trace.SpanKind.CLIENT, attributes=attributes)
+        self._chat = self._tracer.start_span(
+            f"chat {self._model}".strip(),
+            context=parent,
+            kind=self._trace.SpanKind.CLIENT,
+            attributes=attributes,
+        )
         self._chat_token = self._context.attach(self._trace.set_span_in_context(self._chat))
 
     def _end_chat(self, event: MessageEndEvent) -> None:
@@ -232,14 +247,21 @@ class TracingListener:
     def _start_tool(self, event: ToolExecStartEvent) -> None:
         if self._run is None:
             return
-        attributes = {"gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": event.tool_name,
-                      "gen_ai.tool.call.id": event.tool_call_id, "gen_ai.tool.type": "function"}
+        attributes = {
+            "gen_ai.operation.name": "execute_tool",
+            "gen_ai.tool.name": event.tool_name,
+            "gen_ai.tool.call.id": event.tool_call_id,
+            "gen_ai.tool.type": "function",
+        }
         if self.record_content:
             attributes["gen_ai.tool.call.arguments"] = _json(event.arguments)
         parent = self._trace.set_span_in_context(self._run)
         self._tools[event.tool_call_id] = self._tracer.start_span(
-            f"execute_tool {event.tool_name}", context=parent,
-            kind=self._trace.SpanKind.INTERNAL, attributes=attributes)
+            f"execute_tool {event.tool_name}",
+            context=parent,
+            kind=self._trace.SpanKind.INTERNAL,
+            attributes=attributes,
+        )
 
     def _end_tool(self, event: ToolExecEndEvent) -> None:
         span = self._tools.pop(event.tool_call_id, None)
@@ -249,8 +271,13 @@ class TracingListener:
         if event.is_error:  # the pipeline's stable kind when it made the error, else tool_error
             kind = error_kind(event.result.details) or "tool_error"
             # The error text often quotes the arguments (a schema violation, an exception).
-            self._fail(span, kind, (text or "the tool call failed") if self.record_content
-                       else f"{kind}: tool {event.tool_name} failed")
+            self._fail(
+                span,
+                kind,
+                (text or "the tool call failed")
+                if self.record_content
+                else f"{kind}: tool {event.tool_name} failed",
+            )
         if self.record_content:
             span.set_attribute("gen_ai.tool.call.result", text)
         span.end()

@@ -33,8 +33,7 @@ __all__ = ["KEY_FROM_ENV", "LlmClient"]
 KEY_FROM_ENV: Any = object()  # "read the key from the class's environment variable"
 body_logger = logging.getLogger("yiemagent.llm")
 
-_LABELS = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama",
-           "openrouter": "OpenRouter"}
+_LABELS = {"openai": "OpenAI", "anthropic": "Anthropic", "ollama": "Ollama", "openrouter": "OpenRouter"}
 
 
 class LlmClient(abc.ABC):
@@ -73,15 +72,18 @@ class LlmClient(abc.ABC):
         http = http_options(http)
         reserved = [k for k in ("messages", "stream") if k in (extra_body or {})]
         if reserved:
-            raise ValueError(f"extra_body must not set {', '.join(reserved)}: the client builds "
-                             "the messages from the request and uses its own stream argument")
+            raise ValueError(
+                f"extra_body must not set {', '.join(reserved)}: the client builds "
+                "the messages from the request and uses its own stream argument"
+            )
         env = self.default_api_key_env if api_key_env is KEY_FROM_ENV else api_key_env
         self.model = model
         self.provider = provider
         self.stream = bool(stream)
         self.http = http
-        self.base_url = (base_url or os.environ.get(self.base_url_env or "", "")
-                         or self.default_base_url).rstrip("/")
+        self.base_url = (
+            base_url or os.environ.get(self.base_url_env or "", "") or self.default_base_url
+        ).rstrip("/")
         self.extra_body: dict[str, Any] = dict(extra_body or {})
         # None: follow $YIEM_LOG_BODIES at each call, so it can be switched on in a live process.
         self.log_bodies = http.log_bodies
@@ -90,8 +92,11 @@ class LlmClient(abc.ABC):
         self.retry = http.retry
         self.label = _LABELS.get(provider, provider)
         self._transport = HttpTransport(
-            self.label, http, secret=self._api_key,
-            auth=ApiKeyAuth(self._api_key, self.auth_header, self.auth_prefix))
+            self.label,
+            http,
+            secret=self._api_key,
+            auth=ApiKeyAuth(self._api_key, self.auth_header, self.auth_prefix),
+        )
 
     @property
     def timeout(self) -> float:
@@ -139,10 +144,15 @@ class LlmClient(abc.ABC):
         """Put the agent's session id in ``body`` where the provider has a field for it (a
         field ``extra_body`` already set is kept)."""
 
-    def __call__(self, request: Mapping[str, Any], *, on_update: Emit | None = None,
-                 signal: AbortSignal | None = None,
-                 max_retry_delay_ms: float | None = None,
-                 session_id: str | None = None) -> AssistantMessage:
+    def __call__(
+        self,
+        request: Mapping[str, Any],
+        *,
+        on_update: Emit | None = None,
+        signal: AbortSignal | None = None,
+        max_retry_delay_ms: float | None = None,
+        session_id: str | None = None,
+    ) -> AssistantMessage:
         """Send one turn and return the model's reply; the runtime's ``llm_call``.
 
         Streamed deltas go to ``on_update`` on the calling thread while they arrive;
@@ -157,17 +167,27 @@ class LlmClient(abc.ABC):
         body = self.build_body(request)
         if session_id is not None and self.send_session_id:
             self.add_session_id(body, session_id)
-        retry = (self.retry if max_retry_delay_ms is None
-                 else attrs.evolve(self.retry, max_retry_delay_ms=max_retry_delay_ms))
+        retry = (
+            self.retry
+            if max_retry_delay_ms is None
+            else attrs.evolve(self.retry, max_retry_delay_ms=max_retry_delay_ms)
+        )
         logging_bodies = self._logs_bodies()
         if logging_bodies:
             self._log_body("request to " + self.endpoint, body)
         # A server may echo the key: it is masked in the deltas and the reply, so it reaches
         # neither the events nor the history.
         deltas = None if on_update is None else DeltaScrubber(on_update, self._api_key)
-        reply = self._transport.post(self.endpoint, self.headers(), body, self.read_reply,
-                                     on_update=deltas, signal=signal, retry=retry,
-                                     server=self.base_url)
+        reply = self._transport.post(
+            self.endpoint,
+            self.headers(),
+            body,
+            self.read_reply,
+            on_update=deltas,
+            signal=signal,
+            retry=retry,
+            server=self.base_url,
+        )
         if deltas is not None:
             deltas.finish()
         reply = scrub_reply(reply, self._api_key)
@@ -196,10 +216,13 @@ class LlmClient(abc.ABC):
     def __enter__(self) -> LlmClient:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:
-        return (f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
-                f"provider={self.provider!r}, stream={self.stream!r}, api_key={self._api_key!r})")
+        return (
+            f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r}, "
+            f"provider={self.provider!r}, stream={self.stream!r}, api_key={self._api_key!r})"
+        )

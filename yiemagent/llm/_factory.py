@@ -20,8 +20,9 @@ __all__ = ["PROVIDERS", "ProviderPreset", "create_llm_call", "parse_llm_spec"]
 _URL_PREFIXES = ("http://", "https://")
 # A server address without its scheme: a host (a name, an IPv4 address or a bracketed IPv6 one)
 # with an optional numeric port and path.
-_ADDRESS = re.compile(r"(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?P<port>:[0-9]+)?(?P<path>/.*)?",
-                      re.DOTALL)
+_ADDRESS = re.compile(
+    r"(?P<host>\[[0-9a-fA-F:.]+\]|[A-Za-z0-9.-]+)(?P<port>:[0-9]+)?(?P<path>/.*)?", re.DOTALL
+)
 _DOMAIN_END = re.compile(r"\.[A-Za-z]{2,}\.?$")  # a dotted name ending in a top-level domain
 
 
@@ -62,8 +63,7 @@ PROVIDERS: dict[str, ProviderPreset] = {
     "openai": ProviderPreset(OpenAIChatClient, None, "OPENAI_API_KEY"),
     "anthropic": ProviderPreset(AnthropicMessagesClient, None, "ANTHROPIC_API_KEY"),
     "ollama": ProviderPreset(OpenAIChatClient, "http://localhost:11434/v1", None),
-    "openrouter": ProviderPreset(OpenAIChatClient, "https://openrouter.ai/api/v1",
-                                 "OPENROUTER_API_KEY"),
+    "openrouter": ProviderPreset(OpenAIChatClient, "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
     "vllm": ProviderPreset(OpenAIChatClient, "http://localhost:8000/v1", None),
     "llamacpp": ProviderPreset(OpenAIChatClient, "http://localhost:8080/v1", None),
     "lmstudio": ProviderPreset(OpenAIChatClient, "http://localhost:1234/v1", None),
@@ -89,25 +89,30 @@ def parse_llm_spec(spec: str) -> tuple[str | None, str | None, str | None]:
         return None, None, spec
     provider, colon, rest = spec.partition(":")
     if not colon or not provider or not rest:
-        raise ValueError(f"cannot read LLM spec {spec!r}: expected 'provider:model' (e.g. "
-                         "'openai:gpt-4o-mini'), 'provider:model@base_url' or a base URL")
+        raise ValueError(
+            f"cannot read LLM spec {spec!r}: expected 'provider:model' (e.g. "
+            "'openai:gpt-4o-mini'), 'provider:model@base_url' or a base URL"
+        )
     model, at, url = rest.rpartition("@")
     if not at:
         return provider.lower(), rest, None
     if url.startswith(_URL_PREFIXES):
         if not model:
-            raise ValueError(f"cannot read LLM spec {spec!r}: no model before '@' (e.g. "
-                             f"'{provider}:qwen2.5@{url}')")
+            raise ValueError(
+                f"cannot read LLM spec {spec!r}: no model before '@' (e.g. '{provider}:qwen2.5@{url}')"
+            )
         return provider.lower(), model, url
     if "://" in url:
-        raise ValueError(f"cannot read LLM spec {spec!r}: the base URL after '@' must start "
-                         "with http:// or https://")
+        raise ValueError(
+            f"cannot read LLM spec {spec!r}: the base URL after '@' must start with http:// or https://"
+        )
     if _looks_like_address(url):
         raise ValueError(
             f"cannot read LLM spec {spec!r}: the part after '@' ({url!r}) looks like a server "
             f"address but has no http:// or https://; write {f'{provider}:{model}@http://{url}'!r} "
             "(or https://). Read as part of the model name, it would go to the provider's "
-            "default server, with the provider's key")
+            "default server, with the provider's key"
+        )
     return provider.lower(), rest, None
 
 
@@ -122,8 +127,9 @@ def _accepted(client: type[Any]) -> frozenset[str]:
     return frozenset(p.name for p in parameters if p.kind in named) - {"model", "model_path", "http"}
 
 
-def _check_options(spec: str, client: type[Any], options: dict[str, Any],
-                   http_fields: frozenset[str]) -> None:
+def _check_options(
+    spec: str, client: type[Any], options: dict[str, Any], http_fields: frozenset[str]
+) -> None:
     """Raise ``TypeError`` naming every option neither ``client`` nor ``HttpOptions`` (its
     ``http_fields``, none for a client that sends no HTTP) takes, and the names they do take."""
     takes = _accepted(client)
@@ -141,8 +147,9 @@ def _check_options(spec: str, client: type[Any], options: dict[str, Any],
     raise TypeError(f"create_llm_call({spec!r}) got unknown option(s) {said}: {where}")
 
 
-def _sorted_options(spec: str, client: type[LlmClient], http: HttpOptions | None,
-                    options: dict[str, Any]) -> dict[str, Any]:
+def _sorted_options(
+    spec: str, client: type[LlmClient], http: HttpOptions | None, options: dict[str, Any]
+) -> dict[str, Any]:
     """``options`` as ``client``'s keywords: those named after ``HttpOptions`` fields are set on
     ``http`` (or on the defaults), which goes as ``http=``; ``TypeError`` for an unknown one,
     ``ValueError`` (from ``HttpOptions``) for a transport setting that makes no sense."""
@@ -154,8 +161,9 @@ def _sorted_options(spec: str, client: type[LlmClient], http: HttpOptions | None
     return options
 
 
-def create_llm_call(spec: str, *, http: HttpOptions | None = None,
-                    **options: Any) -> LlmClient | LlamaCppClient:
+def create_llm_call(
+    spec: str, *, http: HttpOptions | None = None, **options: Any
+) -> LlmClient | LlamaCppClient:
     """Return a ready ``llm_call`` client for ``spec``, set up by ``http`` and ``options``.
 
     ``"local"`` is the embedded default model (``LlamaCppClient``: SmolLM2-135M from the
@@ -178,8 +186,10 @@ def create_llm_call(spec: str, *, http: HttpOptions | None = None,
     """
     if isinstance(spec, str) and spec.strip().partition(":")[0].lower() == LOCAL:
         if http is not None:
-            raise TypeError(f"create_llm_call({spec!r}) got http=: the local model runs in this "
-                            "process and makes no HTTP requests")
+            raise TypeError(
+                f"create_llm_call({spec!r}) got http=: the local model runs in this "
+                "process and makes no HTTP requests"
+            )
         _check_options(spec, LlamaCppClient, options, frozenset())
         path = spec.strip().partition(":")[2].strip()
         return LlamaCppClient(path or None, **options)
@@ -188,14 +198,16 @@ def create_llm_call(spec: str, *, http: HttpOptions | None = None,
         preset, provider = _COMPATIBLE, "openai-compatible"
         model = options.pop("model", None)
         if not model:
-            raise ValueError(f"{spec!r} is a base URL: pass the model too, e.g. "
-                             f"create_llm_call({spec!r}, model='qwen2.5')")
+            raise ValueError(
+                f"{spec!r} is a base URL: pass the model too, e.g. create_llm_call({spec!r}, model='qwen2.5')"
+            )
     elif provider in PROVIDERS:
         preset = PROVIDERS[provider]
     else:
         known = ", ".join(sorted(PROVIDERS))
-        raise ValueError(f"unknown LLM provider {provider!r} in {spec!r}; known: {known} "
-                         "(or give a base URL)")
+        raise ValueError(
+            f"unknown LLM provider {provider!r} in {spec!r}; known: {known} (or give a base URL)"
+        )
     assert model is not None
     options = _sorted_options(spec, preset.client, http, options)
     options.setdefault("base_url", url or preset.base_url)

@@ -34,6 +34,7 @@ def parts_text(content: Any, sep: str) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return sep.join(p["text"] for p in content
-                        if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+        return sep.join(
+            p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        )
     return ""

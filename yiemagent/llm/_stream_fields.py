@@ -48,8 +48,10 @@ class FieldReader:
 
     def problem(self, text: str) -> LlmStreamError:
         """Return the error for a malformed ``whole``, ``text`` saying what is wrong with it."""
-        return LlmStreamError(f"{self._label} stream sent a malformed {self._what}: {text} "
-                              f"({self._what}: {_shown(self._whole, 300)})")
+        return LlmStreamError(
+            f"{self._label} stream sent a malformed {self._what}: {text} "
+            f"({self._what}: {_shown(self._whole, 300)})"
+        )
 
     def error(self, path: str, expected: str, value: Any = _MISSING) -> LlmStreamError:
         """Return the error for the field at ``path``, which must be ``expected`` but holds
@@ -89,8 +91,7 @@ class FieldReader:
             return value
         raise self.error(join(path, key), "a whole number from 0 up", value)
 
-    def _get(self, obj: Mapping[str, Any], key: str, path: str, kind: type[_T],
-             expected: str) -> _T | None:
+    def _get(self, obj: Mapping[str, Any], key: str, path: str, kind: type[_T], expected: str) -> _T | None:
         value = obj.get(key)
         if value is None or isinstance(value, kind):
             return value

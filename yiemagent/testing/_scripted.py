@@ -34,8 +34,16 @@ from yiemagent.core._messages import AssistantMessage, now_ms
 from yiemagent.errors import ScriptExhaustedError, SessionError
 from yiemagent.testing._scripted_reply import SHORTHAND_KEYS, ScriptError, reply_message
 
-__all__ = ["DEFAULT_KEEP_REQUESTS", "MAX_SCRIPT_BYTES", "SHORTHAND_KEYS", "Reply", "ScriptError",
-           "ScriptExhaustedError", "ScriptedModel", "reply_message"]
+__all__ = [
+    "DEFAULT_KEEP_REQUESTS",
+    "MAX_SCRIPT_BYTES",
+    "SHORTHAND_KEYS",
+    "Reply",
+    "ScriptError",
+    "ScriptExhaustedError",
+    "ScriptedModel",
+    "reply_message",
+]
 
 Reply = AssistantMessage | str | Mapping[str, Any] | Callable[[Any], Any]
 DEFAULT_KEEP_REQUESTS = 100  # requests a ScriptedModel remembers unless told otherwise
@@ -48,8 +56,10 @@ def _keep_requests(value: Any) -> int | None:
     """``keep_requests`` checked: a whole number from 0, or ``None`` (keep every request)."""
     if value is None or (isinstance(value, int) and not isinstance(value, bool) and value >= 0):
         return value
-    raise ValueError(f"keep_requests must be a whole number from 0 (how many of the latest "
-                     f"requests to keep), or None to keep every request; got {value!r}")
+    raise ValueError(
+        f"keep_requests must be a whole number from 0 (how many of the latest "
+        f"requests to keep), or None to keep every request; got {value!r}"
+    )
 
 
 def _integer(text: str) -> int:
@@ -72,8 +82,10 @@ def _read_script(name: str) -> Any:
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise ScriptError(f"the script {name} is not UTF-8 text (byte {exc.start} is "
-                          f"0x{raw[exc.start]:02x}); save it as UTF-8") from None
+        raise ScriptError(
+            f"the script {name} is not UTF-8 text (byte {exc.start} is "
+            f"0x{raw[exc.start]:02x}); save it as UTF-8"
+        ) from None
     try:
         return json.loads(text, parse_constant=reject_constant, parse_int=_integer)
     except RecursionError:
@@ -94,9 +106,15 @@ class ScriptedModel:
     concurrent calls take distinct replies.
     """
 
-    def __init__(self, replies: Iterable[Reply], *, name: str = "scripted", stream: bool = True,
-                 source: str | None = None,
-                 keep_requests: int | None = DEFAULT_KEEP_REQUESTS) -> None:
+    def __init__(
+        self,
+        replies: Iterable[Reply],
+        *,
+        name: str = "scripted",
+        stream: bool = True,
+        source: str | None = None,
+        keep_requests: int | None = DEFAULT_KEEP_REQUESTS,
+    ) -> None:
         self.replies: list[Reply] = list(replies)
         self.name = name
         self.stream = stream
@@ -128,8 +146,9 @@ class ScriptedModel:
         with self._lock:
             return list(self._requests)
 
-    def __call__(self, request: Any,
-                 on_update: Callable[[MessageUpdateEvent], None] | None = None) -> AssistantMessage:
+    def __call__(
+        self, request: Any, on_update: Callable[[MessageUpdateEvent], None] | None = None
+    ) -> AssistantMessage:
         """Return the next reply (built from ``request`` when it is a function)."""
         with self._lock:
             index = self._next
@@ -139,7 +158,8 @@ class ScriptedModel:
             where = f" from {self.source}" if self.source else ""
             raise ScriptExhaustedError(
                 f"the scripted model{where} has no reply left: it was called {index + 1} times "
-                f"and has {len(self.replies)} replies; add replies to the script")
+                f"and has {len(self.replies)} replies; add replies to the script"
+            )
         reply = self.replies[index]
         message = reply_message(reply(request) if callable(reply) else reply, index, self.name)
         message = attrs.evolve(message, timestamp=now_ms())
@@ -175,10 +195,12 @@ class ScriptedModel:
         else:
             replies = data
         if not isinstance(replies, Sequence) or isinstance(replies, (str, bytes)):
-            raise ScriptError(f"the script {name} must be a JSON list of replies, an object "
-                              "{\"replies\": [...]} or a saved session; e.g. [{\"tool_calls\": "
-                              "[{\"name\": \"getTime\", \"arguments\": {\"city\": \"Tokyo\"}}]}, "
-                              "\"It is noon in Tokyo.\"]")
+            raise ScriptError(
+                f"the script {name} must be a JSON list of replies, an object "
+                '{"replies": [...]} or a saved session; e.g. [{"tool_calls": '
+                '[{"name": "getTime", "arguments": {"city": "Tokyo"}}]}, '
+                '"It is noon in Tokyo."]'
+            )
         try:
             return cls(replies, source=name, **options)
         except ScriptError as exc:

@@ -44,12 +44,32 @@ _SUPPORTED = (
 # ---------------------------------------------------------------------------------------------
 
 _PARAM_SECTIONS = {
-    "args", "arguments", "parameters", "params", "keyword args", "keyword arguments",
+    "args",
+    "arguments",
+    "parameters",
+    "params",
+    "keyword args",
+    "keyword arguments",
     "other parameters",
 }
 _SECTIONS = _PARAM_SECTIONS | {
-    "returns", "return", "yields", "yield", "raises", "raise", "examples", "example", "note",
-    "notes", "see also", "attributes", "todo", "warning", "warnings", "references", "methods",
+    "returns",
+    "return",
+    "yields",
+    "yield",
+    "raises",
+    "raise",
+    "examples",
+    "example",
+    "note",
+    "notes",
+    "see also",
+    "attributes",
+    "todo",
+    "warning",
+    "warnings",
+    "references",
+    "methods",
 }
 _DASHES = re.compile(r"^\s*-{3,}\s*$")
 _GOOGLE_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
@@ -70,9 +90,7 @@ def _split_sections(lines: list[str]) -> tuple[list[str], dict[str, tuple[str, l
     while i < len(lines):
         line = lines[i]
         title = line.strip().lower()
-        is_numpy = (
-            title in _SECTIONS and i + 1 < len(lines) and _DASHES.match(lines[i + 1]) is not None
-        )
+        is_numpy = title in _SECTIONS and i + 1 < len(lines) and _DASHES.match(lines[i + 1]) is not None
         google = _GOOGLE_HEADER.match(line) if _indent(line) == 0 else None
         if is_numpy:
             current = []
@@ -152,8 +170,10 @@ def _json_type(value: Any) -> str | None:
 def _enum_schema(values: list[Any], where: str, hint: Any) -> dict[str, Any]:
     kinds = [_json_type(v) for v in values]
     if None in kinds:
-        raise TypeError(f"{where}: {hint!r} has values that are not JSON scalars; use str, int, "
-                        "float, bool or None values")
+        raise TypeError(
+            f"{where}: {hint!r} has values that are not JSON scalars; use str, int, "
+            "float, bool or None values"
+        )
     schema: dict[str, Any] = {"enum": list(values)}
     if len(set(kinds)) == 1:
         schema = {"type": kinds[0], "enum": list(values)}
@@ -217,8 +237,10 @@ def _converter_for(hint: Any) -> Converter | None:
         return None if item is None else (lambda v: [item(x) for x in v] if isinstance(v, list) else v)
     if origin is dict and len(args) == 2:
         value = _converter_for(args[1])
-        return None if value is None else (
-            lambda v: {k: value(x) for k, x in v.items()} if isinstance(v, dict) else v
+        return (
+            None
+            if value is None
+            else (lambda v: {k: value(x) for k, x in v.items()} if isinstance(v, dict) else v)
         )
     if _is_union(origin):
         return _union_converter([c for c in map(_converter_for, args) if c is not None])
@@ -301,8 +323,10 @@ def _json_ready(value: Any, where: str) -> bool:
         json.dumps(value)
     except (TypeError, ValueError):
         return False  # not JSON at all (an object, a cycle): left out of the schema
-    raise TypeError(f"{where} has the default {value!r}, which holds NaN or infinity; JSON cannot "
-                    "carry those, so use None or a finite number")
+    raise TypeError(
+        f"{where} has the default {value!r}, which holds NaN or infinity; JSON cannot "
+        "carry those, so use None or a finite number"
+    )
 
 
 def _property(hint: Any, param: inspect.Parameter, where: str, doc: str | None) -> dict[str, Any]:
@@ -349,8 +373,7 @@ def _build(fn: Callable[..., Any]) -> tuple[dict[str, Any], list[_Param], str]:
     for p in inspect.signature(fn).parameters.values():
         where = f"parameter {p.name!r} of {label}"
         if p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD):
-            raise TypeError(f"function_tool: {where} is *{p.name} or **{p.name}; tools need named "
-                            "parameters")
+            raise TypeError(f"function_tool: {where} is *{p.name} or **{p.name}; tools need named parameters")
         if p.name in SPECIAL_PARAMETERS:
             params.append(_Param(p.name, p.kind, p.default))
             continue
@@ -459,8 +482,10 @@ def _make_tool(
     timeout_s: float | None,
 ) -> AgentTool:
     if inspect.isasyncgenfunction(fn):
-        raise TypeError(f"function_tool: function {fn.__qualname__!r} is an async generator; a tool "
-                        "returns one value, so make it a plain async def that returns it")
+        raise TypeError(
+            f"function_tool: function {fn.__qualname__!r} is an async generator; a tool "
+            "returns one value, so make it a plain async def that returns it"
+        )
     schema, params, doc_description = _build(fn)
     tool_name = name or fn.__name__
 

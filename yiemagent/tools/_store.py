@@ -153,8 +153,9 @@ class ToolStore:
     def __enter__(self) -> ToolStore:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def load(self, folder: str | os.PathLike[str], strict: bool = True) -> dict[str, AgentTool]:
@@ -502,8 +503,10 @@ def _forget(store: ToolStore, path: str) -> None:
         del store.tools[record.tool_name]
 
 
-_LINK_OUT = ("is a symbolic link that leads outside the tool folder; such links are not followed. "
-             "Copy the tool file into the folder instead of linking to it")
+_LINK_OUT = (
+    "is a symbolic link that leads outside the tool folder; such links are not followed. "
+    "Copy the tool file into the folder instead of linking to it"
+)
 
 
 def _inside(root: str, path: str) -> bool:
@@ -530,8 +533,7 @@ def _tool_files(root: str, problems: list[tuple[str, str]]) -> list[str]:
                 continue
             if entry.is_symlink():
                 if _inside(root, entry.path):
-                    logger.info("tool file %s is a symbolic link within the tool folder; skipped",
-                                entry.path)
+                    logger.info("tool file %s is a symbolic link within the tool folder; skipped", entry.path)
                 else:
                     problems.append((entry.path, _LINK_OUT))
             elif entry.is_file(follow_symlinks=False):
@@ -539,9 +541,7 @@ def _tool_files(root: str, problems: list[tuple[str, str]]) -> list[str]:
     return paths
 
 
-def _execute_changed(
-    store: ToolStore, paths: list[str], problems: list[tuple[str, str]]
-) -> list[_Candidate]:
+def _execute_changed(store: ToolStore, paths: list[str], problems: list[tuple[str, str]]) -> list[_Candidate]:
     """Return a candidate for every new or changed file; record problems and forget failed files.
 
     If a ``KeyboardInterrupt`` (the one exception a tool file may raise through the loader) stops
@@ -596,8 +596,10 @@ def _register_candidates(
         elif owner is not None and owner != cand.path:
             problem = f'defines tool "{name}", which {owner} already defines; tool names must be unique'
         elif owner is None and _held_by_hand(store, name):
-            problem = (f'defines tool "{name}", a name already taken by a tool registered by hand '
-                       "(register_tool); rename the tool or unregister the other one")
+            problem = (
+                f'defines tool "{name}", a name already taken by a tool registered by hand '
+                "(register_tool); rename the tool or unregister the other one"
+            )
         else:
             problem = None
         if problem is not None:
@@ -628,9 +630,7 @@ def _report(problems: list[tuple[str, str]], store: ToolStore, strict: bool) -> 
         logger.warning("tool file %s was not loaded: %s", path, message)
 
 
-def load_tools(
-    store: ToolStore, folder: str | os.PathLike[str], strict: bool = True
-) -> dict[str, AgentTool]:
+def load_tools(store: ToolStore, folder: str | os.PathLike[str], strict: bool = True) -> dict[str, AgentTool]:
     """Load every tool file of ``folder`` into ``store`` and return ``get_tools(store)``.
 
     Files load in sorted order; those starting with ``_`` or containing ``registry`` are skipped,

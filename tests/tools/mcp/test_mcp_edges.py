@@ -92,7 +92,8 @@ def test_names_providers_refuse_are_mapped_and_reach_the_servers_tools(no_leaks:
         # The documented mapping, nothing else: a fitting name as it is, any other mapped.
         assert all(by_server[name] == f"edge_{name}" for name in PLAIN_TOOLS)
         assert {name: by_server[name] for name in ODD_NAMES} == {
-            name: mapped("edge_", name) for name in ODD_NAMES}
+            name: mapped("edge_", name) for name in ODD_NAMES
+        }
         assert by_server["get time"] == "edge_get_time_343b1418"
         assert len(by_server["x" * 300]) == 64
         assert by_server["a b"] != by_server["a/b"]  # both read a_b once mapped: the digest differs
@@ -117,12 +118,15 @@ def test_names_providers_refuse_are_mapped_and_reach_the_servers_tools(no_leaks:
 
 @pytest.mark.parametrize("order", ["--clash", "--clash-first"])
 def test_a_name_two_tools_map_to_is_refused_for_one_whatever_the_order(
-        order: str, caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
+    order: str, caplog: pytest.LogCaptureFixture, no_leaks: None
+) -> None:
     with ToolStore() as store:  # the server also has a tool plainly named what "a b" maps to
         with pytest.raises(McpToolError) as refused:
             load_mcp_tools(store, [*EDGE_SERVER, order])
-        assert (f"\"{CLASH}\": the server's tools '{CLASH}' and 'a b' both map to this name; "
-                f"'{CLASH}' keeps it and 'a b' is not registered") in str(refused.value)
+        assert (
+            f"\"{CLASH}\": the server's tools '{CLASH}' and 'a b' both map to this name; "
+            f"'{CLASH}' keeps it and 'a b' is not registered"
+        ) in str(refused.value)
         assert store.tools == {}
 
         connection = load_mcp_tools(store, [*EDGE_SERVER, order], strict=False)
@@ -210,7 +214,9 @@ def assert_too_large(message: str, before: str = "") -> None:
         re.escape(before) + r'MCP tool "big": the server\'s answer is larger than max_result_bytes '
         rf"\({16 * MIB} bytes; it was (\d+) bytes\) and was dropped unread; pass "
         r"load_mcp_tools options=McpOptions\(max_result_bytes=\.\.\.\) with a larger limit to "
-        r"accept it", message)
+        r"accept it",
+        message,
+    )
     assert said is not None, message
     assert 50 * MIB < int(said[1]) < 50 * MIB + 200  # the text and its JSON-RPC envelope
 
@@ -219,8 +225,7 @@ def test_a_50_mb_result_over_stdio_is_an_error_result_without_holding_it(no_leak
     with ToolStore() as store:
         # The timeout is the deadline: the old reader took minutes over a 50 MB line.
         load_mcp_tools(store, EDGE_SERVER, options=McpOptions(timeout_s=3 * WAIT))
-        llm = ScriptedLLM(call("big", {"mb": 50}), call("echo", {"text": "still here"}, "c2"),
-                          reply("done"))
+        llm = ScriptedLLM(call("big", {"mb": 50}), call("echo", {"text": "still here"}, "c2"), reply("done"))
         with YiemAgent(llm_call=llm, tool_store=store) as agent:
             _, peak = peak_bytes_of(lambda: agent.prompt("go", timeout=6 * WAIT))
             results = results_by_id(agent.messages)
@@ -246,8 +251,7 @@ def test_max_result_bytes_must_be_a_positive_number_of_bytes() -> None:
             load_mcp_tools(ToolStore(), EDGE_SERVER, options=McpOptions(max_result_bytes=bad))  # type: ignore[arg-type]
 
 
-def test_a_50_mb_json_answer_over_http_is_refused_unread(http_server: HttpServer,
-                                                         no_leaks: None) -> None:
+def test_a_50_mb_json_answer_over_http_is_refused_unread(http_server: HttpServer, no_leaks: None) -> None:
     with ToolStore() as store:  # the 2026-07-28 protocol answers a call without progress in JSON
         load_mcp_tools(store, http_server.url, options=McpOptions(mode="auto", timeout_s=3 * WAIT))
         big = store.tools["big"]
@@ -260,13 +264,13 @@ def test_a_50_mb_json_answer_over_http_is_refused_unread(http_server: HttpServer
         message, peak = peak_bytes_of(refused)
         assert_too_large(message)
         assert peak < 8 * MIB  # its Content-Length said so: not one byte of it was kept
-        assert store.tools["echo"].execute("c2", {"text": "hi"}, None, None).content == [
-            TextContent("hi")]
+        assert store.tools["echo"].execute("c2", {"text": "hi"}, None, None).content == [TextContent("hi")]
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
-def test_an_event_stream_answer_is_bounded_by_max_result_bytes(http_server: HttpServer, mode: Any,
-                                                               no_leaks: None) -> None:
+def test_an_event_stream_answer_is_bounded_by_max_result_bytes(
+    http_server: HttpServer, mode: Any, no_leaks: None
+) -> None:
     with ToolStore() as store:
         load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode))
         big = store.tools["big"]
@@ -276,30 +280,37 @@ def test_an_event_stream_answer_is_bounded_by_max_result_bytes(http_server: Http
         assert whole.content == [TextContent("x" * 2 * MIB)]
     with ToolStore() as store:
         load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode, max_result_bytes=MIB))
-        with pytest.raises(McpToolError, match=rf"larger than max_result_bytes \({MIB} bytes; it "
-                                               r"was more\) and was dropped unread"):
+        with pytest.raises(
+            McpToolError,
+            match=rf"larger than max_result_bytes \({MIB} bytes; it "
+            r"was more\) and was dropped unread",
+        ):
             store.tools["big"].execute("c2", {"mb": 2, "stream": True}, None, None)
-        assert store.tools["echo"].execute("c3", {"text": "hi"}, None, None).content == [
-            TextContent("hi")]
+        assert store.tools["echo"].execute("c3", {"text": "hi"}, None, None).content == [TextContent("hi")]
 
 
 def test_a_notification_over_the_limit_is_dropped_and_the_call_goes_on_over_stdio(
-        caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
+    caplog: pytest.LogCaptureFixture, no_leaks: None
+) -> None:
     with ToolStore() as store:
         load_mcp_tools(store, EDGE_SERVER, options=McpOptions(max_result_bytes=MIB))
         result = store.tools["noisy"].execute("c1", {"mb": 2}, None, None)
     assert result.content == [TextContent("after the noise")]
-    assert re.search(r"dropped a message of \d+ bytes, over max_result_bytes \(1048576 bytes\), "
-                     "that answered no call", caplog.text)
+    assert re.search(
+        r"dropped a message of \d+ bytes, over max_result_bytes \(1048576 bytes\), "
+        "that answered no call",
+        caplog.text,
+    )
 
 
 @pytest.mark.parametrize("mode", ["auto", "legacy"])
 def test_a_notification_over_the_limit_is_dropped_and_the_call_goes_on_over_http(
-        http_server: HttpServer, mode: Any, caplog: pytest.LogCaptureFixture,
-        no_leaks: None) -> None:
+    http_server: HttpServer, mode: Any, caplog: pytest.LogCaptureFixture, no_leaks: None
+) -> None:
     with ToolStore() as store:
         load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode, max_result_bytes=MIB))
         result = store.tools["noisy"].execute("c1", {"mb": 2}, None, None)
     assert result.content == [TextContent("after the noise")]
-    assert "dropped a message larger than max_result_bytes (1048576 bytes) that answered no call" \
-        in caplog.text
+    assert (
+        "dropped a message larger than max_result_bytes (1048576 bytes) that answered no call" in caplog.text
+    )

@@ -28,7 +28,7 @@ from yiemagent.tools import McpOptions as McpOptionsFromTools
 from yiemagent.tools.mcp import McpConnection, McpOptions, load_mcp_tools
 
 # A server whose one tool says where it runs: its working directory and one variable.
-WHERE_SERVER = textwrap.dedent('''
+WHERE_SERVER = textwrap.dedent("""
     import json, os
     from mcp.server.mcpserver import MCPServer
 
@@ -39,7 +39,7 @@ WHERE_SERVER = textwrap.dedent('''
         return json.dumps({"cwd": os.getcwd(), "var": os.environ.get("YIEM_OPTIONS_TEST")})
 
     server.run()
-''')
+""")
 
 
 @pytest.fixture
@@ -61,12 +61,18 @@ def where(store: ToolStore, name: str = "where") -> dict[str, Any]:
     return told
 
 
-def test_one_options_value_starts_two_servers_as_it_says(where_server: list[str], tmp_path: Path,
-                                                         no_leaks: None) -> None:
+def test_one_options_value_starts_two_servers_as_it_says(
+    where_server: list[str], tmp_path: Path, no_leaks: None
+) -> None:
     home = tmp_path / "server home"
     home.mkdir()
-    options = McpOptions(env={"YIEM_OPTIONS_TEST": "from the options"}, cwd=home, parallel=False,
-                         timeout_s=3 * WAIT, connect_timeout_s=3 * WAIT)
+    options = McpOptions(
+        env={"YIEM_OPTIONS_TEST": "from the options"},
+        cwd=home,
+        parallel=False,
+        timeout_s=3 * WAIT,
+        connect_timeout_s=3 * WAIT,
+    )
     with ToolStore() as store:
         first = load_mcp_tools(store, where_server, prefix="a_", options=options)
         second = McpConnection(store, where_server, prefix="b_", options=options)
@@ -81,8 +87,9 @@ def test_one_options_value_starts_two_servers_as_it_says(where_server: list[str]
             second.close()
 
 
-def test_without_options_a_server_gets_the_defaults(where_server: list[str], no_leaks: None,
-                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_without_options_a_server_gets_the_defaults(
+    where_server: list[str], no_leaks: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("YIEM_OPTIONS_TEST", "in this process only")
     with ToolStore() as store, load_mcp_tools(store, where_server) as connection:
         assert connection.options == McpOptions()
@@ -90,28 +97,34 @@ def test_without_options_a_server_gets_the_defaults(where_server: list[str], no_
         assert store.tools["where"].parallel_tool_execute is True
 
 
-@pytest.mark.parametrize(("field", "bad", "said"), [
-    ("timeout_s", 0, "timeout_s must be a positive number of seconds or None, got 0"),
-    ("connect_timeout_s", None, "connect_timeout_s must be a positive number of seconds, got None"),
-    ("connect_timeout_s", -1, "connect_timeout_s must be a positive number of seconds, got -1"),
-    ("max_result_bytes", 1.5, "max_result_bytes must be a positive whole number of bytes"),
-    ("parallel", "yes", "parallel must be True or False, got 'yes'"),
-    ("mode", "newest", "mode must be 'auto' or 'legacy', got 'newest'"),
-    ("cwd", 3, "cwd must be a path (a str or os.PathLike) or None, got 3"),
-    ("env", ["A=1"], "env must be a dict of names to strings, got a list"),
-    ("headers", {"X-Retries": 3}, "headers must map names to strings; the value of 'X-Retries' "
-                                  "is of type int, not str"),
-])
-def test_every_setting_is_checked_when_the_options_are_made(field: str, bad: Any,
-                                                            said: str) -> None:
+@pytest.mark.parametrize(
+    ("field", "bad", "said"),
+    [
+        ("timeout_s", 0, "timeout_s must be a positive number of seconds or None, got 0"),
+        ("connect_timeout_s", None, "connect_timeout_s must be a positive number of seconds, got None"),
+        ("connect_timeout_s", -1, "connect_timeout_s must be a positive number of seconds, got -1"),
+        ("max_result_bytes", 1.5, "max_result_bytes must be a positive whole number of bytes"),
+        ("parallel", "yes", "parallel must be True or False, got 'yes'"),
+        ("mode", "newest", "mode must be 'auto' or 'legacy', got 'newest'"),
+        ("cwd", 3, "cwd must be a path (a str or os.PathLike) or None, got 3"),
+        ("env", ["A=1"], "env must be a dict of names to strings, got a list"),
+        (
+            "headers",
+            {"X-Retries": 3},
+            "headers must map names to strings; the value of 'X-Retries' is of type int, not str",
+        ),
+    ],
+)
+def test_every_setting_is_checked_when_the_options_are_made(field: str, bad: Any, said: str) -> None:
     with pytest.raises(ValueError) as info:
         McpOptions(**{field: bad})
     assert str(info.value).startswith(said)
 
 
 def test_secrets_in_env_and_headers_never_show() -> None:
-    options = McpOptions(env={"API_KEY": "sk-env-secret"},
-                         headers={"Authorization": "Bearer sk-header-secret"})
+    options = McpOptions(
+        env={"API_KEY": "sk-env-secret"}, headers={"Authorization": "Bearer sk-header-secret"}
+    )
     shown = repr(options)
     assert "sk-env-secret" not in shown and "sk-header-secret" not in shown
     assert "'API_KEY': '***'" in shown and "'Authorization': '***'" in shown
@@ -135,8 +148,11 @@ def test_settings_that_do_not_fit_the_server_are_refused_before_it_starts() -> N
         load_mcp_tools(store, "some-server", options=McpOptions(headers={"A": "b"}))
     with pytest.raises(ValueError, match="env, cwd and errlog apply to a command"):
         load_mcp_tools(store, "http://127.0.0.1:9/mcp", options=McpOptions(cwd="/"))
-    with pytest.raises(TypeError, match=r"options must be an McpOptions .*got dict; e\.g\. "
-                                        r"options=McpOptions\(timeout_s=30\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"options must be an McpOptions .*got dict; e\.g\. "
+        r"options=McpOptions\(timeout_s=30\)",
+    ):
         load_mcp_tools(store, "some-server", options={"timeout_s": 5})  # type: ignore[arg-type]
     with pytest.raises(TypeError, match="timeout_s"):
         load_mcp_tools(store, "some-server", timeout_s=5)  # type: ignore[call-arg]

@@ -96,15 +96,22 @@ def test_time_server_tools_run_through_an_agent(no_leaks: None) -> None:
         assert connection.tool_names == ["time_get_current_time", "time_convert_time"]
         assert list(store.tools) == connection.tool_names
         llm = ScriptedLLM(
-            AssistantMessage(content=[
-                AgentToolCall("c1", "time_get_current_time", {"timezone": "Asia/Tokyo"}),
-                # target_timezone is missing: our pipeline refuses the call against the server's schema
-                AgentToolCall("c2", "time_convert_time",
-                              {"source_timezone": "Europe/London", "time": "9:30"}),
-                AgentToolCall("c3", "time_get_current_time", {"timezone": "Mars/Olympus_Mons"}),
-            ], stop_reason="toolUse"),
-            call("time_convert_time", {"source_timezone": "Europe/London", "time": "09:30",
-                                       "target_timezone": "Asia/Tokyo"}, "c4"),
+            AssistantMessage(
+                content=[
+                    AgentToolCall("c1", "time_get_current_time", {"timezone": "Asia/Tokyo"}),
+                    # target_timezone is missing: our pipeline refuses the call against the server's schema
+                    AgentToolCall(
+                        "c2", "time_convert_time", {"source_timezone": "Europe/London", "time": "9:30"}
+                    ),
+                    AgentToolCall("c3", "time_get_current_time", {"timezone": "Mars/Olympus_Mons"}),
+                ],
+                stop_reason="toolUse",
+            ),
+            call(
+                "time_convert_time",
+                {"source_timezone": "Europe/London", "time": "09:30", "target_timezone": "Asia/Tokyo"},
+                "c4",
+            ),
             reply("It is late evening in Tokyo."),
         )
         with YiemAgent(llm_call=llm, tool_store=store) as agent:
@@ -114,7 +121,10 @@ def test_time_server_tools_run_through_an_agent(no_leaks: None) -> None:
     offered = {t["function"]["name"]: t["function"] for t in llm.requests[0]["tools"]}
     assert list(offered) == ["time_get_current_time", "time_convert_time"]
     assert offered["time_convert_time"]["parameters"]["required"] == [
-        "source_timezone", "time", "target_timezone"]
+        "source_timezone",
+        "time",
+        "target_timezone",
+    ]
 
     results = {m.tool_call_id: m for m in history if isinstance(m, ToolResultMessage)}
     tokyo = json.loads(results["c1"].content[0].text)  # type: ignore[union-attr]
@@ -180,7 +190,10 @@ def test_progress_becomes_update_events(http_server: HttpServer, mode: Any, no_l
             agent.prompt("go", timeout=WAIT)
     updates = [e.partial_result for e in events if isinstance(e, ToolExecUpdateEvent)]
     assert [u.content[0].text for u in updates] == [
-        "progress 1/3: step 1 of 3", "progress 2/3: step 2 of 3", "progress 3/3: step 3 of 3"]
+        "progress 1/3: step 1 of 3",
+        "progress 2/3: step 2 of 3",
+        "progress 3/3: step 3 of 3",
+    ]
     assert updates[0].details == {"progress": 1.0, "total": 3.0, "message": "step 1 of 3"}
     [end] = [e for e in events if isinstance(e, ToolExecEndEvent)]
     assert not end.is_error and end.result.content == [TextContent("3 steps done")]
@@ -192,23 +205,29 @@ def test_error_results_and_images(http_server: HttpServer, mode: Any, no_leaks: 
     with ToolStore() as store:
         load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode))
         llm = ScriptedLLM(
-            AssistantMessage(content=[AgentToolCall("c1", "fail", {"reason": "no luck"}),
-                                      AgentToolCall("c2", "picture", {})], stop_reason="toolUse"),
-            reply("done"))
+            AssistantMessage(
+                content=[
+                    AgentToolCall("c1", "fail", {"reason": "no luck"}),
+                    AgentToolCall("c2", "picture", {}),
+                ],
+                stop_reason="toolUse",
+            ),
+            reply("done"),
+        )
         with YiemAgent(llm_call=llm, tool_store=store, tool_execution="parallel") as agent:
             agent.prompt("go", timeout=WAIT)
             failed, picture = [m for m in agent.messages if isinstance(m, ToolResultMessage)]
     assert failed.is_error
     assert failed.content == [
-        TextContent('Tool "fail" failed: McpToolError: Error executing tool fail: no luck')]
+        TextContent('Tool "fail" failed: McpToolError: Error executing tool fail: no luck')
+    ]
     assert not picture.is_error
     assert picture.content[0] == ImageContent(picture.content[0].data, "image/png")  # type: ignore[union-attr]
     assert picture.content[1] == TextContent("a transparent pixel")
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_an_abort_cancels_the_call_on_the_server(http_server: HttpServer, mode: Any,
-                                                 no_leaks: None) -> None:
+def test_an_abort_cancels_the_call_on_the_server(http_server: HttpServer, mode: Any, no_leaks: None) -> None:
     started = threading.Event()
 
     def sink(event: AgentEvent) -> None:
@@ -218,8 +237,9 @@ def test_an_abort_cancels_the_call_on_the_server(http_server: HttpServer, mode: 
     with ToolStore() as store:
         load_mcp_tools(store, http_server.url, options=McpOptions(mode=mode))
         cancelled = slow_state(store)["slow_cancelled"]
-        with YiemAgent(llm_call=ScriptedLLM(call("slow", {})), tool_store=store,
-                       agent_event_sink=sink) as agent:
+        with YiemAgent(
+            llm_call=ScriptedLLM(call("slow", {})), tool_store=store, agent_event_sink=sink
+        ) as agent:
             agent.run_agent("go")
             assert started.wait(WAIT)
             aborted_at = time.monotonic()
@@ -234,8 +254,9 @@ def test_an_abort_cancels_the_call_on_the_server(http_server: HttpServer, mode: 
 
 def test_a_call_past_its_timeout_is_cancelled(http_server: HttpServer, no_leaks: None) -> None:
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url,
-                       options=McpOptions(timeout_s=0.5, headers={"X-Caller": "yiemagent-tests"}))
+        load_mcp_tools(
+            store, http_server.url, options=McpOptions(timeout_s=0.5, headers={"X-Caller": "yiemagent-tests"})
+        )
         cancelled = slow_state(store)["slow_cancelled"]
         with pytest.raises(McpToolError, match=r'MCP tool "slow" timed out after 0\.5 s'):
             store.tools["slow"].execute("c1", {}, None, None)
@@ -244,7 +265,8 @@ def test_a_call_past_its_timeout_is_cancelled(http_server: HttpServer, no_leaks:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_killed_server_gives_error_results_and_the_next_call_reconnects(
-        no_leaks: None, own_server: HttpServer, mode: Any) -> None:  # own_server ends first
+    no_leaks: None, own_server: HttpServer, mode: Any
+) -> None:  # own_server ends first
     started = threading.Event()
 
     def sink(event: AgentEvent) -> None:
@@ -253,8 +275,9 @@ def test_a_killed_server_gives_error_results_and_the_next_call_reconnects(
 
     with ToolStore() as store:
         load_mcp_tools(store, own_server.url, options=McpOptions(mode=mode, timeout_s=3 * WAIT))
-        llm = ScriptedLLM(call("slow", {}), reply("lost it"), call("echo", {"text": "back"}, "c2"),
-                          reply("back again"))
+        llm = ScriptedLLM(
+            call("slow", {}), reply("lost it"), call("echo", {"text": "back"}, "c2"), reply("back again")
+        )
         with YiemAgent(llm_call=llm, tool_store=store, agent_event_sink=sink) as agent:
             agent.run_agent("go")
             assert started.wait(WAIT)
@@ -274,7 +297,8 @@ def test_a_killed_server_gives_error_results_and_the_next_call_reconnects(
 
 @pytest.mark.parametrize("mode", MODES)
 def test_a_server_restarted_between_calls_is_reconnected(
-        no_leaks: None, own_server: HttpServer, mode: Any) -> None:
+    no_leaks: None, own_server: HttpServer, mode: Any
+) -> None:
     with ToolStore() as store:
         load_mcp_tools(store, own_server.url, options=McpOptions(mode=mode))
         echo = store.tools["echo"]
@@ -285,8 +309,7 @@ def test_a_server_restarted_between_calls_is_reconnected(
 
 
 @pytest.mark.parametrize("mode", MODES)
-def test_a_changed_tool_list_refreshes_the_store(http_server: HttpServer, mode: Any,
-                                                 no_leaks: None) -> None:
+def test_a_changed_tool_list_refreshes_the_store(http_server: HttpServer, mode: Any, no_leaks: None) -> None:
     name = f"double_{mode}"
     changes: list[list[str]] = []
     changed = threading.Event()
@@ -296,8 +319,13 @@ def test_a_changed_tool_list_refreshes_the_store(http_server: HttpServer, mode: 
         changed.set()
 
     with ToolStore() as store:
-        load_mcp_tools(store, http_server.url, prefix="srv_", on_tools_changed=on_tools_changed,
-                       options=McpOptions(mode=mode))
+        load_mcp_tools(
+            store,
+            http_server.url,
+            prefix="srv_",
+            on_tools_changed=on_tools_changed,
+            options=McpOptions(mode=mode),
+        )
         assert f"srv_{name}" not in store.tools
         store.tools["srv_add_tool"].execute("c1", {"name": name}, None, None)
         assert changed.wait(WAIT)
@@ -337,7 +365,8 @@ def test_closing_ends_the_calls_in_flight(http_server: HttpServer, no_leaks: Non
 
 
 def test_names_the_store_already_uses_are_refused_unless_prefixed(
-        http_server: HttpServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, no_leaks: None) -> None:
+    http_server: HttpServer, tmp_path: Path, caplog: pytest.LogCaptureFixture, no_leaks: None
+) -> None:
     store = ToolStore()
     hand = register_tool(store, echo_tool())
     with pytest.raises(McpToolError, match=r'"echo": the store already has a tool of that name') as info:
@@ -355,7 +384,8 @@ def test_names_the_store_already_uses_are_refused_unless_prefixed(
         served = store.tools["srv_echo"]
         (tmp_path / "clash.py").write_text(
             "def get_tool():\n"
-            "    return AgentTool('srv_echo', 'Echo', 'x', {'type': 'object'}, lambda *a: None)\n")
+            "    return AgentTool('srv_echo', 'Echo', 'x', {'type': 'object'}, lambda *a: None)\n"
+        )
         load_tools(store, tmp_path, strict=False)
         assert store.tools["srv_echo"] is served
         assert "already taken by a tool registered by hand" in caplog.text
@@ -374,8 +404,11 @@ def test_servers_that_cannot_be_reached_fail_at_once(no_leaks: None) -> None:
     with pytest.raises(McpToolError, match="could not connect"):
         load_mcp_tools(store, [sys.executable, "-c", "pass"])  # exits at once
     with pytest.raises(McpToolError, match=r"within 0\.5 s"):  # never answers: stopped, not left behind
-        load_mcp_tools(store, [sys.executable, "-c", "import time; time.sleep(60)"],
-                       options=McpOptions(connect_timeout_s=0.5))
+        load_mcp_tools(
+            store,
+            [sys.executable, "-c", "import time; time.sleep(60)"],
+            options=McpOptions(connect_timeout_s=0.5),
+        )
     assert store.tools == {}
 
 
@@ -397,24 +430,36 @@ def test_arguments_are_checked_before_anything_starts() -> None:
 
 def test_servers_are_named_without_their_credentials() -> None:
     assert _label_for("https://user:secret@tools.example.com:8443/mcp?token=abc") == (
-        "https://tools.example.com:8443/mcp")
+        "https://tools.example.com:8443/mcp"
+    )
     assert _label_for("/usr/bin/mcp-server-time --local-timezone UTC") == (
-        "mcp-server-time --local-timezone UTC")
+        "mcp-server-time --local-timezone UTC"
+    )
     assert _label_for(["server", "x" * 80]).endswith("...")
 
 
 def test_content_of_every_kind_becomes_text_or_images() -> None:
-    result = mcp_types.CallToolResult(content=[
-        mcp_types.TextContent(text="plain"),
-        mcp_types.ImageContent(data="iVBO", mime_type="image/png"),
-        mcp_types.AudioContent(data="UklG", mime_type="audio/wav"),
-        mcp_types.ResourceLink(name="notes", uri="file:///notes.txt", description="My notes"),
-        mcp_types.EmbeddedResource(resource=mcp_types.TextResourceContents(uri="file:///a.txt", text="A")),
-        mcp_types.EmbeddedResource(resource=mcp_types.BlobResourceContents(
-            uri="file:///b.png", blob="iVBO", mime_type="image/png")),
-        mcp_types.EmbeddedResource(resource=mcp_types.BlobResourceContents(
-            uri="file:///c.bin", blob="AAAA", mime_type="application/zip")),
-    ])
+    result = mcp_types.CallToolResult(
+        content=[
+            mcp_types.TextContent(text="plain"),
+            mcp_types.ImageContent(data="iVBO", mime_type="image/png"),
+            mcp_types.AudioContent(data="UklG", mime_type="audio/wav"),
+            mcp_types.ResourceLink(name="notes", uri="file:///notes.txt", description="My notes"),
+            mcp_types.EmbeddedResource(
+                resource=mcp_types.TextResourceContents(uri="file:///a.txt", text="A")
+            ),
+            mcp_types.EmbeddedResource(
+                resource=mcp_types.BlobResourceContents(
+                    uri="file:///b.png", blob="iVBO", mime_type="image/png"
+                )
+            ),
+            mcp_types.EmbeddedResource(
+                resource=mcp_types.BlobResourceContents(
+                    uri="file:///c.bin", blob="AAAA", mime_type="application/zip"
+                )
+            ),
+        ]
+    )
     assert _content_blocks(result) == [
         TextContent("plain"),
         ImageContent("iVBO", "image/png"),
@@ -429,11 +474,12 @@ def test_content_of_every_kind_becomes_text_or_images() -> None:
 
 
 def test_import_yiemagent_does_not_import_the_sdk() -> None:
-    code = ("import sys, yiemagent\n"
-            "assert 'mcp' not in sys.modules, 'import yiemagent imported mcp'\n"
-            "from yiemagent import *\n"
-            "assert 'mcp' not in sys.modules, 'import * imported mcp'\n"
-            "assert yiemagent.load_mcp_tools.__module__ == 'yiemagent.tools.mcp._connection'\n"
-            "assert 'mcp' in sys.modules\n")
+    code = (
+        "import sys, yiemagent\n"
+        "assert 'mcp' not in sys.modules, 'import yiemagent imported mcp'\n"
+        "from yiemagent import *\n"
+        "assert 'mcp' not in sys.modules, 'import * imported mcp'\n"
+        "assert yiemagent.load_mcp_tools.__module__ == 'yiemagent.tools.mcp._connection'\n"
+        "assert 'mcp' in sys.modules\n"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=3 * WAIT)
-

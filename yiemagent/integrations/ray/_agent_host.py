@@ -56,9 +56,13 @@ class AgentHost:
     to build it is kept and raised by ``ready`` and every later call, as a ``ClusterError``
     (or the ``SessionError`` of a session that could not be read)."""
 
-    def __init__(self, settings: AgentSettings, session_id: str | None = None,
-                 source: str | os.PathLike[str] | SessionStore | None = None,
-                 event_sink: EventSink | str | None = None) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        session_id: str | None = None,
+        source: str | os.PathLike[str] | SessionStore | None = None,
+        event_sink: EventSink | str | None = None,
+    ) -> None:
         self._failure: Exception | None = None
         self._buffer = EventBuffer()
         self._streaming: Any = None
@@ -75,8 +79,9 @@ class AgentHost:
         except SessionError as exc:
             self._failure = exc
         except Exception as exc:  # whatever the settings did: the caller is told, not the log
-            self._failure = ClusterError(f"the agent's actor could not build its agent: "
-                                         f"{describe_error(exc)}")
+            self._failure = ClusterError(
+                f"the agent's actor could not build its agent: {describe_error(exc)}"
+            )
 
     def _check(self) -> None:
         if self._failure is not None:
@@ -85,8 +90,11 @@ class AgentHost:
     def ready(self) -> dict[str, Any]:
         """Where the agent runs: its session id, process id and Ray node id."""
         self._check()
-        return {"session_id": self._agent.session_id, "pid": os.getpid(),
-                "node_id": ray.get_runtime_context().get_node_id()}
+        return {
+            "session_id": self._agent.session_id,
+            "pid": os.getpid(),
+            "node_id": ray.get_runtime_context().get_node_id(),
+        }
 
     # -- the agent's calls (default group: they may wait) ----------------------------------
 
@@ -181,8 +189,9 @@ class AgentHost:
         return self._buffer.last
 
     @ray.method(concurrency_group="control")
-    def shutdown(self, wait: bool, abort: bool,
-                 timeout: float | None) -> tuple[list[UserMessage], list[AssistantMessage], bool]:
+    def shutdown(
+        self, wait: bool, abort: bool, timeout: float | None
+    ) -> tuple[list[UserMessage], list[AssistantMessage], bool]:
         """Shut the agent down; return the messages it never processed, the responses nobody
         took (when it has finished) and whether it has finished. The responses are collected
         after the calls in progress (a ``prompt`` waiting for its run) have taken theirs."""

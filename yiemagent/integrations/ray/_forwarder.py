@@ -36,8 +36,12 @@ class SinkForwarder:
     ``deliver`` is logged (once per run of failures) and its batch dropped: a broken sink must
     not stop agents."""
 
-    def __init__(self, deliver: Callable[[list[dict[str, Any]]], None], name: str = "sink",
-                 limit: int = SINK_QUEUE_LIMIT) -> None:
+    def __init__(
+        self,
+        deliver: Callable[[list[dict[str, Any]]], None],
+        name: str = "sink",
+        limit: int = SINK_QUEUE_LIMIT,
+    ) -> None:
         if limit < 1:
             raise ValueError(f"the sink queue limit must be at least 1, got {limit}")
         self._deliver = deliver
@@ -72,8 +76,11 @@ class SinkForwarder:
                 oldest = self._records.popleft()
                 if not self._behind:
                     self._behind = True
-                    logger.warning("the event sink is behind; events beyond the %d waiting are "
-                                   "dropped, oldest first, and a marker record counts them", self._limit)
+                    logger.warning(
+                        "the event sink is behind; events beyond the %d waiting are "
+                        "dropped, oldest first, and a marker record counts them",
+                        self._limit,
+                    )
                 self._dropped[oldest.get("source", "")] += 1
                 self._done += 1
             self._cond.notify_all()
@@ -92,8 +99,9 @@ class SinkForwarder:
             if not self._records:
                 return None
             now = time.time()
-            markers = [{"source": source, "time": now, "dropped": count}
-                       for source, count in self._dropped.items()]
+            markers = [
+                {"source": source, "time": now, "dropped": count} for source, count in self._dropped.items()
+            ]
             self._behind = bool(markers)
             self._dropped.clear()
             records = list(self._records)
@@ -108,8 +116,9 @@ class SinkForwarder:
                 self._failing = False
             except Exception as exc:
                 if not self._failing:
-                    logger.error("the event sink failed; its events are dropped until it works "
-                                 "again: %s", exc)
+                    logger.error(
+                        "the event sink failed; its events are dropped until it works again: %s", exc
+                    )
                 self._failing = True
             with self._cond:
                 self._done += count

@@ -51,11 +51,19 @@ class AgentPool:
     actor is ready; ``ClusterError`` when the actors cannot resolve the settings.
     """
 
-    def __init__(self, size: int, settings: AgentSettings, store: SessionStore, *,
-                 max_sessions_per_actor: int = 1000, idle_timeout_s: float | None = 600.0,
-                 max_concurrency: int = 128, actor_options: dict[str, Any] | None = None,
-                 event_sink: EventSink | str | None = None,
-                 ready_timeout_s: float = READY_TIMEOUT_S) -> None:
+    def __init__(
+        self,
+        size: int,
+        settings: AgentSettings,
+        store: SessionStore,
+        *,
+        max_sessions_per_actor: int = 1000,
+        idle_timeout_s: float | None = 600.0,
+        max_concurrency: int = 128,
+        actor_options: dict[str, Any] | None = None,
+        event_sink: EventSink | str | None = None,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+    ) -> None:
         if isinstance(size, bool) or not isinstance(size, int) or size < 1:
             raise ValueError(f"size must be a positive int, got {size!r}")
         if not isinstance(store, SessionStore):
@@ -63,12 +71,19 @@ class AgentPool:
         self.size = size
         self.store = store
         self._args = (settings, store)
-        self._kwargs: dict[str, Any] = {"max_sessions": max_sessions_per_actor,
-                                        "idle_timeout_s": idle_timeout_s, "event_sink": event_sink}
+        self._kwargs: dict[str, Any] = {
+            "max_sessions": max_sessions_per_actor,
+            "idle_timeout_s": idle_timeout_s,
+            "event_sink": event_sink,
+        }
         # num_cpus=0: an actor mostly waits for its model. Ray's default placement keeps
         # actors that reserve nothing on the caller's node, so spread them over the nodes.
-        self._options: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": "SPREAD",
-                                         **(actor_options or {}), "max_concurrency": max_concurrency}
+        self._options: dict[str, Any] = {
+            "num_cpus": 0,
+            "scheduling_strategy": "SPREAD",
+            **(actor_options or {}),
+            "max_concurrency": max_concurrency,
+        }
         self._lock = threading.Lock()
         self._closed = False
         self.restarts = 0
@@ -131,15 +146,20 @@ class AgentPool:
         slot, actor = self._actor(session_id)
         ref = actor.prompt.remote(session_id, text, timeout)
         try:
-            response: AssistantMessage = get(ref, None if timeout is None else timeout + GRACE_S,
-                                             what=f"prompt() in session {session_id!r}")
+            response: AssistantMessage = get(
+                ref,
+                None if timeout is None else timeout + GRACE_S,
+                what=f"prompt() in session {session_id!r}",
+            )
         except AgentActorDiedError as exc:
             cause = exc.__cause__ or exc
             fresh = self._replace(slot, actor, cause)
             fresh.preload.remote(session_id)  # warm the session on the new actor; not waited for
-            return error_response(f"the agent's actor died during this run ({short_reason(cause)}); "
-                                  "the run is lost and the session goes on from its last save on a "
-                                  "new actor: send the message again")
+            return error_response(
+                f"the agent's actor died during this run ({short_reason(cause)}); "
+                "the run is lost and the session goes on from its last save on a "
+                "new actor: send the message again"
+            )
         return response
 
     def abort(self, session_id: str) -> bool:
@@ -172,8 +192,11 @@ class AgentPool:
 
     def flush_events(self, timeout: float | None = 60.0) -> None:
         """Wait until the event sink has every event emitted so far by every actor."""
-        done = get([a.flush_events.remote(timeout) for a in self._actors],
-                   None if timeout is None else timeout + GRACE_S, what="flush_events()")
+        done = get(
+            [a.flush_events.remote(timeout) for a in self._actors],
+            None if timeout is None else timeout + GRACE_S,
+            what="flush_events()",
+        )
         if not all(done):
             raise ResponseTimeout(f"the event sink did not take the events within {timeout} s")
 
@@ -194,8 +217,11 @@ class AgentPool:
         lost = 0
         for slot, ref in enumerate(refs):
             if ref not in finished:
-                logger.warning("the pool's actor %d did not close within %s s; it is ended with its "
-                               "runs in progress", slot, timeout)
+                logger.warning(
+                    "the pool's actor %d did not close within %s s; it is ended with its runs in progress",
+                    slot,
+                    timeout,
+                )
                 continue
             try:
                 lost += get(ref, what="shutdown()")

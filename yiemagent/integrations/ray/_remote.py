@@ -73,10 +73,17 @@ class RemoteAgent:
             self.subscribe(listener)
 
     @classmethod
-    def start(cls, settings: AgentSettings, *, session_id: str | None = None,
-              listener: Emit | None = None, event_sink: EventSink | str | None = None,
-              max_concurrency: int = 32, actor_options: dict[str, Any] | None = None,
-              ready_timeout_s: float = READY_TIMEOUT_S) -> RemoteAgent:
+    def start(
+        cls,
+        settings: AgentSettings,
+        *,
+        session_id: str | None = None,
+        listener: Emit | None = None,
+        event_sink: EventSink | str | None = None,
+        max_concurrency: int = 32,
+        actor_options: dict[str, Any] | None = None,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+    ) -> RemoteAgent:
         """Start an actor hosting a new agent built from ``settings`` and return its handle once
         the agent is built. ``listener`` receives every event from the first run on, on a
         thread of this process; ``event_sink`` (an ``EventSink`` or an importable function
@@ -86,15 +93,23 @@ class RemoteAgent:
         ``scheduling_strategy="SPREAD"``; ``resources``, ``runtime_env``...). Raises
         ``ClusterError`` when the actor cannot build the agent (a settings name that does not
         import there, a tools folder it cannot load)."""
-        return cls._launch(settings, session_id, None, listener, event_sink, max_concurrency,
-                           actor_options, ready_timeout_s)
+        return cls._launch(
+            settings, session_id, None, listener, event_sink, max_concurrency, actor_options, ready_timeout_s
+        )
 
     @classmethod
-    def load(cls, source: str | os.PathLike[str] | SessionStore, settings: AgentSettings, *,
-             session_id: str | None = None, listener: Emit | None = None,
-             event_sink: EventSink | str | None = None, max_concurrency: int = 32,
-             actor_options: dict[str, Any] | None = None,
-             ready_timeout_s: float = READY_TIMEOUT_S) -> RemoteAgent:
+    def load(
+        cls,
+        source: str | os.PathLike[str] | SessionStore,
+        settings: AgentSettings,
+        *,
+        session_id: str | None = None,
+        listener: Emit | None = None,
+        event_sink: EventSink | str | None = None,
+        max_concurrency: int = 32,
+        actor_options: dict[str, Any] | None = None,
+        ready_timeout_s: float = READY_TIMEOUT_S,
+    ) -> RemoteAgent:
         """Start an actor hosting an agent that takes up a saved session: a session file, read
         on the actor's node (a shared file system makes that any node), or a store, with
         ``session_id``. The session's id, system prompt, model and history win over the
@@ -102,19 +117,35 @@ class RemoteAgent:
         session cannot be read (or the store has none by that id)."""
         if isinstance(source, SessionStore) and session_id is None:
             raise TypeError("RemoteAgent.load from a session store needs session_id=")
-        return cls._launch(settings, session_id, source, listener, event_sink, max_concurrency,
-                           actor_options, ready_timeout_s)
+        return cls._launch(
+            settings,
+            session_id,
+            source,
+            listener,
+            event_sink,
+            max_concurrency,
+            actor_options,
+            ready_timeout_s,
+        )
 
     @classmethod
-    def _launch(cls, settings: AgentSettings, session_id: str | None,
-                source: str | os.PathLike[str] | SessionStore | None, listener: Emit | None,
-                event_sink: EventSink | str | None, max_concurrency: int,
-                actor_options: dict[str, Any] | None, ready_timeout_s: float) -> RemoteAgent:
+    def _launch(
+        cls,
+        settings: AgentSettings,
+        session_id: str | None,
+        source: str | os.PathLike[str] | SessionStore | None,
+        listener: Emit | None,
+        event_sink: EventSink | str | None,
+        max_concurrency: int,
+        actor_options: dict[str, Any] | None,
+        ready_timeout_s: float,
+    ) -> RemoteAgent:
         # num_cpus=0: an agent mostly waits for its model. Ray's default placement keeps actors
         # that reserve nothing on the caller's node, so spread them over the nodes.
         options: dict[str, Any] = {"num_cpus": 0, "scheduling_strategy": "SPREAD", **(actor_options or {})}
         actor = _HostActor.options(max_concurrency=max_concurrency, **options).remote(
-            settings, session_id, source, event_sink)
+            settings, session_id, source, event_sink
+        )
         try:
             info = get(actor.ready.remote(), ready_timeout_s, what="starting the agent's actor")
         except BaseException:
@@ -163,8 +194,9 @@ class RemoteAgent:
         if self._killed:
             raise AgentClosedError("the remote agent was shut down and its responses are all taken")
         try:
-            response: AssistantMessage = self._wait(self.actor.take_response.remote(timeout),
-                                                    _grace(timeout), "take_response()")
+            response: AssistantMessage = self._wait(
+                self.actor.take_response.remote(timeout), _grace(timeout), "take_response()"
+            )
         except ResponseTimeout:
             raise ResponseTimeout(f"no response within {timeout} s") from None
         except AgentClosedError:
@@ -233,7 +265,8 @@ class RemoteAgent:
 
                 def poll(after: int, wait: float) -> tuple[list[Numbered], int, bool]:
                     result: tuple[list[Numbered], int, bool] = ray.get(
-                        actor.poll_events.remote(max(after, start), wait))
+                        actor.poll_events.remote(max(after, start), wait)
+                    )
                     return result
 
                 self._pump = EventPump(poll, self.session_id[:8])
@@ -256,8 +289,9 @@ class RemoteAgent:
 
     # -- the end -----------------------------------------------------------------------------
 
-    def shutdown(self, wait: bool = True, abort: bool = False,
-                 timeout: float | None = None) -> list[UserMessage]:
+    def shutdown(
+        self, wait: bool = True, abort: bool = False, timeout: float | None = None
+    ) -> list[UserMessage]:
         """Stop the agent and return the messages it never processed (see
         ``YiemAgent.shutdown``; a ``prompt`` whose message is among them raises the local
         agent's ``RuntimeError``). With ``wait``, once the agent has finished, the calls in
@@ -273,8 +307,10 @@ class RemoteAgent:
             return []
         pump = self._pump
         if wait and pump is not None and pump.on_own_thread():
-            raise RuntimeError("shutdown(wait=True) from a listener of this agent would wait for "
-                               "that listener to return; use shutdown(wait=False) there")
+            raise RuntimeError(
+                "shutdown(wait=True) from a listener of this agent would wait for "
+                "that listener to return; use shutdown(wait=False) there"
+            )
         deadline = None if timeout is None else time.monotonic() + timeout
         queued, finished = self._stop_actor(wait, abort, timeout)
         if wait:
@@ -290,8 +326,9 @@ class RemoteAgent:
         if wait:
             self._collecting = True
         try:
-            queued, leftovers, finished = self._call("shutdown", wait, abort, timeout,
-                                                     timeout=_grace(timeout))
+            queued, leftovers, finished = self._call(
+                "shutdown", wait, abort, timeout, timeout=_grace(timeout)
+            )
         except AgentActorDiedError:
             queued, leftovers, finished = [], [], False
         finally:
@@ -308,8 +345,12 @@ class RemoteAgent:
             refs = list(self._in_flight)
         if refs:
             limit = remaining(deadline, 1.0)
-            ray.wait(refs, num_returns=len(refs), timeout=CALLS_END_S if limit is None else limit,
-                     fetch_local=False)
+            ray.wait(
+                refs,
+                num_returns=len(refs),
+                timeout=CALLS_END_S if limit is None else limit,
+                fetch_local=False,
+            )
 
     def _drain_events(self, deadline: float | None, timeout: float | None) -> None:
         """Wait until the pump has handed the listeners every event (the finished actor closed
@@ -317,8 +358,11 @@ class RemoteAgent:
         pump = self._pump
         if pump is not None and not pump.finish(remaining(deadline)):
             pump.stop(0)
-            logger.warning("shutdown(timeout=%s): the listeners had events %d and later still to "
-                           "get; those are dropped", timeout, pump.delivered + 1)
+            logger.warning(
+                "shutdown(timeout=%s): the listeners had events %d and later still to get; those are dropped",
+                timeout,
+                pump.delivered + 1,
+            )
 
     def kill(self) -> None:
         """End the actor now, whatever it is doing (its unsaved state is lost); no listener

@@ -54,9 +54,16 @@ class SessionHost:
     """Hosts the sessions of one pool slot (see the module docstring). A failure to resolve the
     settings is kept and raised by every call as a ``ClusterError``."""
 
-    def __init__(self, settings: AgentSettings, store: SessionStore, *, slot: int = 0,
-                 max_sessions: int = 1000, idle_timeout_s: float | None = 600.0,
-                 event_sink: EventSink | str | None = None) -> None:
+    def __init__(
+        self,
+        settings: AgentSettings,
+        store: SessionStore,
+        *,
+        slot: int = 0,
+        max_sessions: int = 1000,
+        idle_timeout_s: float | None = 600.0,
+        event_sink: EventSink | str | None = None,
+    ) -> None:
         self._store = store
         self._slot = slot
         self._max_sessions = max_sessions
@@ -73,8 +80,9 @@ class SessionHost:
             if event_sink is not None:
                 self._forwarder = SinkForwarder(sink_deliverer(event_sink))
         except Exception as exc:
-            self._failure = ClusterError(f"the pool's actor {slot} could not resolve its settings: "
-                                         f"{describe_error(exc)}")
+            self._failure = ClusterError(
+                f"the pool's actor {slot} could not resolve its settings: {describe_error(exc)}"
+            )
         if idle_timeout_s is not None:
             threading.Thread(target=self._reap_idle, name="yiemagent-idle-sessions", daemon=True).start()
 
@@ -101,8 +109,9 @@ class SessionHost:
             with entry.lock:
                 agent = self._load_into(session_id, entry)
                 if isinstance(agent, Exception):
-                    return error_response(f"session {session_id!r} could not be loaded: "
-                                          f"{describe_error(agent)}")
+                    return error_response(
+                        f"session {session_id!r} could not be loaded: {describe_error(agent)}"
+                    )
                 response = agent.prompt(text, timeout)
                 self._count("runs")
                 self._save(session_id, entry)
@@ -160,8 +169,11 @@ class SessionHost:
         data = self._store.load(session_id)
         self._count("loads" if data is not None else "creates")
         forwarder = self._forwarder
-        return self._factory.agent(session=data, session_id=session_id,
-                                   listener=None if forwarder is None else forwarder.listener(session_id))
+        return self._factory.agent(
+            session=data,
+            session_id=session_id,
+            listener=None if forwarder is None else forwarder.listener(session_id),
+        )
 
     def _save(self, session_id: str, entry: _Session) -> None:
         """Save the session; a failure is logged and counted, and the session is kept dirty so
@@ -201,8 +213,9 @@ class SessionHost:
         save errors, evictions; and the slot, process and node."""
         with self._lock:
             in_memory = sum(1 for e in self._sessions.values() if e.agent is not None)
-            counts = {k: self._counts[k] for k in ("runs", "loads", "creates", "saves", "save_errors",
-                                                   "evictions")}
+            counts = {
+                k: self._counts[k] for k in ("runs", "loads", "creates", "saves", "save_errors", "evictions")
+            }
         return {"slot": self._slot, "pid": os.getpid(), "sessions": in_memory, **counts}
 
     @ray.method(concurrency_group="control")
@@ -246,7 +259,7 @@ class SessionHost:
         if idle_before is not None:
             return [(sid, e) for sid, e in free if e.last_used < idle_before]
         excess = len(self._sessions) - self._max_sessions
-        return free[:max(excess, 0)]
+        return free[: max(excess, 0)]
 
     def _evict(self, session_id: str, entry: _Session, wait: bool) -> bool:
         """Evict ``entry``: save it when its last save failed, then, unless that failed again or
@@ -258,8 +271,12 @@ class SessionHost:
             if entry.agent is not None and entry.dirty:
                 self._save(session_id, entry)
             with self._lock:
-                if (entry.dirty or entry.users or entry.agent is None
-                        or self._sessions.get(session_id) is not entry):
+                if (
+                    entry.dirty
+                    or entry.users
+                    or entry.agent is None
+                    or self._sessions.get(session_id) is not entry
+                ):
                     return False
                 del self._sessions[session_id]
                 self._counts["evictions"] += 1

@@ -27,10 +27,19 @@ from yiemagent.tools._store import ToolStore, load_tools, register_tool
 __all__ = ["AGENT_OPTIONS", "AgentFactory", "AgentSettings", "resolve_name"]
 
 # The constructor options that are plain values, and so may travel in ``agent_options``.
-AGENT_OPTIONS = frozenset({
-    "tool_execution", "max_turns", "tool_timeout_s", "max_parallel_tools", "steering_mode",
-    "follow_up_mode", "skip_tools_on_steer", "max_retry_delay_ms", "name",
-})
+AGENT_OPTIONS = frozenset(
+    {
+        "tool_execution",
+        "max_turns",
+        "tool_timeout_s",
+        "max_parallel_tools",
+        "steering_mode",
+        "follow_up_mode",
+        "skip_tools_on_steer",
+        "max_retry_delay_ms",
+        "name",
+    }
+)
 _HOOKS = ("before_tool_call", "after_tool_call", "prepare_context", "format_msg_for_llm")
 
 
@@ -106,8 +115,10 @@ class AgentSettings:
             raise TypeError(f"system_prompt must be a string, got {type(self.system_prompt).__name__}")
         unknown = sorted(set(self.agent_options) - AGENT_OPTIONS)
         if unknown:
-            raise ValueError(f"agent_options {unknown} are not plain YiemAgent options; allowed: "
-                             f"{sorted(AGENT_OPTIONS)} (functions go in by importable name)")
+            raise ValueError(
+                f"agent_options {unknown} are not plain YiemAgent options; allowed: "
+                f"{sorted(AGENT_OPTIONS)} (functions go in by importable name)"
+            )
         try:
             pickle.dumps(self)
         except Exception as exc:
@@ -126,8 +137,7 @@ class AgentFactory:
     def __init__(self, settings: AgentSettings, *, share_llm_call: bool = False) -> None:
         self.settings = settings
         self.hooks: dict[str, Any] = {
-            name: resolve_name(value) for name in _HOOKS
-            if (value := getattr(settings, name)) is not None
+            name: resolve_name(value) for name in _HOOKS if (value := getattr(settings, name)) is not None
         }
         self.tool_store, self.tools = self._load_tools()
         self._shared_llm_call = self.make_llm_call() if share_llm_call else None
@@ -164,24 +174,36 @@ class AgentFactory:
             raise ValueError(f"tool_names {missing} are not among the tools loaded: {sorted(available)}")
         return store, [available[n] for n in settings.tool_names]
 
-    def agent(self, *, session: SessionData | None = None, session_id: str | None = None,
-              listener: Emit | None = None) -> YiemAgent:
+    def agent(
+        self,
+        *,
+        session: SessionData | None = None,
+        session_id: str | None = None,
+        listener: Emit | None = None,
+    ) -> YiemAgent:
         """A new agent from the settings; with ``session``, taking up that saved session (its id,
         system prompt, model and history); ``listener`` is its first event listener."""
         settings = self.settings
         kwargs: dict[str, Any] = {
-            **settings.agent_options, **self.hooks,
+            **settings.agent_options,
+            **self.hooks,
             "llm_call": self._shared_llm_call or self.make_llm_call(),
-            "system_prompt": settings.system_prompt, "model": settings.model,
-            "session_id": session_id, "agent_event_sink": listener,
+            "system_prompt": settings.system_prompt,
+            "model": settings.model,
+            "session_id": session_id,
+            "agent_event_sink": listener,
         }
         if self.tool_store is not None and settings.tool_names is None:
             kwargs["tool_store"] = self.tool_store  # the agent follows its store
         else:
             kwargs.update(tools=list(self.tools), tool_store=self.tool_store)
         if session is not None:
-            kwargs.update(session_id=session.session_id, system_prompt=session.system_prompt,
-                          model=session.model, messages=session.messages)
+            kwargs.update(
+                session_id=session.session_id,
+                system_prompt=session.system_prompt,
+                model=session.model,
+                messages=session.messages,
+            )
         return YiemAgent(**kwargs)
 
 

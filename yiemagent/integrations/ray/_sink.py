@@ -45,8 +45,7 @@ class EventSinkActor:
 
     def records(self, after: int = 0, source: str | None = None) -> list[dict[str, Any]]:
         """The records numbered after ``after`` (from ``source`` only, when given), in order."""
-        return [r for r in self._records
-                if r["seq"] > after and (source is None or r["source"] == source)]
+        return [r for r in self._records if r["seq"] > after and (source is None or r["source"] == source)]
 
     def count(self) -> int:
         """How many records have arrived so far."""
@@ -63,9 +62,15 @@ class EventSink:
         self.actor = actor
 
     @classmethod
-    def start(cls, name: str | None = None, *, namespace: str | None = None,
-              detached: bool = False, max_records: int = 1_000_000,
-              actor_options: dict[str, Any] | None = None) -> EventSink:
+    def start(
+        cls,
+        name: str | None = None,
+        *,
+        namespace: str | None = None,
+        detached: bool = False,
+        max_records: int = 1_000_000,
+        actor_options: dict[str, Any] | None = None,
+    ) -> EventSink:
         """Create the sink actor. With ``name``, ``connect`` finds it from any process of the
         cluster; with ``detached`` it outlives the process that started it (until ``shutdown``
         or the cluster stops), otherwise it ends with that process."""
@@ -116,5 +121,6 @@ def sink_deliverer(sink: EventSink | str) -> Callable[[list[dict[str, Any]]], No
         if not callable(target):
             raise TypeError(f"event_sink {sink!r} names a {type(target).__name__}, not a function")
         return target  # type: ignore[no-any-return]
-    raise TypeError(f"event_sink must be an EventSink or an importable function name, got "
-                    f"{type(sink).__name__}")
+    raise TypeError(
+        f"event_sink must be an EventSink or an importable function name, got {type(sink).__name__}"
+    )

@@ -66,8 +66,9 @@ class EventBuffer:
         with self._cond:
             while self._items and self._items[0][0] <= after:
                 self._items.popleft()
-            self._cond.wait_for(lambda: self._closed or (bool(self._items) and self._items[-1][0] > after),
-                                timeout)
+            self._cond.wait_for(
+                lambda: self._closed or (bool(self._items) and self._items[-1][0] > after), timeout
+            )
             return list(self._items), self._dropped, self._closed
 
     def close(self) -> None:
@@ -124,8 +125,11 @@ class EventPump:
             while (polled := self._fetch()) is not None:
                 batch, dropped, closed = polled
                 if dropped > dropped_seen:
-                    logger.warning("%d events were dropped before this caller took them (the "
-                                   "actor keeps at most %d)", dropped - dropped_seen, BUFFER_LIMIT)
+                    logger.warning(
+                        "%d events were dropped before this caller took them (the actor keeps at most %d)",
+                        dropped - dropped_seen,
+                        BUFFER_LIMIT,
+                    )
                     dropped_seen = dropped
                 if not self._hand_over(batch) or (closed and not batch):
                     break

@@ -68,8 +68,9 @@ def _run_tool(execute: Callable[..., Any], tool_call_id: str, args: Any) -> Iter
 
     def run() -> None:
         try:
-            outcome["result"] = execute(tool_call_id, args, signal,
-                                        lambda partial: updates.put((_PARTIAL, partial)))
+            outcome["result"] = execute(
+                tool_call_id, args, signal, lambda partial: updates.put((_PARTIAL, partial))
+            )
         except BaseException as exc:  # handed to the task's thread, which raises it
             outcome["error"] = exc
         finally:
@@ -115,9 +116,15 @@ def _portable(execute: Callable[..., Any]) -> None:
         ray.cloudpickle.register_pickle_by_value(module)  # type: ignore[no-untyped-call]
 
 
-def ray_tool(tool: AgentTool, *, num_cpus: float = 1, num_gpus: float | None = None,
-             resources: Mapping[str, float] | None = None, max_retries: int = 0,
-             options: Mapping[str, Any] | None = None) -> AgentTool:
+def ray_tool(
+    tool: AgentTool,
+    *,
+    num_cpus: float = 1,
+    num_gpus: float | None = None,
+    resources: Mapping[str, float] | None = None,
+    max_retries: int = 0,
+    options: Mapping[str, Any] | None = None,
+) -> AgentTool:
     """A copy of ``tool`` whose ``execute`` runs as a Ray task (same name, schema, hooks,
     parallel flag and timeout, so the model sees no difference).
 
@@ -146,8 +153,12 @@ def ray_tool(tool: AgentTool, *, num_cpus: float = 1, num_gpus: float | None = N
                 shipped.append(ray.put(original))
             return shipped[0]
 
-    def execute(tool_call_id: str, args: Any, signal: AbortSignal | None,
-                on_partial_result: Callable[[Any], None] | None) -> Any:
+    def execute(
+        tool_call_id: str,
+        args: Any,
+        signal: AbortSignal | None,
+        on_partial_result: Callable[[Any], None] | None,
+    ) -> Any:
         stream: Any = runner.remote(function_ref(), tool_call_id, args)  # an ObjectRefGenerator
         stop_watching = signal.on_abort(lambda: ray.cancel(stream)) if signal is not None else None
         try:

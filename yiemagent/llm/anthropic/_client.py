@@ -61,8 +61,16 @@ class AnthropicMessagesClient(LlmClient):
     ) -> None:
         if not isinstance(max_tokens, int) or max_tokens <= 0:
             raise ValueError(f"max_tokens must be a positive int, got {max_tokens!r}")
-        super().__init__(model, base_url, api_key, api_key_env=api_key_env, provider=provider,
-                         stream=stream, extra_body=extra_body, http=http)
+        super().__init__(
+            model,
+            base_url,
+            api_key,
+            api_key_env=api_key_env,
+            provider=provider,
+            stream=stream,
+            extra_body=extra_body,
+            http=http,
+        )
         self.max_tokens = max_tokens
         self.anthropic_version = anthropic_version
 
@@ -91,8 +99,10 @@ class AnthropicMessagesClient(LlmClient):
         elif isinstance(request, Mapping) and isinstance(request.get("messages"), list):
             system, messages, tools = openai_request_to_anthropic(request)
         else:
-            raise ValueError("the Anthropic client needs the request of format_msg_for_llm (with "
-                             "its .context) or an OpenAI-format dict with a 'messages' list")
+            raise ValueError(
+                "the Anthropic client needs the request of format_msg_for_llm (with "
+                "its .context) or an OpenAI-format dict with a 'messages' list"
+            )
         body: dict[str, Any] = {"model": self.model, "max_tokens": self.max_tokens}
         if system:
             body["system"] = system
@@ -118,15 +128,16 @@ class AnthropicMessagesClient(LlmClient):
 
     def read_stream(self, response: requests.Response, emit: Emit) -> AssistantMessage:
         """Assemble Messages API stream events until ``message_stop``."""
-        assembler = AnthropicStreamAssembler(emit, label=self.label, provider=self.provider,
-                                             model=self.model)
+        assembler = AnthropicStreamAssembler(emit, label=self.label, provider=self.provider, model=self.model)
         for event in iter_response_sse(response, self.label):
             try:
                 data = json.loads(event.data)
             except (ValueError, RecursionError):
-                raise LlmStreamError(f"{self.label} stream sent an event that is not JSON: "
-                                     f"{excerpt(event.data, 200)}") from None
+                raise LlmStreamError(
+                    f"{self.label} stream sent an event that is not JSON: {excerpt(event.data, 200)}"
+                ) from None
             if assembler.handle(data):
                 return assembler.finish()
-        raise LlmStreamError(f"{self.label} stream broke off: the reply ended before "
-                             "message_stop", retryable=True)
+        raise LlmStreamError(
+            f"{self.label} stream broke off: the reply ended before message_stop", retryable=True
+        )

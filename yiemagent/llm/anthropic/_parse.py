@@ -42,8 +42,7 @@ _STOP_REASONS = {
     "tool_use": "toolUse",
     "refusal": "error",
 }
-_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens",
-               "cache_creation_input_tokens")
+_USAGE_KEYS = ("input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens")
 _RETRYABLE_TYPES = frozenset({"overloaded_error", "api_error", "rate_limit_error"})
 
 
@@ -80,8 +79,11 @@ def error_from_body(body: Any, label: str) -> LlmError | None:
     text, kind = error_object_text(body.get("error"))
     kind = kind or "error"
     message = text or json.dumps(body)
-    return LlmError(f"{label} reported an error ({kind}): {message}", provider_message=message,
-                    retryable=kind in _RETRYABLE_TYPES)
+    return LlmError(
+        f"{label} reported an error ({kind}): {message}",
+        provider_message=message,
+        retryable=kind in _RETRYABLE_TYPES,
+    )
 
 
 def _block(raw: Any) -> ContentBlock | None:
@@ -95,8 +97,11 @@ def _block(raw: Any) -> ContentBlock | None:
     if kind == "redacted_thinking":
         return {"type": "redacted_thinking", "data": raw.get("data", "")}
     if kind == "tool_use":
-        return AgentToolCall(id=str(raw.get("id") or ""), name=str(raw.get("name") or ""),
-                             arguments=parse_arguments(raw.get("input")))
+        return AgentToolCall(
+            id=str(raw.get("id") or ""),
+            name=str(raw.get("name") or ""),
+            arguments=parse_arguments(raw.get("input")),
+        )
     return None  # server tools and future block types are not part of the library's model
 
 
@@ -112,15 +117,23 @@ def parse_message(body: Any, *, label: str, provider: str, model: str) -> Assist
     usage = body.get("usage")
     stop, problem = stop_of(body.get("stop_reason"), label)
     return AssistantMessage(
-        content, api=ANTHROPIC_API, provider=provider, model=model,
+        content,
+        api=ANTHROPIC_API,
+        provider=provider,
+        model=model,
         usage=usage_from_anthropic(usage) if isinstance(usage, Mapping) else None,
-        stop_reason=stop, error_message=problem,
+        stop_reason=stop,
+        error_message=problem,
     )
 
 
 # The string fields of each known kind of content block, checked when the block starts.
-_START_TEXTS = {"text": ("text",), "thinking": ("thinking", "signature"), "tool_use": ("id", "name"),
-                "redacted_thinking": ("data",)}
+_START_TEXTS = {
+    "text": ("text",),
+    "thinking": ("thinking", "signature"),
+    "tool_use": ("id", "name"),
+    "redacted_thinking": ("data",),
+}
 _KNOWN_BLOCKS = frozenset(_START_TEXTS)
 # Each delta the client keeps: its text field, the kind of block it extends, and the kind of
 # update it is reported as (a signature is kept, not reported). Others (citations_delta) are
@@ -158,10 +171,12 @@ class _StreamBlock:
             signature = self.signature or self.start.get("signature") or None
             return ThinkingContent(str(self.start.get("thinking") or "") + joined, signature)
         if kind == "tool_use":
-            arguments = parse_arguments(joined) if self.parts else parse_arguments(
-                self.start.get("input"))
-            return AgentToolCall(id=str(self.start.get("id") or ""),
-                                 name=str(self.start.get("name") or ""), arguments=arguments)
+            arguments = parse_arguments(joined) if self.parts else parse_arguments(self.start.get("input"))
+            return AgentToolCall(
+                id=str(self.start.get("id") or ""),
+                name=str(self.start.get("name") or ""),
+                arguments=arguments,
+            )
         return _block(self.start)
 
 
@@ -251,8 +266,7 @@ class AnthropicStreamAssembler:
         if block is None:  # a delta without its start: assume the kind the delta implies
             block = self._blocks[index] = _StreamBlock({"type": block_kind})
         if block.kind in _KNOWN_BLOCKS and block.kind != block_kind:
-            raise read.problem(f"a {kind} for content block {index}, which is a {block.kind} "
-                               "block")
+            raise read.problem(f"a {kind} for content block {index}, which is a {block.kind} block")
         if reported is None:
             block.signature = (block.signature or "") + text
         else:
@@ -262,19 +276,28 @@ class AnthropicStreamAssembler:
         block.parts.append(text)
         if kind == "tool_call":  # of a tool_use block, or of a kind the client does not know
             call_id, name = block.start.get("id"), block.start.get("name")
-            self._emit(MessageUpdateEvent("tool_call", text, index,
-                                          call_id if isinstance(call_id, str) and call_id else None,
-                                          name if isinstance(name, str) and name else None))
+            self._emit(
+                MessageUpdateEvent(
+                    "tool_call",
+                    text,
+                    index,
+                    call_id if isinstance(call_id, str) and call_id else None,
+                    name if isinstance(name, str) and name else None,
+                )
+            )
         elif text:
             self._emit(MessageUpdateEvent(kind, text, index))  # type: ignore[arg-type]
 
     def finish(self) -> AssistantMessage:
         """Return the assembled message (after ``message_stop``)."""
-        content = [b for b in (self._blocks[i].build() for i in sorted(self._blocks))
-                   if b is not None]
+        content = [b for b in (self._blocks[i].build() for i in sorted(self._blocks)) if b is not None]
         stop, error = stop_of(self._stop_reason, self._label)
         return AssistantMessage(
-            content, api=ANTHROPIC_API, provider=self._provider, model=self._model,
+            content,
+            api=ANTHROPIC_API,
+            provider=self._provider,
+            model=self._model,
             usage=usage_from_anthropic(self._usage) if self._usage else None,
-            stop_reason=stop, error_message=error,
+            stop_reason=stop,
+            error_message=error,
         )

@@ -75,8 +75,12 @@ def _tool_input(arguments: Any) -> dict[str, Any]:
 
 
 def _tool_use(call: AgentToolCall) -> WireBlock:
-    return {"type": "tool_use", "id": sanitize_tool_id(call.id), "name": call.name,
-            "input": _tool_input(call.arguments)}
+    return {
+        "type": "tool_use",
+        "id": sanitize_tool_id(call.id),
+        "name": call.name,
+        "input": _tool_input(call.arguments),
+    }
 
 
 def _assistant_block(block: ContentBlock) -> list[WireBlock]:
@@ -153,8 +157,11 @@ def _wire_message(msg: Mapping[str, Any]) -> AgentMessage | None:
             content.append({"type": "tool_calls", "tool_calls": list(msg["tool_calls"])})
         return AssistantMessage(content)
     if role == "tool":
-        return ToolResultMessage(str(msg.get("tool_call_id") or ""), str(msg.get("name") or ""),
-                                 [TextContent(parts_text(msg.get("content"), "\n"))])
+        return ToolResultMessage(
+            str(msg.get("tool_call_id") or ""),
+            str(msg.get("name") or ""),
+            [TextContent(parts_text(msg.get("content"), "\n"))],
+        )
     return None
 
 
@@ -169,15 +176,21 @@ def openai_request_to_anthropic(
     read, such as a remote image URL.
     """
     raw: Sequence[Any] = request.get("messages") or []
-    system = "\n\n".join(parts_text(m.get("content"), "\n") for m in raw
-                         if isinstance(m, Mapping) and m.get("role") in ("system", "developer"))
-    messages = [m for m in (_wire_message(w) for w in raw if isinstance(w, Mapping))
-                if m is not None]
+    system = "\n\n".join(
+        parts_text(m.get("content"), "\n")
+        for m in raw
+        if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+    )
+    messages = [m for m in (_wire_message(w) for w in raw if isinstance(w, Mapping)) if m is not None]
     tools = []
     for entry in request.get("tools") or []:
         function = entry.get("function") if isinstance(entry, Mapping) else None
         if isinstance(function, Mapping) and function.get("name"):
-            tools.append(tool_to_anthropic(
-                str(function["name"]), str(function.get("description") or ""),
-                function.get("parameters") or {"type": "object", "properties": {}}))
+            tools.append(
+                tool_to_anthropic(
+                    str(function["name"]),
+                    str(function.get("description") or ""),
+                    function.get("parameters") or {"type": "object", "properties": {}},
+                )
+            )
     return system, messages_to_anthropic(messages), tools

@@ -36,8 +36,9 @@ def _non_negative(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None
 
 def _retry_count(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise ValueError(f"{attr.name} must be a whole number of further attempts (0 for none), "
-                         f"got {value!r}")
+        raise ValueError(
+            f"{attr.name} must be a whole number of further attempts (0 for none), got {value!r}"
+        )
 
 
 def _byte_limit(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -84,8 +85,9 @@ class HttpOptions:
     @property
     def retry(self) -> RetryPolicy:
         """The ``RetryPolicy`` these options describe."""
-        return RetryPolicy(self.max_retries, self.retry_base_delay_s, self.retry_max_backoff_s,
-                           self.max_retry_delay_ms)
+        return RetryPolicy(
+            self.max_retries, self.retry_base_delay_s, self.retry_max_backoff_s, self.max_retry_delay_ms
+        )
 
     @classmethod
     def field_names(cls) -> frozenset[str]:
@@ -99,6 +101,8 @@ def http_options(value: Any) -> HttpOptions:
     if value is None:
         return HttpOptions()
     if not isinstance(value, HttpOptions):
-        raise TypeError(f"http must be an HttpOptions (from yiemagent.llm), got "
-                        f"{type(value).__name__}; e.g. http=HttpOptions(timeout=30)")
+        raise TypeError(
+            f"http must be an HttpOptions (from yiemagent.llm), got "
+            f"{type(value).__name__}; e.g. http=HttpOptions(timeout=30)"
+        )
     return value

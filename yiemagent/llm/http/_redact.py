@@ -14,8 +14,7 @@ from collections.abc import Iterator
 
 import requests
 
-__all__ = ["CUT_MARK", "MASK", "MIN_PIECE_LENGTH", "MIN_SECRET_LENGTH", "ApiKeyAuth", "Secret",
-           "excerpt"]
+__all__ = ["CUT_MARK", "MASK", "MIN_PIECE_LENGTH", "MIN_SECRET_LENGTH", "ApiKeyAuth", "Secret", "excerpt"]
 
 MASK = "***"
 CUT_MARK = "…"  # ends every text ``excerpt`` cut, so a later scrub knows where the cut is
@@ -28,7 +27,8 @@ MIN_PIECE_LENGTH = 6
 
 # The key of the reply being read on this thread (see Secret.active); None outside a request.
 _active: contextvars.ContextVar[Secret | None] = contextvars.ContextVar(
-    "yiemagent_active_secret", default=None)
+    "yiemagent_active_secret", default=None
+)
 
 
 def _mask_cut_piece(part: str, key: str, mask: str) -> str:
@@ -142,4 +142,3 @@ def excerpt(text: str, limit: int) -> str:
         return text
     text = text[:limit] + CUT_MARK
     return secret.scrub(text) if secret is not None else text
-

@@ -46,8 +46,10 @@ def scrub_reply(reply: AssistantMessage, secret: Secret) -> AssistantMessage:
         changes["content"] = content
     if not changes:
         return reply
-    logger.warning("the reply held the api key (the server echoed it); it is masked as %s in the "
-                   "reply and the history", REPLY_MASK)
+    logger.warning(
+        "the reply held the api key (the server echoed it); it is masked as %s in the reply and the history",
+        REPLY_MASK,
+    )
     return attrs.evolve(reply, **changes)
 
 
@@ -159,8 +161,8 @@ class DeltaScrubber:
             self._stream = stream
         text = _mask_across(self._shown, self._held + event.delta, key).replace(key, REPLY_MASK)
         held = min(_key_start_at_end(self._shown + text, key), len(text))
-        out, self._held = text[:len(text) - held], text[len(text) - held:]
-        self._shown = (self._shown + out)[-(len(key) - 1):]
+        out, self._held = text[: len(text) - held], text[len(text) - held :]
+        self._shown = (self._shown + out)[-(len(key) - 1) :]
         self._last = event
         self._on_update(event if out == event.delta else attrs.evolve(event, delta=out))
 
@@ -178,14 +180,14 @@ def _mask_across(shown: str, text: str, key: str) -> str:
     window = shown + text
     for start in range(len(shown)):
         if window.startswith(key, start):
-            return REPLY_MASK + text[start + len(key) - len(shown):]
+            return REPLY_MASK + text[start + len(key) - len(shown) :]
     return text
 
 
 def _key_start_at_end(text: str, key: str) -> int:
     """The length of the longest start of ``key`` (shorter than the key, at least
     ``MIN_PIECE_LENGTH`` long) that ``text`` ends with; 0 when there is none."""
-    if key[:MIN_PIECE_LENGTH] not in text[-(len(key) - 1):]:  # nearly always: no need to look
+    if key[:MIN_PIECE_LENGTH] not in text[-(len(key) - 1) :]:  # nearly always: no need to look
         return 0
     for size in range(min(len(key) - 1, len(text)), MIN_PIECE_LENGTH - 1, -1):
         if text.endswith(key[:size]):

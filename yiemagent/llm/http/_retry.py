@@ -76,7 +76,8 @@ class Deadline:
         """Return the final ``LlmTimeoutError`` of a call past this deadline; ``detail`` is
         appended to its message."""
         return LlmTimeoutError(
-            f"{label} call did not finish within its deadline_s of {self.seconds:g} s{detail}")
+            f"{label} call did not finish within its deadline_s of {self.seconds:g} s{detail}"
+        )
 
 
 def is_retryable_status(status: int) -> bool:
@@ -195,10 +196,17 @@ def call_with_retries(
         delay = state.next_action.sleep if state.next_action is not None else 0.0
         # Waiting only to fail at the deadline would hide the real failure: end with it now.
         if deadline is not None and delay >= deadline.remaining():
-            raise deadline.error(label, f": the retry due in {delay:.2f} s would start past it; "
-                                        f"last failure: {error}")
-        log.warning("%s request failed (%s); retrying in %.2f s (attempt %d of %d)",
-                    label, error, delay, attempts + 1, policy.max_retries + 1)
+            raise deadline.error(
+                label, f": the retry due in {delay:.2f} s would start past it; last failure: {error}"
+            )
+        log.warning(
+            "%s request failed (%s); retrying in %.2f s (attempt %d of %d)",
+            label,
+            error,
+            delay,
+            attempts + 1,
+            policy.max_retries + 1,
+        )
 
     retrying = tenacity.Retrying(
         sleep=_sleeper(signal, label),
@@ -214,7 +222,11 @@ def call_with_retries(
         if error.retryable and attempts > 1:
             raise error.final(f"gave up after {attempts} attempts") from None
         if error.retryable:  # one attempt, as max_retries=0 asked: no count to report
-            raise type(error)(error.message, status=error.status,
-                              provider_message=error.provider_message, retryable=False,
-                              retry_after_s=error.retry_after_s) from None
+            raise type(error)(
+                error.message,
+                status=error.status,
+                provider_message=error.provider_message,
+                retryable=False,
+                retry_after_s=error.retry_after_s,
+            ) from None
         raise

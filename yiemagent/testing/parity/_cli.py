@@ -70,8 +70,9 @@ def check_trace(scenario: Scenario, trace: Trace, implementation: str | None = N
     rules = tuple(dict.fromkeys(d["rule"] for d in departures))
     if later is None:
         return Verdict(scenario.name, DEPARTED, "", reasons, rules)
-    return Verdict(scenario.name, DIVERGED,
-                   "after the declared departures:\n" + render(later, adjusted), reasons, rules)
+    return Verdict(
+        scenario.name, DIVERGED, "after the declared departures:\n" + render(later, adjusted), reasons, rules
+    )
 
 
 def _files(paths: Sequence[str], out: TextIO) -> tuple[list[Path], int]:
@@ -124,8 +125,11 @@ def _trace_folder(raw: str | None, out: TextIO) -> tuple[Path | None, int]:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         why = "it is a file, not a folder" if folder.exists() else exc.strerror or str(exc)
-        print(f"ERROR --trace-dir {printable(raw)}: cannot be used as the folder of traces: {why}; "
-              "no traces are written", file=out)
+        print(
+            f"ERROR --trace-dir {printable(raw)}: cannot be used as the folder of traces: {why}; "
+            "no traces are written",
+            file=out,
+        )
         return None, 1
     return folder, 0
 
@@ -209,8 +213,11 @@ def _pairs(scenario_arg: str, trace_arg: str, out: TextIO) -> tuple[list[tuple[S
         return [(s, trace_path / f"{s.name}.jsonl") for s in scenarios], bad
     if Path(scenario_arg).is_dir():
         what = "a file" if trace_path.exists() else "not there"
-        print(f"ERROR {printable(trace_arg)}: {what}; with a folder of scenarios, give the folder "
-              "of their traces (<scenario name>.jsonl files)", file=out)
+        print(
+            f"ERROR {printable(trace_arg)}: {what}; with a folder of scenarios, give the folder "
+            "of their traces (<scenario name>.jsonl files)",
+            file=out,
+        )
         return [], bad + 1
     return [(s, trace_path) for s in scenarios], bad
 
@@ -230,10 +237,15 @@ def _markdown(verdicts: Sequence[Verdict], implementation: str) -> str:
     for v in verdicts:
         for reason in v.reasons:
             labels.setdefault(reason, f"D{len(labels) + 1}")
-    lines = [f"{counts[AGREED]} agreed, {counts[DEPARTED]} departed as documented ({order_only} of "
-             "them by the event-order rules alone), "
-             f"{counts[DIVERGED]} diverged: {len(verdicts)} scenarios, implementation "
-             f"`{implementation}`.", "", "| scenario | result | departures |", "|---|---|---|"]
+    lines = [
+        f"{counts[AGREED]} agreed, {counts[DEPARTED]} departed as documented ({order_only} of "
+        "them by the event-order rules alone), "
+        f"{counts[DIVERGED]} diverged: {len(verdicts)} scenarios, implementation "
+        f"`{implementation}`.",
+        "",
+        "| scenario | result | departures |",
+        "|---|---|---|",
+    ]
     for v in verdicts:
         marks = ", ".join(labels[r] for r in v.reasons) if v.status != AGREED else ""
         lines.append(f"| `{v.scenario}` | {v.status} | {marks} |")
@@ -265,8 +277,7 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             with contextlib.suppress(DepartureError):  # then suggest against expect itself
                 base = apply_departures(base, departures, scenario)
             proposal = {"rule": "edit", "reason": "TODO: why", "edits": suggest(base, trace.expect())}
-            print("a departure that would describe it (write the reason, or split it by reason):",
-                  file=out)
+            print("a departure that would describe it (write the reason, or split it by reason):", file=out)
             print(_indent(json.dumps(proposal, ensure_ascii=False)), file=out)
     if args.markdown:
         print(_markdown(verdicts, name or "?"), file=out)
@@ -278,8 +289,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
                 print(_indent(v.detail), file=out)
         counts = [sum(v.status == s for v in verdicts) for s in (AGREED, DEPARTED, DIVERGED)]
         errors = f", {bad} unusable files" if bad else ""
-        print(f"{counts[0]} agreed, {counts[1]} departed as documented, {counts[2]} diverged"
-              f"{errors}", file=out)
+        print(
+            f"{counts[0]} agreed, {counts[1]} departed as documented, {counts[2]} diverged{errors}", file=out
+        )
     diverged = any(v.status == DIVERGED for v in verdicts)
     return 0 if not diverged and bad == 0 and verdicts else 1
 
@@ -294,7 +306,8 @@ def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m yiemagent.parity",
-        description="Conformance scenarios for the YiemAgent design (docs/PARITY.md).")
+        description="Conformance scenarios for the YiemAgent design (docs/PARITY.md).",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     run = sub.add_parser("run", help="run scenarios on yiemagent; print each failure's first divergence")
     run.add_argument("paths", nargs="*", help=f"scenario files or folders (default {DEFAULT_SCENARIOS})")
@@ -306,8 +319,9 @@ def _parser() -> argparse.ArgumentParser:
     check.add_argument("trace", help="its trace file, or a folder of <scenario name>.jsonl files")
     check.add_argument("--impl", help="whose departures apply (default: the trace header's name)")
     check.add_argument("--markdown", action="store_true", help="print the results as a table")
-    check.add_argument("--suggest", action="store_true",
-                       help="for each divergence, print departures that would describe it")
+    check.add_argument(
+        "--suggest", action="store_true", help="for each divergence, print departures that would describe it"
+    )
     check.set_defaults(handler=cmd_check)
     record = sub.add_parser("record", help="rewrite the scenarios' expect from what yiemagent does now")
     record.add_argument("paths", nargs="*", help=f"scenario files or folders (default {DEFAULT_SCENARIOS})")

@@ -69,8 +69,11 @@ def parallel_sections(events: Sequence[Mapping[str, Any]], scenario: Scenario) -
     while i < len(events):
         event = events[i]
         message = event.get("message")
-        if event["type"] == "message_end" and isinstance(message, Mapping) \
-                and message.get("role") == "assistant":
+        if (
+            event["type"] == "message_end"
+            and isinstance(message, Mapping)
+            and message.get("role") == "assistant"
+        ):
             calls = list(message.get("tool_calls", []))
         if event["type"].startswith("tool_execution_") and _batch_is_parallel(scenario, calls):
             j = i
@@ -101,30 +104,43 @@ def _ended_during_preparation(events: Sequence[Mapping[str, Any]]) -> list[str]:
     return [str(e.get("tool_call_id")) for e in events[:last] if e["type"] == "tool_execution_end"]
 
 
-def _compare_section(expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]],
-                     start: int) -> Divergence | None:
+def _compare_section(
+    expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]], start: int
+) -> Divergence | None:
     """The parallel-section rule: the starts keep their order, the same calls end before the last
     start, each call's own events keep their order; anything else may interleave."""
     where = f"in the parallel section events[{start}..{start + len(expected) - 1}]"
     want_starts, got_starts = _starts(expected), _starts(actual)
     if want_starts != got_starts:
-        n = next((k for k, (a, b) in enumerate(zip(want_starts, got_starts, strict=False)) if a != b),
-                 min(len(want_starts), len(got_starts)))
+        n = next(
+            (k for k, (a, b) in enumerate(zip(want_starts, got_starts, strict=False)) if a != b),
+            min(len(want_starts), len(got_starts)),
+        )
         want = _original(expected, want_starts[n], 0) if n < len(want_starts) else None
         got = _original(actual, got_starts[n], 0) if n < len(got_starts) else None
         offset = _nth_of(expected, want_starts[n], 0) if n < len(want_starts) else len(expected)
-        return Divergence("events", start + offset, want, got,
-                          f"{where}, start {n + 1} differs (calls start in call order)")
+        return Divergence(
+            "events", start + offset, want, got, f"{where}, start {n + 1} differs (calls start in call order)"
+        )
     want_prep, got_prep = _ended_during_preparation(expected), _ended_during_preparation(actual)
     if want_prep != got_prep:
         # Show where the two orders part: the first position that differs up to the last start.
-        p = next((k for k in range(max(len(expected), len(actual)))
-                  if k >= len(expected) or k >= len(actual)
-                  or comparable(expected[k]) != comparable(actual[k])), 0)
-        return Divergence("events", start + p, expected[p] if p < len(expected) else None,
-                          actual[p] if p < len(actual) else None,
-                          f"{where}: the calls that end before the last start (preparation "
-                          f"failures) differ: expected {want_prep}, actual {got_prep}")
+        p = next(
+            (
+                k
+                for k in range(max(len(expected), len(actual)))
+                if k >= len(expected) or k >= len(actual) or comparable(expected[k]) != comparable(actual[k])
+            ),
+            0,
+        )
+        return Divergence(
+            "events",
+            start + p,
+            expected[p] if p < len(expected) else None,
+            actual[p] if p < len(actual) else None,
+            f"{where}: the calls that end before the last start (preparation "
+            f"failures) differ: expected {want_prep}, actual {got_prep}",
+        )
     exp, act = _groups(expected), _groups(actual)
     if exp == act:
         return None
@@ -135,10 +151,13 @@ def _compare_section(expected: Sequence[Mapping[str, Any]], actual: Sequence[Map
             g = got_events[n] if n < len(got_events) else None
             if w != g:
                 index = start + _nth_of(expected, call_id, n) if w is not None else start + len(expected)
-                note = (f"{where}, call {call_id}'s event {n + 1} differs (events of different "
-                        "calls may interleave, each call's own order is fixed)")
-                return Divergence("events", index, _original(expected, call_id, n),
-                                  _original(actual, call_id, n), note)
+                note = (
+                    f"{where}, call {call_id}'s event {n + 1} differs (events of different "
+                    "calls may interleave, each call's own order is fixed)"
+                )
+                return Divergence(
+                    "events", index, _original(expected, call_id, n), _original(actual, call_id, n), note
+                )
     return None  # pragma: no cover - the groups differ, so some event differs
 
 
@@ -157,8 +176,9 @@ def _original(events: Sequence[Mapping[str, Any]], call_id: str, n: int) -> Mapp
     return events[index] if index < len(events) else None
 
 
-def _compare_events(expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]],
-                    scenario: Scenario) -> Divergence | None:
+def _compare_events(
+    expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]], scenario: Scenario
+) -> Divergence | None:
     exp_sections = dict(parallel_sections(expected, scenario))
     act_sections = dict(parallel_sections(actual, scenario))
     i = j = 0
@@ -180,8 +200,9 @@ def _compare_events(expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapp
     return None
 
 
-def _compare_items(part: str, expected: Sequence[Mapping[str, Any]],
-                   actual: Sequence[Mapping[str, Any]]) -> Divergence | None:
+def _compare_items(
+    part: str, expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]]
+) -> Divergence | None:
     for i in range(max(len(expected), len(actual))):
         want = expected[i] if i < len(expected) else None
         got = actual[i] if i < len(actual) else None
@@ -215,8 +236,10 @@ def _field_notes(want: Mapping[str, Any], got: Mapping[str, Any], prefix: str = 
         if isinstance(a.get(key), Mapping) and isinstance(b.get(key), Mapping):
             notes += _field_notes(a[key], b[key], f"{prefix}{key}.")
         else:
-            notes.append(f"{prefix}{key}: expected {_short(a.get(key), key in a)}, "
-                         f"actual {_short(b.get(key), key in b)}")
+            notes.append(
+                f"{prefix}{key}: expected {_short(a.get(key), key in a)}, "
+                f"actual {_short(b.get(key), key in b)}"
+            )
     return notes
 
 

@@ -30,8 +30,12 @@ def _is_result_pair(events: Sequence[Mapping[str, Any]], i: int) -> bool:
     if i + 1 >= len(events):
         return False
     start, end = events[i], events[i + 1]
-    return (start["type"] == "message_start" and start.get("role") == "toolResult"
-            and end["type"] == "message_end" and end["message"].get("role") == "toolResult")
+    return (
+        start["type"] == "message_start"
+        and start.get("role") == "toolResult"
+        and end["type"] == "message_end"
+        and end["message"].get("role") == "toolResult"
+    )
 
 
 def result_messages_inline(events: list[dict[str, Any]], scenario: Scenario) -> list[dict[str, Any]]:
@@ -43,8 +47,13 @@ def result_messages_inline(events: list[dict[str, Any]], scenario: Scenario) -> 
     while i < len(events):
         if _is_result_pair(events, i):
             call_id = events[i + 1]["message"].get("tool_call_id")
-            ends = [k for k, e in enumerate(out) if e["type"] == "tool_execution_end"
-                    and e.get("tool_call_id") == call_id and not e.get("_parallel")]
+            ends = [
+                k
+                for k, e in enumerate(out)
+                if e["type"] == "tool_execution_end"
+                and e.get("tool_call_id") == call_id
+                and not e.get("_parallel")
+            ]
             if ends:
                 at = ends[-1] + 1
                 while at < len(out) and out[at].get("_inlined"):
@@ -67,13 +76,17 @@ def turn_start_before_inputs(events: list[dict[str, Any]]) -> list[dict[str, Any
             i += 1
             continue
         start = i
-        while start >= 2 and out[start - 2]["type"] == "message_start" \
-                and out[start - 2].get("role") == "user" and out[start - 1]["type"] == "message_end":
+        while (
+            start >= 2
+            and out[start - 2]["type"] == "message_start"
+            and out[start - 2].get("role") == "user"
+            and out[start - 1]["type"] == "message_end"
+        ):
             start -= 2
         if start < i:
             turn_start = out[i]
             moved = [dict(e, turn=turn_start["turn"]) for e in out[start:i]]
-            out[start:i + 1] = [turn_start, *moved]
+            out[start : i + 1] = [turn_start, *moved]
         i += 1
     return out
 
@@ -132,13 +145,15 @@ def _edit(doc: Outcome, edit: Mapping[str, Any]) -> None:
         raise DepartureError(f"{pointer}: the parent is not a list or an object")
 
 
-def apply_departures(expected: Mapping[str, Sequence[Mapping[str, Any]]],
-                     departures: Sequence[Mapping[str, Any]], scenario: Scenario) -> Outcome:
+def apply_departures(
+    expected: Mapping[str, Sequence[Mapping[str, Any]]],
+    departures: Sequence[Mapping[str, Any]],
+    scenario: Scenario,
+) -> Outcome:
     """A copy of ``expected`` with ``departures`` applied in order; raises ``DepartureError``
     for an edit whose pointer names nothing, or for edits that leave an outcome the scenario
     schema's ``expect`` does not allow (so comparing it cannot fail on a malformed item)."""
-    doc: Outcome = {part: copy.deepcopy(list(expected[part])) for part in ("events", "responses",
-                                                                             "history")}
+    doc: Outcome = {part: copy.deepcopy(list(expected[part])) for part in ("events", "responses", "history")}
     for departure in departures:
         rule = departure["rule"]
         if rule == "result_messages_inline":
@@ -151,8 +166,7 @@ def apply_departures(expected: Mapping[str, Sequence[Mapping[str, Any]]],
     problems = validation_problems(doc, "expect")
     if problems:
         path, message = problems[0]
-        raise DepartureError(f"the edits leave an expected outcome that is not valid: "
-                             f"{path}: {message}")
+        raise DepartureError(f"the edits leave an expected outcome that is not valid: {path}: {message}")
     return doc
 
 
@@ -178,16 +192,18 @@ def _field_edits(path: str, want: Any, got: Any) -> list[dict[str, Any]]:
     return edits
 
 
-def suggest(expected: Mapping[str, Sequence[Any]], actual: Mapping[str, Sequence[Any]]
-            ) -> list[dict[str, Any]]:
+def suggest(
+    expected: Mapping[str, Sequence[Any]], actual: Mapping[str, Sequence[Any]]
+) -> list[dict[str, Any]]:
     """The edits (``set``/``insert``/``remove``) that turn ``expected`` into an outcome that
     compares equal to ``actual``, ordered so that each pointer is right when they are applied in
     order: put them in ``{"rule": "edit", "reason": ..., "edits": [...]}``."""
     edits: list[dict[str, Any]] = []
     for part in ("events", "responses", "history"):
         want, got = list(expected[part]), list(actual[part])
-        matcher = difflib.SequenceMatcher(a=[canonical_json(x) for x in want],
-                                          b=[canonical_json(x) for x in got], autojunk=False)
+        matcher = difflib.SequenceMatcher(
+            a=[canonical_json(x) for x in want], b=[canonical_json(x) for x in got], autojunk=False
+        )
         for tag, i1, i2, j1, j2 in reversed(matcher.get_opcodes()):
             if tag == "equal":
                 continue
@@ -196,6 +212,7 @@ def suggest(expected: Mapping[str, Sequence[Any]], actual: Mapping[str, Sequence
                     edits += _field_edits(f"/{part}/{i1 + k}", want[i1 + k], got[j1 + k])
                 continue
             edits += [{"op": "remove", "path": f"/{part}/{k}"} for k in range(i2 - 1, i1 - 1, -1)]
-            edits += [{"op": "insert", "path": f"/{part}/{i1 + n}", "value": got[j1 + n]}
-                      for n in range(j2 - j1)]
+            edits += [
+                {"op": "insert", "path": f"/{part}/{i1 + n}", "value": got[j1 + n]} for n in range(j2 - j1)
+            ]
     return edits

@@ -56,14 +56,24 @@ def history_message(data: Mapping[str, Any], timestamp: int) -> AgentMessage:
         return UserMessage(text, timestamp)
     if role == "assistant":
         calls = [AgentToolCall(c["id"], c["name"], c["arguments"]) for c in data["tool_calls"]]
-        return AssistantMessage([*text, *calls], stop_reason=data["stop_reason"],
-                                error_message=data.get("error_message"), timestamp=timestamp)
+        return AssistantMessage(
+            [*text, *calls],
+            stop_reason=data["stop_reason"],
+            error_message=data.get("error_message"),
+            timestamp=timestamp,
+        )
     details = dict(data["details"])
     if data.get("error_kind"):
         details["error_kind"] = data["error_kind"]
-    return ToolResultMessage(data["tool_call_id"], data["tool_name"], text, details,
-                             added_tool_names=list(data["added_tool_names"]),
-                             is_error=bool(data["is_error"]), timestamp=timestamp)
+    return ToolResultMessage(
+        data["tool_call_id"],
+        data["tool_name"],
+        text,
+        details,
+        added_tool_names=list(data["added_tool_names"]),
+        is_error=bool(data["is_error"]),
+        timestamp=timestamp,
+    )
 
 
 class _Recorder:
@@ -106,17 +116,20 @@ def _field(event: Mapping[str, Any], key: str) -> Any:
     return event.get(key)
 
 
-def _agent(scenario: Scenario, harness: Harness, sink: _Recorder,
-           clock: Callable[[], int]) -> YiemAgent:
+def _agent(scenario: Scenario, harness: Harness, sink: _Recorder, clock: Callable[[], int]) -> YiemAgent:
     tools, store = build_tools(scenario.tools, harness)
     before, after = build_hooks(scenario.hooks, harness)
     agent = YiemAgent(
         llm_call=ScriptedModel(scenario.replies, harness),
         system_prompt=scenario.setting("system_prompt"),
-        tools=tools, tool_store=store,
+        tools=tools,
+        tool_store=store,
         messages=[history_message(m, clock()) for m in scenario.history],
-        agent_event_sink=sink, before_tool_call=before, after_tool_call=after,
-        tool_execution=scenario.setting("execution"), max_turns=scenario.setting("max_turns"),
+        agent_event_sink=sink,
+        before_tool_call=before,
+        after_tool_call=after,
+        tool_execution=scenario.setting("execution"),
+        max_turns=scenario.setting("max_turns"),
         steering_mode=scenario.setting("steering_mode"),
         follow_up_mode=scenario.setting("follow_up_mode"),
         skip_tools_on_steer=scenario.setting("skip_tools_on_steer"),
@@ -129,8 +142,7 @@ def _agent(scenario: Scenario, harness: Harness, sink: _Recorder,
     return agent
 
 
-def _perform(agent: YiemAgent, harness: Harness, item: Mapping[str, Any],
-             clock: Callable[[], int]) -> None:
+def _perform(agent: YiemAgent, harness: Harness, item: Mapping[str, Any], clock: Callable[[], int]) -> None:
     action = item["do"]
     if action == "user":
         agent.run_agent(UserMessage(item["text"], clock()))

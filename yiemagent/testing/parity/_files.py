@@ -17,8 +17,15 @@ from typing import Any
 from yiemagent.core._files import UnreadableFileError, read_regular_file
 from yiemagent.errors import FileProblem
 
-__all__ = ["MAX_DEPTH", "MAX_FILE_BYTES", "MAX_SAFE_INTEGER", "FileProblem", "parse_json",
-           "printable", "read_text"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_FILE_BYTES",
+    "MAX_SAFE_INTEGER",
+    "FileProblem",
+    "parse_json",
+    "printable",
+    "read_text",
+]
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a scenario is a few kB, a trace rarely more than 100 kB
 # Levels of objects and arrays: the deepest shipped scenario has 79 (tool arguments nested past
@@ -51,8 +58,9 @@ def read_text(path: str | os.PathLike[str], limit: int = MAX_FILE_BYTES) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise FileProblem(f"not UTF-8 text: byte {exc.start} is 0x{data[exc.start]:02x}; save the "
-                          "file as UTF-8") from None
+        raise FileProblem(
+            f"not UTF-8 text: byte {exc.start} is 0x{data[exc.start]:02x}; save the file as UTF-8"
+        ) from None
 
 
 def _integer(text: str) -> int:
@@ -64,8 +72,10 @@ def _integer(text: str) -> int:
         if abs(value) <= MAX_SAFE_INTEGER:
             return value
     shown = text if len(text) <= 24 else f"{text[:20]}… ({len(digits)} digits)"
-    raise ValueError(f"the integer {shown} is outside ±{MAX_SAFE_INTEGER}, the range every JSON "
-                     "implementation reads exactly")
+    raise ValueError(
+        f"the integer {shown} is outside ±{MAX_SAFE_INTEGER}, the range every JSON "
+        "implementation reads exactly"
+    )
 
 
 def _number(text: str) -> float:
@@ -105,8 +115,11 @@ def _check_tree(value: Any) -> None:
         item, depth, parts = stack.pop()
         if isinstance(item, str):
             if not _is_text(item):
-                raise FileProblem("a string with a lone surrogate (a \\ud800-\\udfff escape not "
-                                  "in a pair), which is not text", _json_path(parts))
+                raise FileProblem(
+                    "a string with a lone surrogate (a \\ud800-\\udfff escape not "
+                    "in a pair), which is not text",
+                    _json_path(parts),
+                )
             continue
         if not isinstance(item, (dict, list)):
             continue
@@ -115,8 +128,7 @@ def _check_tree(value: Any) -> None:
         if isinstance(item, dict):
             for key, sub in item.items():
                 if not _is_text(key):
-                    raise FileProblem("a key with a lone surrogate, which is not text",
-                                      _json_path(parts))
+                    raise FileProblem("a key with a lone surrogate, which is not text", _json_path(parts))
                 stack.append((sub, depth + 1, (*parts, key)))
         else:
             stack.extend((sub, depth + 1, (*parts, i)) for i, sub in enumerate(item))
@@ -128,8 +140,7 @@ def parse_json(text: str, one_line: bool = False) -> Any:
     ``FileProblem`` (with the JSON path, where there is one) for anything else; a syntax error
     names its line and column, or only its column for a ``one_line`` text (a JSON Lines line)."""
     try:
-        value = json.loads(text, parse_int=_integer, parse_float=_number,
-                           parse_constant=_constant)
+        value = json.loads(text, parse_int=_integer, parse_float=_number, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         at = f"column {exc.colno}" if one_line else f"line {exc.lineno} column {exc.colno}"
         raise FileProblem(f"not JSON: {exc.msg} at {at}") from None

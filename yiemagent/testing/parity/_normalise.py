@@ -37,9 +37,11 @@ def canonical_json(value: Any) -> str:
 
 
 def _text(blocks: Iterable[Any]) -> str:
-    return "\n".join(b["text"] for b in blocks
-                     if isinstance(b, Mapping) and b.get("type") == "text"
-                     and isinstance(b.get("text"), str))
+    return "\n".join(
+        b["text"]
+        for b in blocks
+        if isinstance(b, Mapping) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    )
 
 
 class Normaliser:
@@ -76,18 +78,34 @@ class Normaliser:
         if role == "user":
             return {"role": "user", "text": _text(content)}
         if role == "assistant":
-            calls = [{"id": self.call_id(b.get("id")), "name": str(b.get("name", "")),
-                      "arguments": self.arguments(b.get("arguments"))}
-                     for b in content if isinstance(b, Mapping) and b.get("type") == "toolCall"]
-            return {"role": "assistant", "text": _text(content), "tool_calls": calls,
-                    "stop_reason": str(raw.get("stop_reason")),
-                    "error_message": None if raw.get("error_message") is None else ERROR_MESSAGE}
+            calls = [
+                {
+                    "id": self.call_id(b.get("id")),
+                    "name": str(b.get("name", "")),
+                    "arguments": self.arguments(b.get("arguments")),
+                }
+                for b in content
+                if isinstance(b, Mapping) and b.get("type") == "toolCall"
+            ]
+            return {
+                "role": "assistant",
+                "text": _text(content),
+                "tool_calls": calls,
+                "stop_reason": str(raw.get("stop_reason")),
+                "error_message": None if raw.get("error_message") is None else ERROR_MESSAGE,
+            }
         details = dict(raw.get("details") or {})
         kind = details.pop("error_kind", None)
-        return {"role": "toolResult", "tool_call_id": self.call_id(raw.get("tool_call_id")),
-                "tool_name": str(raw.get("tool_name", "")), "is_error": bool(raw.get("is_error")),
-                "error_kind": kind if isinstance(kind, str) else None, "text": _text(content),
-                "details": details, "added_tool_names": list(raw.get("added_tool_names") or [])}
+        return {
+            "role": "toolResult",
+            "tool_call_id": self.call_id(raw.get("tool_call_id")),
+            "tool_name": str(raw.get("tool_name", "")),
+            "is_error": bool(raw.get("is_error")),
+            "error_kind": kind if isinstance(kind, str) else None,
+            "text": _text(content),
+            "details": details,
+            "added_tool_names": list(raw.get("added_tool_names") or []),
+        }
 
     def event(self, raw: Mapping[str, Any]) -> dict[str, Any] | None:
         """An event's normalised form, from its ``to_dict()``; ``None`` for ``message_update``
@@ -105,8 +123,7 @@ class Normaliser:
             out["messages"] = len(raw.get("messages") or [])
         elif kind == "turn_end":
             out["stop_reason"] = str(raw["message"].get("stop_reason"))
-            out["tool_results"] = [self.call_id(m.get("tool_call_id"))
-                                   for m in raw.get("tool_results") or []]
+            out["tool_results"] = [self.call_id(m.get("tool_call_id")) for m in raw.get("tool_results") or []]
         elif kind == "message_start":
             message = raw.get("message")
             out["role"] = message.get("role") if isinstance(message, Mapping) else "assistant"
@@ -123,7 +140,11 @@ class Normaliser:
                 result = raw.get("result") or {}
                 details = dict(result.get("details") or {})
                 details.pop("error_kind", None)
-                out.update(is_error=bool(raw["is_error"]), error_kind=raw.get("error_kind"),
-                           text=str(raw.get("text", "")), details=details,
-                           terminate=bool(result.get("terminate")))
+                out.update(
+                    is_error=bool(raw["is_error"]),
+                    error_kind=raw.get("error_kind"),
+                    text=str(raw.get("text", "")),
+                    details=details,
+                    terminate=bool(result.get("terminate")),
+                )
         return out

@@ -62,8 +62,8 @@ def _validator(name: str) -> jsonschema.Draft202012Validator:
     """The validator for ``name``: a shipped schema, or ``"expect"`` (a scenario's expected
     outcome alone, which departures must leave valid)."""
     registry: referencing.Registry[Any] = referencing.Registry().with_resources(
-        (_BASE + file, referencing.Resource.from_contents(schema(key)))
-        for key, file in SCHEMA_FILES.items())
+        (_BASE + file, referencing.Resource.from_contents(schema(key))) for key, file in SCHEMA_FILES.items()
+    )
     if name == "expect":
         ref = {"$ref": _BASE + SCHEMA_FILES["scenario"] + "#/$defs/expect"}
         return jsonschema.Draft202012Validator(ref, registry=registry)
@@ -147,8 +147,7 @@ class Scenario:
 
     def known_ids(self) -> set[str]:
         """The tool-call ids the scenario gives: in its replies and its history."""
-        ids = {c["id"] for r in self.replies for c in r.get("message", {}).get("tool_calls", [])
-               if "id" in c}
+        ids = {c["id"] for r in self.replies for c in r.get("message", {}).get("tool_calls", []) if "id" in c}
         for msg in self.history:
             ids.update(c["id"] for c in msg.get("tool_calls", []))
             if msg.get("role") == "toolResult":
@@ -207,8 +206,12 @@ def _rule_problems(data: Mapping[str, Any], stem: str | None) -> list[Problem]:
     for i, tool in enumerate(tools):
         for j, name in enumerate(tool["outcome"].get("register", [])):
             if name not in later:
-                problems.append((json_path(["tools", i, "outcome", "register", j]),
-                                 f"{name!r} is not a tool with \"available\": false"))
+                problems.append(
+                    (
+                        json_path(["tools", i, "outcome", "register", j]),
+                        f'{name!r} is not a tool with "available": false',
+                    )
+                )
     steps = list(_steps(data))
     released = {s["latch"] for _, s in steps if s["do"] == "release"}
     released |= {i["latch"] for i in data.get("inputs", []) if i["do"] == "release"}
@@ -227,8 +230,12 @@ def _rule_problems(data: Mapping[str, Any], stem: str | None) -> list[Problem]:
             if call_id is None:
                 continue
             if call_id in seen or call_id.startswith("<"):
-                problems.append((json_path(["replies", i, "message", "tool_calls", j, "id"]),
-                                 f"tool-call id {call_id!r} is used twice or looks like a placeholder"))
+                problems.append(
+                    (
+                        json_path(["replies", i, "message", "tool_calls", j, "id"]),
+                        f"tool-call id {call_id!r} is used twice or looks like a placeholder",
+                    )
+                )
             seen.add(call_id)
     return problems
 
@@ -253,8 +260,10 @@ def load_scenario(path: str | Path) -> Scenario:
     try:
         text = read_text(file)
         if not text.strip():
-            raise FileProblem("the file is empty; a scenario is a JSON object (see "
-                              "python -m yiemagent.parity schema scenario)")
+            raise FileProblem(
+                "the file is empty; a scenario is a JSON object (see "
+                "python -m yiemagent.parity schema scenario)"
+            )
         data = parse_json(text)
     except FileProblem as exc:
         raise ScenarioError(str(file), [(exc.where, str(exc))]) from None

@@ -31,22 +31,27 @@ class Trace:
         return {"events": self.events, "responses": self.responses, "history": self.history}
 
 
-def trace_lines(scenario: str, implementation: str,
-                outcome: Mapping[str, Sequence[Mapping[str, Any]]]) -> list[dict[str, Any]]:
+def trace_lines(
+    scenario: str, implementation: str, outcome: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> list[dict[str, Any]]:
     """The lines of a trace: header, events, responses, history."""
-    lines: list[dict[str, Any]] = [{"type": "trace", "format": FORMAT, "scenario": scenario,
-                                    "implementation": implementation}]
+    lines: list[dict[str, Any]] = [
+        {"type": "trace", "format": FORMAT, "scenario": scenario, "implementation": implementation}
+    ]
     lines += [dict(e) for e in outcome["events"]]
     lines += [{"type": "response", "message": dict(m)} for m in outcome["responses"]]
     lines += [{"type": "history", "message": dict(m)} for m in outcome["history"]]
     return lines
 
 
-def write_trace(path: str | Path, scenario: str, implementation: str,
-                outcome: Mapping[str, Sequence[Mapping[str, Any]]]) -> None:
+def write_trace(
+    path: str | Path, scenario: str, implementation: str, outcome: Mapping[str, Sequence[Mapping[str, Any]]]
+) -> None:
     """Write a trace file (UTF-8, one compact JSON object per line)."""
-    text = "".join(json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
-                   for line in trace_lines(scenario, implementation, outcome))
+    text = "".join(
+        json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
+        for line in trace_lines(scenario, implementation, outcome)
+    )
     Path(path).write_text(text, encoding="utf-8")
 
 
@@ -82,9 +87,13 @@ def read_trace(path: str | Path) -> Trace:
         kind = record["type"]
         order = _ORDER.get(kind, 1)
         if (stage == -1) != (order == 0) or order < stage:
-            problems.append((f"{where}: {json_path(['type'])}",
-                             f"{kind!r} out of place: the header comes first, then events, "
-                             "responses and history lines, in that order"))
+            problems.append(
+                (
+                    f"{where}: {json_path(['type'])}",
+                    f"{kind!r} out of place: the header comes first, then events, "
+                    "responses and history lines, in that order",
+                )
+            )
         stage = max(stage, order)
         records.append(record)
     if not records and not problems:
@@ -93,7 +102,8 @@ def read_trace(path: str | Path) -> Trace:
         raise ScenarioError(str(file), problems, "trace")
     header = records[0]
     return Trace(
-        scenario=header["scenario"], implementation=header["implementation"],
+        scenario=header["scenario"],
+        implementation=header["implementation"],
         events=[r for r in records[1:] if r["type"] not in ("response", "history")],
         responses=[r["message"] for r in records if r["type"] == "response"],
         history=[r["message"] for r in records if r["type"] == "history"],

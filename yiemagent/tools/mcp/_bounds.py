@@ -15,8 +15,16 @@ from typing import Any
 
 from mcp_types import ErrorData, JSONRPCError
 
-__all__ = ["DEFAULT_MAX_RESULT_BYTES", "EDGE_BYTES", "RESULT_TOO_LARGE", "answer_id", "check_limit",
-           "is_answer", "too_large", "too_large_text"]
+__all__ = [
+    "DEFAULT_MAX_RESULT_BYTES",
+    "EDGE_BYTES",
+    "RESULT_TOO_LARGE",
+    "answer_id",
+    "check_limit",
+    "is_answer",
+    "too_large",
+    "too_large_text",
+]
 
 # Far above any result a model could use (16 MiB of text is millions of tokens), far below a
 # memory problem; a message bigger than this is almost always a mistake of the server.
@@ -31,19 +39,19 @@ EDGE_BYTES = 4096
 # or array: the top-level members of a JSON-RPC message other than its one big value.
 _SIMPLE = rb'"(?:[^"\\]|\\.)*"|[-+.\w]+'
 _HEAD_MEMBER = re.compile(
-    rb'\s*"(?P<key>[^"\\]{1,16})"\s*:\s*(?:(?P<value>' + _SIMPLE + rb')\s*(?P<end>[,}])|[\[{])',
-    re.DOTALL)
+    rb'\s*"(?P<key>[^"\\]{1,16})"\s*:\s*(?:(?P<value>' + _SIMPLE + rb")\s*(?P<end>[,}])|[\[{])", re.DOTALL
+)
 _TAIL_MEMBER = re.compile(
-    rb'(?P<start>[,{])\s*"(?P<key>[^"\\]{1,16})"\s*:\s*(?P<value>' + _SIMPLE + rb')\s*\Z',
-    re.DOTALL)
+    rb'(?P<start>[,{])\s*"(?P<key>[^"\\]{1,16})"\s*:\s*(?P<value>' + _SIMPLE + rb")\s*\Z", re.DOTALL
+)
 
 
 def check_limit(max_result_bytes: Any) -> int:
     """``max_result_bytes`` when it is a positive whole number, else a ``ValueError`` saying so."""
-    if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int) \
-            or max_result_bytes <= 0:
-        raise ValueError(f"max_result_bytes must be a positive whole number of bytes, got "
-                         f"{max_result_bytes!r}")
+    if isinstance(max_result_bytes, bool) or not isinstance(max_result_bytes, int) or max_result_bytes <= 0:
+        raise ValueError(
+            f"max_result_bytes must be a positive whole number of bytes, got {max_result_bytes!r}"
+        )
     return max_result_bytes
 
 
@@ -51,16 +59,21 @@ def too_large_text(limit: int, size: int | None) -> str:
     """What a call whose answer was over ``limit`` fails with: the limit, the size when known,
     and how to raise the limit."""
     seen = f"it was {size} bytes" if size is not None else "it was more"
-    return (f"the server's answer is larger than max_result_bytes ({limit} bytes; {seen}) and "
-            "was dropped unread; pass load_mcp_tools options=McpOptions(max_result_bytes=...) "
-            "with a larger limit to accept it")
+    return (
+        f"the server's answer is larger than max_result_bytes ({limit} bytes; {seen}) and "
+        "was dropped unread; pass load_mcp_tools options=McpOptions(max_result_bytes=...) "
+        "with a larger limit to accept it"
+    )
 
 
 def too_large(request_id: str | int | None, limit: int, size: int | None) -> JSONRPCError:
     """The JSON-RPC error that stands in for the answer to ``request_id`` that was over ``limit``
     (``None``: an answer to no known request, which the SDK reads and ignores)."""
-    return JSONRPCError(jsonrpc="2.0", id=request_id,
-                        error=ErrorData(code=RESULT_TOO_LARGE, message=too_large_text(limit, size)))
+    return JSONRPCError(
+        jsonrpc="2.0",
+        id=request_id,
+        error=ErrorData(code=RESULT_TOO_LARGE, message=too_large_text(limit, size)),
+    )
 
 
 def answer_id(head: bytes, tail: bytes) -> str | int | None:

@@ -104,8 +104,15 @@ def load_mcp_tools(
     listed within ``connect_timeout_s``, or (with ``strict``) when a tool cannot be registered;
     nothing is left registered or running then.
     """
-    return McpConnection(store, server, prefix=prefix, strict=strict, name=name,
-                         on_tools_changed=on_tools_changed, options=options)
+    return McpConnection(
+        store,
+        server,
+        prefix=prefix,
+        strict=strict,
+        name=name,
+        on_tools_changed=on_tools_changed,
+        options=options,
+    )
 
 
 class _Session:
@@ -168,8 +175,9 @@ class _EndWatch:
     async def __aenter__(self) -> _EndWatch:
         return self
 
-    async def __aexit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                        tb: TracebackType | None) -> None:
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         await self.aclose()
 
 
@@ -207,16 +215,20 @@ def _options(options: Any) -> McpOptions:
     if options is None:
         return McpOptions()
     if not isinstance(options, McpOptions):
-        raise TypeError(f"options must be an McpOptions (from yiemagent.tools.mcp), got "
-                        f"{type(options).__name__}; e.g. options=McpOptions(timeout_s=30)")
+        raise TypeError(
+            f"options must be an McpOptions (from yiemagent.tools.mcp), got "
+            f"{type(options).__name__}; e.g. options=McpOptions(timeout_s=30)"
+        )
     return options
 
 
 def _command(server: str | Sequence[str]) -> list[str]:
     argv = shlex.split(server) if isinstance(server, str) else list(server)
     if not argv or not all(isinstance(a, str) for a in argv) or not argv[0]:
-        raise ValueError(f"an MCP server is a command line (a non-empty list of strings) or an "
-                         f"http(s):// URL, got {server!r}")
+        raise ValueError(
+            f"an MCP server is a command line (a non-empty list of strings) or an "
+            f"http(s):// URL, got {server!r}"
+        )
     return argv
 
 
@@ -278,8 +290,9 @@ class McpConnection:
         self._argv = None if self._url is not None else _command(server)
         if self._url is None and options.headers is not None:
             raise ValueError("headers apply to an http(s):// server, not to a command")
-        if self._url is not None and (options.env is not None or options.cwd is not None
-                                      or options.errlog is not None):
+        if self._url is not None and (
+            options.env is not None or options.cwd is not None or options.errlog is not None
+        ):
             raise ValueError("env, cwd and errlog apply to a command, not to an http(s):// server")
         self.store = store
         self.name = name or _label_for(server)
@@ -307,8 +320,9 @@ class McpConnection:
         self._loaded = False
 
         self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run_loop, daemon=True,
-                                         name=f"yiemagent-mcp {self.name}"[:60])
+        self._thread = threading.Thread(
+            target=self._run_loop, daemon=True, name=f"yiemagent-mcp {self.name}"[:60]
+        )
         self._thread.start()
         _OPEN.add(self)
         self._unhook = store.add_closer(self.close)
@@ -318,8 +332,11 @@ class McpConnection:
                 raise McpToolError(
                     f'MCP server "{self.name}": {len(problems)} tool(s) could not be registered:\n'
                     + "\n".join(f"  - {p}" for p in problems)
-                    + ("\nPass prefix=... to load_mcp_tools to keep the names apart."
-                       if any("already has a tool" in p for p in problems) else "")
+                    + (
+                        "\nPass prefix=... to load_mcp_tools to keep the names apart."
+                        if any("already has a tool" in p for p in problems)
+                        else ""
+                    )
                 )
         except BaseException:
             self.close()
@@ -374,8 +391,9 @@ class McpConnection:
         try:
             asyncio.run_coroutine_threadsafe(self._shutdown(), self._loop).result(_CLOSE_WAIT_S + 5)
         except BaseException as exc:
-            logger.warning('MCP server "%s": closing did not finish cleanly: %s', self.name,
-                           describe_error(exc))
+            logger.warning(
+                'MCP server "%s": closing did not finish cleanly: %s', self.name, describe_error(exc)
+            )
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(_CLOSE_WAIT_S)
         with self._waiting_lock:
@@ -388,8 +406,9 @@ class McpConnection:
     def __enter__(self) -> McpConnection:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
     def __repr__(self) -> str:
@@ -423,8 +442,9 @@ class McpConnection:
         if self._closed:
             raise McpToolError(f'the connection to MCP server "{self.name}" is closed')
         if threading.current_thread() is self._thread:
-            raise McpToolError("an MCP tool cannot be called from its connection's own thread "
-                               "(an on_tools_changed callback)")
+            raise McpToolError(
+                "an MCP tool cannot be called from its connection's own thread (an on_tools_changed callback)"
+            )
 
     def _submit(self, coro: Any) -> concurrent.futures.Future[Any]:
         """Schedule ``coro`` on the loop; raise ``McpToolError`` when the loop is gone."""
@@ -445,8 +465,13 @@ class McpConnection:
         except concurrent.futures.CancelledError:
             raise McpToolError(f'the connection to MCP server "{self.name}" was closed') from None
 
-    def _execute(self, tool_name: str, args: dict[str, Any], signal: AbortSignal | None,
-                 on_partial_result: Callable[[Any], None] | None) -> AgentToolResult:
+    def _execute(
+        self,
+        tool_name: str,
+        args: dict[str, Any],
+        signal: AbortSignal | None,
+        on_partial_result: Callable[[Any], None] | None,
+    ) -> AgentToolResult:
         """Call the server's tool ``tool_name`` and wait for its result on this thread, forwarding
         progress to ``on_partial_result``; an abort of ``signal`` cancels the call in flight.
         Raises ``McpToolError`` for an error result, a timeout, an abort or a lost server."""
@@ -469,8 +494,9 @@ class McpConnection:
             self._cancel_soon(call)
 
         unregister = signal.on_abort(abort) if signal is not None else None
-        limit = None if self.timeout_s is None else (
-            self.timeout_s + self.connect_timeout_s + _CALLER_GRACE_S)
+        limit = (
+            None if self.timeout_s is None else (self.timeout_s + self.connect_timeout_s + _CALLER_GRACE_S)
+        )
         deadline = None if limit is None else time.monotonic() + limit
         try:
             while True:
@@ -479,8 +505,10 @@ class McpConnection:
                     kind, value = inbox.get(timeout=wait)
                 except queue.Empty:
                     self._cancel_soon(call)
-                    raise McpToolError(f'MCP server "{self.name}" did not answer the call to '
-                                       f'"{tool_name}" within {limit:g} s') from None
+                    raise McpToolError(
+                        f'MCP server "{self.name}" did not answer the call to '
+                        f'"{tool_name}" within {limit:g} s'
+                    ) from None
                 if kind == "done":
                     break
                 if kind == "abort":
@@ -494,23 +522,30 @@ class McpConnection:
         try:
             result: mcp_types.CallToolResult = future.result()
         except concurrent.futures.CancelledError:
-            raise McpToolError(f'the connection to MCP server "{self.name}" was closed '
-                               f'during the call to "{tool_name}"') from None
+            raise McpToolError(
+                f'the connection to MCP server "{self.name}" was closed during the call to "{tool_name}"'
+            ) from None
         return self._to_result(tool_name, result)
 
     def _cancel_soon(self, call: _Call) -> None:
         with contextlib.suppress(RuntimeError):  # a closed loop: the call ended with it
             self._loop.call_soon_threadsafe(call.cancel)
 
-    def _report(self, on_partial_result: Callable[[Any], None] | None, value: float,
-                total: float | None, message: str | None) -> None:
+    def _report(
+        self,
+        on_partial_result: Callable[[Any], None] | None,
+        value: float,
+        total: float | None,
+        message: str | None,
+    ) -> None:
         """Hand one progress notification to ``on_partial_result`` as an ``AgentToolResult``."""
         if on_partial_result is None:
             return
         amount = f"{value:g}/{total:g}" if total is not None else f"{value:g}"
         text = f"progress {amount}" + (f": {message}" if message else "")
-        partial = AgentToolResult([TextContent(text)],
-                                  {"progress": value, "total": total, "message": message})
+        partial = AgentToolResult(
+            [TextContent(text)], {"progress": value, "total": total, "message": message}
+        )
         try:
             on_partial_result(partial)
         except Exception:  # a broken listener must not abandon a call in flight
@@ -529,8 +564,9 @@ class McpConnection:
 
     # -- on the loop ------------------------------------------------------------------------------
 
-    async def _call(self, tool_name: str, args: dict[str, Any], progress: Any,
-                    call: _Call) -> mcp_types.CallToolResult:
+    async def _call(
+        self, tool_name: str, args: dict[str, Any], progress: Any, call: _Call
+    ) -> mcp_types.CallToolResult:
         """Call ``tool_name`` over the live session (connecting first when there is none)."""
         self._calls.add(call)
         try:
@@ -545,17 +581,18 @@ class McpConnection:
                     # An HTTP server that restarted no longer knows the session and refused the
                     # request before running anything: the same call on a new session is safe.
                     self._discard(session)
-                    return await self._call_on(await self._live(), tool_name, args, progress,
-                                               may_retry=False)
+                    return await self._call_on(await self._live(), tool_name, args, progress, may_retry=False)
             if self._closed:
-                raise McpToolError(f'the connection to MCP server "{self.name}" was closed during '
-                                   f'the call to "{tool_name}"')
+                raise McpToolError(
+                    f'the connection to MCP server "{self.name}" was closed during the call to "{tool_name}"'
+                )
             raise McpToolError(f'the call to MCP tool "{tool_name}" was aborted')
         finally:
             self._calls.discard(call)
 
-    async def _call_on(self, session: _Session, tool_name: str, args: dict[str, Any], progress: Any,
-                       *, may_retry: bool) -> mcp_types.CallToolResult:
+    async def _call_on(
+        self, session: _Session, tool_name: str, args: dict[str, Any], progress: Any, *, may_retry: bool
+    ) -> mcp_types.CallToolResult:
         """One ``tools/call`` over ``session``, its failures turned into ``McpToolError``s (or
         ``_SessionRefused``, when ``may_retry`` and the server refused the session itself)."""
         client = session.client
@@ -572,13 +609,17 @@ class McpConnection:
                 raise _SessionRefused from None
             if exc.code in _SESSION_LOST or session.ended:
                 self._discard(session)
-                raise McpToolError(f'MCP server "{self.name}" was lost during the call to '
-                                   f'"{tool_name}" ({exc}); the next call reconnects') from None
-            raise McpToolError(f'MCP server "{self.name}" refused the call to "{tool_name}": '
-                               f"{exc} (error {exc.code})") from None
+                raise McpToolError(
+                    f'MCP server "{self.name}" was lost during the call to '
+                    f'"{tool_name}" ({exc}); the next call reconnects'
+                ) from None
+            raise McpToolError(
+                f'MCP server "{self.name}" refused the call to "{tool_name}": {exc} (error {exc.code})'
+            ) from None
         except Exception as exc:
-            raise McpToolError(f'the call to MCP tool "{tool_name}" failed: '
-                               f"{describe_error(_root_cause(exc))}") from exc
+            raise McpToolError(
+                f'the call to MCP tool "{tool_name}" failed: {describe_error(_root_cause(exc))}'
+            ) from exc
 
     async def _live(self) -> _Session:
         """Return the live session; connect (and list the tools again) when there is none."""
@@ -600,11 +641,14 @@ class McpConnection:
             except BaseException as exc:
                 self._discard(session)
                 if isinstance(exc, TimeoutError):
-                    raise McpToolError(f'MCP server "{self.name}" did not list its tools within '
-                                       f"{self.connect_timeout_s:g} s") from None
+                    raise McpToolError(
+                        f'MCP server "{self.name}" did not list its tools within {self.connect_timeout_s:g} s'
+                    ) from None
                 if isinstance(exc, Exception) and not isinstance(exc, McpToolError):
-                    raise McpToolError(f'MCP server "{self.name}" could not list its tools: '
-                                       f"{describe_error(_root_cause(exc))}") from exc
+                    raise McpToolError(
+                        f'MCP server "{self.name}" could not list its tools: '
+                        f"{describe_error(_root_cause(exc))}"
+                    ) from exc
                 raise
             self._session = session
             return session
@@ -620,20 +664,23 @@ class McpConnection:
         except BaseException as exc:
             session.scope.cancel()  # abandon the half-open session (timeout, or the call was aborted)
             if isinstance(exc, TimeoutError):
-                raise McpToolError(f'could not connect to MCP server "{self.name}" within '
-                                   f"{self.connect_timeout_s:g} s") from None
+                raise McpToolError(
+                    f'could not connect to MCP server "{self.name}" within {self.connect_timeout_s:g} s'
+                ) from None
             raise
         if session.error is not None:
-            raise McpToolError(f'could not connect to MCP server "{self.name}": '
-                               f"{describe_error(_root_cause(session.error))}") from session.error
+            raise McpToolError(
+                f'could not connect to MCP server "{self.name}": {describe_error(_root_cause(session.error))}'
+            ) from session.error
         return session
 
     async def _own(self, session: _Session) -> None:
         """Enter the SDK client, keep it open until the session is stopped, then leave it."""
         try:
             with session.scope:
-                client = Client(self._transport(session), message_handler=self._handle,
-                                mode=self.options.mode)
+                client = Client(
+                    self._transport(session), message_handler=self._handle, mode=self.options.mode
+                )
                 async with client:
                     self._output_schemas.install(client.session)
                     session.client = client
@@ -646,8 +693,9 @@ class McpConnection:
                         tasks.cancel_scope.cancel()
         except Exception as exc:
             if session.ready.is_set():
-                logger.warning('MCP server "%s": the connection ended: %s', self.name,
-                               describe_error(_root_cause(exc)))
+                logger.warning(
+                    'MCP server "%s": the connection ended: %s', self.name, describe_error(_root_cause(exc))
+                )
             else:
                 session.error = exc
         finally:
@@ -672,9 +720,14 @@ class McpConnection:
                 assert self._argv is not None
                 if self._errlog is None:
                     self._errlog = self._default_errlog()
-                async with stdio_transport(self._argv, env=self.options.env, cwd=self.options.cwd,
-                                           errlog=self._errlog, limit=self.max_result_bytes,
-                                           label=self.name) as (read, write):
+                async with stdio_transport(
+                    self._argv,
+                    env=self.options.env,
+                    cwd=self.options.cwd,
+                    errlog=self._errlog,
+                    limit=self.max_result_bytes,
+                    label=self.name,
+                ) as (read, write):
                     yield _EndWatch(read, session), write
 
         return transport()
@@ -684,9 +737,12 @@ class McpConnection:
         # The SDK's own client (its timeouts: long reads for streams), reading each message only
         # up to the limit; the SDK's own bound on events is set past ours, so ours speaks first.
         limit = self.max_result_bytes
-        async with bounded_http_client(self.options.headers, limit, self.name) as http, \
-                streamable_http_client(url, http_client=http,
-                                       max_sse_event_size=limit + 2 * SSE_FRAMING_BYTES) as streams:
+        async with (
+            bounded_http_client(self.options.headers, limit, self.name) as http,
+            streamable_http_client(
+                url, http_client=http, max_sse_event_size=limit + 2 * SSE_FRAMING_BYTES
+            ) as streams,
+        ):
             yield streams
 
     async def _handle(self, message: IncomingMessage) -> None:
@@ -706,8 +762,9 @@ class McpConnection:
         except ListenNotSupportedError:
             return
         except Exception as exc:
-            logger.debug('MCP server "%s": no tool-list subscription: %s', self.name,
-                         describe_error(_root_cause(exc)))
+            logger.debug(
+                'MCP server "%s": no tool-list subscription: %s', self.name, describe_error(_root_cause(exc))
+            )
 
     def _want_refresh(self) -> None:
         """Refresh the tools soon; notices that arrive during a refresh cause one more, not one each."""
@@ -725,8 +782,11 @@ class McpConnection:
                 with anyio.fail_after(self.connect_timeout_s):
                     await self._sync_tools(session)
             except Exception as exc:
-                logger.warning('MCP server "%s": listing its changed tools failed: %s', self.name,
-                               describe_error(_root_cause(exc)))
+                logger.warning(
+                    'MCP server "%s": listing its changed tools failed: %s',
+                    self.name,
+                    describe_error(_root_cause(exc)),
+                )
 
     async def _refresh_now(self) -> None:
         session = await self._live()
@@ -810,17 +870,24 @@ class McpConnection:
         for name, tools in candidates.items():
             keeper, *others = sorted(tools, key=lambda t: (self.prefix + t.name != name, t.name))
             wanted[name] = keeper
-            problems.extend(f'"{name}": the server\'s tools {keeper.name!r} and {other.name!r} both '
-                            f"map to this name; {keeper.name!r} keeps it and {other.name!r} is not "
-                            "registered" for other in others)
+            problems.extend(
+                f'"{name}": the server\'s tools {keeper.name!r} and {other.name!r} both '
+                f"map to this name; {keeper.name!r} keeps it and {other.name!r} is not "
+                "registered"
+                for other in others
+            )
         return wanted, problems
 
     def _agent_tool(self, tool_name: str, tool: mcp_types.Tool) -> AgentTool:
         server_name = tool.name
         title = tool.title or (tool.annotations.title if tool.annotations is not None else None)
 
-        def execute(_tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None,
-                    on_partial_result: Callable[[Any], None] | None) -> AgentToolResult:
+        def execute(
+            _tool_call_id: str,
+            args: dict[str, Any],
+            signal: AbortSignal | None,
+            on_partial_result: Callable[[Any], None] | None,
+        ) -> AgentToolResult:
             return self._execute(server_name, args, signal, on_partial_result)
 
         return AgentTool(
@@ -882,8 +949,9 @@ def _content_blocks(result: mcp_types.CallToolResult) -> list[ContentBlock]:
         elif isinstance(item, mcp_types.ImageContent):
             blocks.append(ImageContent(item.data, item.mime_type))
         elif isinstance(item, mcp_types.AudioContent):
-            blocks.append(TextContent(f"[audio ({item.mime_type}) left out: only text and images "
-                                      "are passed on]"))
+            blocks.append(
+                TextContent(f"[audio ({item.mime_type}) left out: only text and images are passed on]")
+            )
         elif isinstance(item, mcp_types.ResourceLink):
             about = f": {item.description}" if item.description else ""
             blocks.append(TextContent(f"[resource {item.name} at {item.uri}{about}]"))
@@ -894,8 +962,9 @@ def _content_blocks(result: mcp_types.CallToolResult) -> list[ContentBlock]:
     return blocks
 
 
-def _resource_block(resource: mcp_types.TextResourceContents | mcp_types.BlobResourceContents
-                    ) -> ContentBlock:
+def _resource_block(
+    resource: mcp_types.TextResourceContents | mcp_types.BlobResourceContents,
+) -> ContentBlock:
     if isinstance(resource, mcp_types.TextResourceContents):
         return TextContent(f"[resource {resource.uri}]\n{resource.text}")
     mime = resource.mime_type or "application/octet-stream"

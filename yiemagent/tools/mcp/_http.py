@@ -90,8 +90,9 @@ class _JsonBody(httpx2.AsyncByteStream):
     """A JSON response body, held up to ``limit`` bytes and then given whole, or replaced by the
     error for ``request_id`` (without reading further) when it is longer."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, request_id: str | int | None,
-                 declared: int | None) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, limit: int, request_id: str | int | None, declared: int | None
+    ) -> None:
         self._inner = inner
         self._limit = limit
         self._request_id = request_id
@@ -122,8 +123,9 @@ class _EventStreamBody(httpx2.AsyncByteStream):
     for it; any other, and any on a stream of no request (the session's GET stream), is skipped
     with a warning."""
 
-    def __init__(self, inner: httpx2.AsyncByteStream, limit: int, request_id: str | int | None,
-                 label: str) -> None:
+    def __init__(
+        self, inner: httpx2.AsyncByteStream, limit: int, request_id: str | int | None, label: str
+    ) -> None:
         self._inner = inner
         self._limit = limit
         self._request_id = request_id
@@ -141,9 +143,12 @@ class _EventStreamBody(httpx2.AsyncByteStream):
                     yield b"event: message\ndata: " + error + b"\n\n"
                     return
                 else:
-                    logger.warning('MCP server "%s": dropped a message larger than '
-                                   "max_result_bytes (%d bytes) that answered no call",
-                                   self._label, self._limit)
+                    logger.warning(
+                        'MCP server "%s": dropped a message larger than '
+                        "max_result_bytes (%d bytes) that answered no call",
+                        self._label,
+                        self._limit,
+                    )
         rest = events.flush()
         if rest:
             yield rest
@@ -157,7 +162,7 @@ class _Dropped:
 
     def __init__(self, start: bytes) -> None:
         found = start.find(b"data:")
-        head = start[found + 5:] if found >= 0 else b""
+        head = start[found + 5 :] if found >= 0 else b""
         self.data_head = head[1:] if head.startswith(b" ") else head
 
 

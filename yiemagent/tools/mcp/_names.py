@@ -32,10 +32,15 @@ def check_prefix(prefix: str | None) -> str:
     """``prefix`` (``None``: ``""``) when it can start a valid name, else a ``ValueError`` saying
     what a prefix may hold."""
     prefix = "" if prefix is None else prefix
-    if not isinstance(prefix, str) or (prefix and not is_valid_name(prefix)) \
-            or len(prefix) > MAX_PREFIX_LENGTH:
-        raise ValueError(f"prefix must be at most {MAX_PREFIX_LENGTH} ASCII letters, digits, '_' "
-                         f"or '-' (the characters providers accept in tool names), got {prefix!r}")
+    if (
+        not isinstance(prefix, str)
+        or (prefix and not is_valid_name(prefix))
+        or len(prefix) > MAX_PREFIX_LENGTH
+    ):
+        raise ValueError(
+            f"prefix must be at most {MAX_PREFIX_LENGTH} ASCII letters, digits, '_' "
+            f"or '-' (the characters providers accept in tool names), got {prefix!r}"
+        )
     return prefix
 
 

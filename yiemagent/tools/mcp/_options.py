@@ -37,15 +37,18 @@ def _strings(what: str, value: Any) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
-        raise ValueError(f"{what} must be a dict of names to strings, got a "
-                         f"{type(value).__name__}")
+        raise ValueError(f"{what} must be a dict of names to strings, got a {type(value).__name__}")
     for name, text in value.items():
         if not isinstance(name, str):
-            raise ValueError(f"{what} must map names to strings; the name {name!r} is of type "
-                             f"{type(name).__name__}, not str"[:300])
+            raise ValueError(
+                f"{what} must map names to strings; the name {name!r} is of type "
+                f"{type(name).__name__}, not str"[:300]
+            )
         if not isinstance(text, str):
-            raise ValueError(f"{what} must map names to strings; the value of {name!r} is of "
-                             f"type {type(text).__name__}, not str"[:300])
+            raise ValueError(
+                f"{what} must map names to strings; the value of {name!r} is of "
+                f"type {type(text).__name__}, not str"[:300]
+            )
     return dict(value)
 
 
@@ -80,8 +83,7 @@ def _timeout(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
 def _connect_timeout(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
     # Unlike a call, a connect always has a bound: a server that never answers must not hang
     # load_mcp_tools.
-    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not value > 0:
+    if value is None or isinstance(value, bool) or not isinstance(value, (int, float)) or not value > 0:
         raise ValueError(f"{attr.name} must be a positive number of seconds, got {value!r}")
 
 
@@ -117,8 +119,7 @@ class McpOptions:
     """
 
     timeout_s: float | None = attrs.field(default=DEFAULT_TIMEOUT_S, validator=_timeout)
-    connect_timeout_s: float = attrs.field(default=DEFAULT_CONNECT_TIMEOUT_S,
-                                           validator=_connect_timeout)
+    connect_timeout_s: float = attrs.field(default=DEFAULT_CONNECT_TIMEOUT_S, validator=_connect_timeout)
     max_result_bytes: int = attrs.field(default=DEFAULT_MAX_RESULT_BYTES, validator=_limit)
     parallel: bool = attrs.field(default=True, validator=_flag)
     env: dict[str, str] | None = attrs.field(default=None, converter=_env, repr=_masked)

@@ -38,8 +38,11 @@ class OutputSchemas:
         """Take the output schemas of a complete tool listing (a changed schema is compiled
         again on its next use; tools no longer listed are forgotten)."""
         schemas = {tool.name: tool.output_schema for tool in listed}
-        self._validators = {name: v for name, v in self._validators.items()
-                            if name in schemas and schemas[name] == self._schemas.get(name)}
+        self._validators = {
+            name: v
+            for name, v in self._validators.items()
+            if name in schemas and schemas[name] == self._schemas.get(name)
+        }
         self._schemas = schemas
 
     def install(self, session: Any) -> None:
@@ -57,12 +60,12 @@ class OutputSchemas:
         if isinstance(validator, str):
             raise RuntimeError(f"Invalid schema for tool {name}: {validator}")
         if result.structured_content is None:
-            raise RuntimeError(f"Tool {name} has an output schema but did not return structured "
-                               "content")
+            raise RuntimeError(f"Tool {name} has an output schema but did not return structured content")
         error = best_match(validator.iter_errors(result.structured_content))
         if error is not None:
-            raise RuntimeError(f"Invalid structured content returned by tool {name}: "
-                               f"{clip(error.message, 400)}")
+            raise RuntimeError(
+                f"Invalid structured content returned by tool {name}: {clip(error.message, 400)}"
+            )
 
     def _validator(self, name: str, schema: Any) -> Validator | str:
         """The compiled validator for ``schema``, or why it cannot be used."""

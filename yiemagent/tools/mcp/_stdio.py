@@ -46,9 +46,9 @@ Incoming = SessionMessage | Exception
 
 
 @asynccontextmanager
-async def stdio_transport(argv: list[str], *, env: Mapping[str, str] | None, cwd: str | None,
-                          errlog: TextIO, limit: int, label: str
-                          ) -> AsyncIterator[tuple[Any, Any]]:
+async def stdio_transport(
+    argv: list[str], *, env: Mapping[str, str] | None, cwd: str | None, errlog: TextIO, limit: int, label: str
+) -> AsyncIterator[tuple[Any, Any]]:
     """Start ``argv`` and yield the (read, write) streams of its session; on leaving, stop the
     server and every process of its group. ``limit`` bounds each message read; ``label`` names
     the server in warnings."""
@@ -57,8 +57,9 @@ async def stdio_transport(argv: list[str], *, env: Mapping[str, str] | None, cwd
         async with stdio_client(params, errlog=errlog) as streams:
             yield streams
         return
-    process = await anyio.open_process(argv, env=get_default_environment() | dict(env or {}),
-                                       stderr=errlog, cwd=cwd, start_new_session=True)
+    process = await anyio.open_process(
+        argv, env=get_default_environment() | dict(env or {}), stderr=errlog, cwd=cwd, start_new_session=True
+    )
     # No await until the task group is entered: a cancellation there would leak the process.
     to_session, from_server = anyio.create_memory_object_stream[Incoming](0)
     to_server, from_session = anyio.create_memory_object_stream[SessionMessage](0)
@@ -93,14 +94,22 @@ async def _read(process: Process, sink: MemoryObjectSendStream[Incoming], lines:
         pass  # the session is gone, or the pipe closed under the read: the session sees the end
     finally:
         # A server stuck writing cannot read its closed stdin and exit: read on, discarding.
-        with anyio.CancelScope(shield=True), contextlib.suppress(
-                anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError):
+        with (
+            anyio.CancelScope(shield=True),
+            contextlib.suppress(
+                anyio.EndOfStream, anyio.ClosedResourceError, anyio.BrokenResourceError, OSError
+            ),
+        ):
             while True:
                 await process.stdout.receive()
 
 
-async def _write(process: Process, source: MemoryObjectReceiveStream[SessionMessage],
-                 session: MemoryObjectSendStream[Incoming], written: anyio.Event) -> None:
+async def _write(
+    process: Process,
+    source: MemoryObjectReceiveStream[SessionMessage],
+    session: MemoryObjectSendStream[Incoming],
+    written: anyio.Event,
+) -> None:
     """Write each message of the session to the server's stdin, one JSON line each."""
     assert process.stdin is not None
     try:
@@ -191,8 +200,13 @@ class _Lines:
             self._head = self._tail = b""
             if request_id is not None:
                 return SessionMessage(too_large(request_id, self._limit, size))
-            logger.warning('MCP server "%s": dropped a message of %d bytes, over max_result_bytes '
-                           "(%d bytes), that answered no call", self._label, size, self._limit)
+            logger.warning(
+                'MCP server "%s": dropped a message of %d bytes, over max_result_bytes '
+                "(%d bytes), that answered no call",
+                self._label,
+                size,
+                self._limit,
+            )
             return None
         line, self._line = bytes(self._line), bytearray()
         if not line.strip():
@@ -200,6 +214,9 @@ class _Lines:
         try:
             return SessionMessage(jsonrpc_message_adapter.validate_json(line, by_name=False))
         except ValueError as exc:  # pydantic's ValidationError is one
-            logger.warning('MCP server "%s" wrote a line that is not a JSON-RPC message: %s',
-                           self._label, str(exc).splitlines()[0])
+            logger.warning(
+                'MCP server "%s" wrote a line that is not a JSON-RPC message: %s',
+                self._label,
+                str(exc).splitlines()[0],
+            )
             return exc
