@@ -459,7 +459,7 @@ def history_growth(sizes: Sizes) -> Scenario:
     figures = [
         Figure("us_per_turn_empty", "µs per turn, empty history", "µs", empty_us),
         Figure("us_per_turn_long", f"µs per turn, {sizes.history} messages", "µs", full_us),
-        Figure("ratio", "ratio long/empty", "x", ratios, 1.5),
+        Figure("ratio", "ratio long/empty", "x", ratios, 1.2),
         Figure("load_ms_long", "construct + first prompt, ms", "ms", first_ms),
     ]
     return Scenario(
