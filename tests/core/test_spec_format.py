@@ -116,3 +116,22 @@ def test_the_request_carries_its_context_for_other_providers() -> None:
             {"role": "user", "content": [{"type": "text", "text": "hi"}]},
         ]
     }
+
+
+def test_a_request_and_a_run_config_pickle_and_copy_without_their_cache() -> None:
+    """A request (or the run's config) sent to another process, or deep-copied, reads the same;
+    the per-agent cache behind its spec view (and that cache's lock) is not part of it."""
+    import copy
+    import pickle
+
+    from yiemagent.core import RunConfig
+    from yiemagent.core._request import SpecFormatter
+
+    formatter = SpecFormatter()
+    # (no tools: a tool's compiled argument validator does not pickle, with or without a cache)
+    request = formatter(AgentContext("Be brief.", [UserMessage("hi")], {}))
+    expected = request.to_dict()
+    for other in (pickle.loads(pickle.dumps(request)), copy.deepcopy(request)):
+        assert other.to_dict() == expected and other["messages"] == expected["messages"]
+    config = RunConfig(llm_call=print, format_msg_for_llm=formatter)
+    assert pickle.loads(pickle.dumps(config)).max_turns == copy.deepcopy(config).max_turns == 50

@@ -26,6 +26,7 @@ _EXPORTS = Exports(
         "_messages": (
             "AgentMessage",
             "AssistantMessage",
+            "HistorySnapshot",
             "HistoryView",
             "LlmModel",
             "LlmUsage",
@@ -124,6 +125,7 @@ if TYPE_CHECKING:
     from yiemagent.core._loop import run_loop as run_loop
     from yiemagent.core._messages import AgentMessage as AgentMessage
     from yiemagent.core._messages import AssistantMessage as AssistantMessage
+    from yiemagent.core._messages import HistorySnapshot as HistorySnapshot
     from yiemagent.core._messages import HistoryView as HistoryView
     from yiemagent.core._messages import LlmModel as LlmModel
     from yiemagent.core._messages import LlmUsage as LlmUsage

@@ -9,7 +9,7 @@ from __future__ import annotations
 import copy
 import itertools
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, MutableSequence, Sequence
 from typing import Any, ClassVar, overload
 
 import attrs
@@ -401,18 +401,33 @@ class HistoryView(Sequence[AgentMessage]):
         return f"HistoryView({self._messages!r})"
 
 
-class HistorySnapshot(HistoryView):
-    """The first ``length`` messages of a history list (all of them by default), read-only and
-    copying nothing: what one LLM call sees of the history. The loop only ever appends to the
-    list it runs on (a new history replaces the list, never changes it in place), so the
-    snapshot stays what the list was when it was taken, as a copy would, at no cost per message.
-    It compares equal to a list of the same messages, and ``+`` with a list gives a new list."""
+class HistorySnapshot(MutableSequence[AgentMessage]):
+    """The history as one LLM call sees it: the first ``len`` messages of the agent's history
+    list, copying nothing until someone changes it. The loop and the agent only ever append to
+    the list they run on (a new history replaces the list, never changes it in place), so the
+    snapshot stays what the list was when it was taken, as a copy would. The first change made
+    through the snapshot (``append``, ``del``, ``insert``, item assignment, ...) copies those
+    messages into a list of its own, so a ``prepare_context`` or ``transform_context`` hook may
+    edit it as it edited the copy it used to get, and the agent's history is never touched. It
+    compares equal to a list of the same messages, ``+`` with a list gives a new list, and it
+    pickles as a plain list of its messages."""
 
-    __slots__ = ("_length",)
+    __slots__ = ("_length", "_messages", "_owned")
 
     def __init__(self, messages: list[AgentMessage], length: int | None = None) -> None:
-        super().__init__(messages)
-        self._length = len(messages) if length is None else length
+        size = len(messages)
+        if length is not None and not 0 <= length <= size:
+            raise ValueError(f"a snapshot of {size} messages cannot hold {length}")
+        self._messages = messages
+        self._length = size if length is None else length
+        self._owned = False
+
+    def _own(self) -> list[AgentMessage]:
+        """The snapshot's messages in a list of its own, copied from the shared one once."""
+        if not self._owned:
+            self._messages = self._messages[: self._length]
+            self._owned = True
+        return self._messages
 
     @overload
     def __getitem__(self, index: int) -> AgentMessage: ...
@@ -421,6 +436,8 @@ class HistorySnapshot(HistoryView):
     def __getitem__(self, index: slice) -> list[AgentMessage]: ...
 
     def __getitem__(self, index: int | slice) -> AgentMessage | list[AgentMessage]:
+        if self._owned:
+            return self._messages[index]
         length = self._length
         if isinstance(index, slice):
             start, stop, step = index.indices(length)
@@ -432,22 +449,47 @@ class HistorySnapshot(HistoryView):
             raise IndexError("history index out of range")
         return self._messages[position]
 
+    @overload
+    def __setitem__(self, index: int, value: AgentMessage) -> None: ...
+
+    @overload
+    def __setitem__(self, index: slice, value: Iterable[AgentMessage]) -> None: ...
+
+    def __setitem__(self, index: int | slice, value: Any) -> None:
+        self._own()[index] = value
+
+    def __delitem__(self, index: int | slice) -> None:
+        del self._own()[index]
+
+    def insert(self, index: int, value: AgentMessage) -> None:
+        self._own().insert(index, value)
+
     def __len__(self) -> int:
-        return self._length
+        return len(self._messages) if self._owned else self._length
 
     def __iter__(self) -> Iterator[AgentMessage]:
+        if self._owned:
+            return iter(self._messages)
         return itertools.islice(self._messages, self._length)
 
     def __eq__(self, other: object) -> bool:
-        if isinstance(other, (list, HistoryView)):
-            return len(other) == self._length and all(a == b for a, b in zip(self, other, strict=True))
+        if isinstance(other, (list, HistoryView, HistorySnapshot)):
+            return len(other) == len(self) and all(a == b for a, b in zip(self, other, strict=True))
         return False
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __add__(self, other: Sequence[AgentMessage]) -> list[AgentMessage]:
         return [*self, *other]
 
     def __radd__(self, other: Sequence[AgentMessage]) -> list[AgentMessage]:
         return [*other, *self]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (HistorySnapshot, (list(self),))
+
+    def __copy__(self) -> HistorySnapshot:
+        return HistorySnapshot(list(self))
 
     def __repr__(self) -> str:
         return f"HistorySnapshot({list(self)!r})"

@@ -144,6 +144,11 @@ class SpecViews:
         self._tool_list: list[dict[str, Any]] = []
         self._system: tuple[str, WireMessage] | None = None
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A cache is no part of a value: a request or run config sent to another process (a
+        # Ray actor), or deep-copied, gets an empty one, and the lock never travels.
+        return (SpecViews, ())
+
     def system_message(self, prompt: str) -> WireMessage:
         """The OpenAI system message for ``prompt``, made again only when the prompt changed."""
         if self._system is None or self._system[0] != prompt:

@@ -250,7 +250,9 @@ class AgentContext:
 class AgentState:
     """The agent's mutable runtime state (spec ``agentState``): ``messages`` is the history,
     ``pending_tool_calls`` the ids of the batch being executed, ``active_run`` whether a run is
-    under way, ``error_message`` the error of the last run (``None`` when it did not fail)."""
+    under way, ``error_message`` the error of the last run (``None`` when it did not fail).
+    The loop only appends to ``messages``; to change the history, assign a new list (requests
+    of earlier turns hold snapshots of the list, docs/design.md, decision 6)."""
 
     system_prompt: str = "You are helpful assistant."
     model: LlmModel | None = None

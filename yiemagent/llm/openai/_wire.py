@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import collections
 import threading
+import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -31,6 +32,21 @@ __all__ = ["WireForm", "wire_message", "wire_messages"]
 
 Wire = dict[str, Any]
 _CACHED_MESSAGES = 20_000  # per client; several long conversations, far below a memory problem
+
+
+def _forget(
+    cache: collections.OrderedDict[int, tuple[weakref.ref[AgentMessage], list[Wire]]], key: int
+) -> Any:
+    """A weak reference's callback that drops ``key``'s entry when its message is freed (and
+    only that entry: a later message with the same id has a reference of its own). It takes no
+    lock, since it may run on the thread that holds one; single dict operations are atomic."""
+
+    def forget(ref: weakref.ref[AgentMessage]) -> None:
+        entry = cache.get(key)
+        if entry is not None and entry[0] is ref:
+            cache.pop(key, None)
+
+    return forget
 
 
 def _text_only(content: list[Any]) -> bool:
@@ -183,7 +199,10 @@ class WireForm:
     def __init__(self, limit: int = _CACHED_MESSAGES) -> None:
         self._limit = limit
         self._lock = threading.Lock()
-        self._cache: collections.OrderedDict[int, tuple[AgentMessage, list[Wire]]] = collections.OrderedDict()
+        # id -> (a weak reference to the message, its wire form), least recently sent first
+        self._cache: collections.OrderedDict[int, tuple[weakref.ref[AgentMessage], list[Wire]]] = (
+            collections.OrderedDict()
+        )
         self._tools: tuple[tuple[str, AgentTool], ...] = ()
         self._tool_list: list[Wire] = []
 
@@ -196,7 +215,7 @@ class WireForm:
         with self._lock:
             for msg in history:
                 wire = self._converted(msg)
-                if type(msg) is ToolResultMessage:
+                if isinstance(msg, ToolResultMessage):
                     out.append(wire[0])
                     held.extend(wire[1:])
                     continue
@@ -208,14 +227,20 @@ class WireForm:
         return out
 
     def _converted(self, msg: AgentMessage) -> list[Wire]:
+        """The wire form of ``msg``: from the cache, where it moves to the recent end, or made now.
+        The cache holds messages weakly, so a conversation nobody holds any more (and its
+        images) is freed with its entries; an entry is only ever used for the very object it
+        was made from, whatever ids are reused."""
         key = id(msg)
-        entry = self._cache.get(key)
-        if entry is not None and entry[0] is msg:
+        cache = self._cache
+        entry = cache.get(key)
+        if entry is not None and entry[0]() is msg:
+            cache.move_to_end(key)
             return entry[1]
         wire = _convert(msg)
-        self._cache[key] = (msg, wire)  # the message is held, so its id is not reused meanwhile
-        if len(self._cache) > self._limit:
-            self._cache.popitem(last=False)
+        cache[key] = (weakref.ref(msg, _forget(cache, key)), wire)
+        if len(cache) > self._limit:
+            cache.popitem(last=False)
         return wire
 
     def tools(self, tools: Mapping[str, AgentTool]) -> list[Wire]:
