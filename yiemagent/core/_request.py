@@ -13,11 +13,24 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from yiemagent.core._messages import AgentMessage
+from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._spec_format import SpecViews, spec_view
 from yiemagent.core._tools import AgentContext, ToolMapping, shared_tool_mapping
 
 __all__ = ["LlmRequest", "SpecFormatter", "format_msg_for_llm"]
+
+_MESSAGE_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
+
+
+def _not_typed(messages: Sequence[Any]) -> TypeError:
+    """The error for an ``LlmRequest`` given messages that are not the typed ones (most often the
+    spec's OpenAI-shaped dicts, which a provider client would otherwise drop unsent)."""
+    odd = next(m for m in (messages[0], messages[-1]) if not isinstance(m, _MESSAGE_TYPES))
+    return TypeError(
+        "LlmRequest messages must be UserMessage, AssistantMessage or ToolResultMessage objects, "
+        f"got a {type(odd).__name__}; to send a request already in OpenAI's dict shape, pass that "
+        'dict itself (e.g. {"messages": [...], "tools": [...]}) to the client'
+    )
 
 
 class LlmRequest(Mapping[str, Any]):
@@ -40,6 +53,10 @@ class LlmRequest(Mapping[str, Any]):
         context: AgentContext | None = None,
     ) -> None:
         self.system_prompt = system_prompt
+        if messages and not (
+            isinstance(messages[0], _MESSAGE_TYPES) and isinstance(messages[-1], _MESSAGE_TYPES)
+        ):
+            raise _not_typed(messages)
         self.messages = messages
         # A copy: the state's tools may change before the view is read (a few pointers).
         self.tools: ToolMapping = dict(shared_tool_mapping(tools if tools is not None else {}))

@@ -161,3 +161,20 @@ def test_settings_that_do_not_fit_the_server_are_refused_before_it_starts() -> N
 
 def test_the_options_are_exported_where_the_connection_is() -> None:
     assert McpOptionsFromTools is McpOptions
+
+
+def test_env_and_headers_are_read_only_copies_and_the_options_hash_and_pickle() -> None:
+    """Options shared by several connections stay as they were made: changing the dict they were
+    given, or trying to change theirs, changes nothing a later reconnect would send."""
+    import copy
+    import pickle
+
+    given = {"TOKEN": "one"}
+    options = McpOptions(env=given, headers={"Authorization": "Bearer x"}, timeout_s=5)
+    given["TOKEN"] = "two"
+    assert options.env == {"TOKEN": "one"}
+    with pytest.raises(TypeError):
+        options.env["TOKEN"] = "three"  # type: ignore[index]
+    same = McpOptions(env={"TOKEN": "one"}, headers={"Authorization": "Bearer x"}, timeout_s=5)
+    assert hash(options) == hash(same) and options == same
+    assert pickle.loads(pickle.dumps(options)) == options == copy.deepcopy(options)

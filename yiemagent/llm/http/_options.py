@@ -30,7 +30,7 @@ def _positive(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
 
 
 def _non_negative(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
-    if not _is_number(value) or value < 0:
+    if not _is_number(value) or not value >= 0:  # (NaN is neither)
         raise ValueError(f"{attr.name} must be a number that is not negative, got {value!r}")
 
 

@@ -722,7 +722,7 @@ class McpConnection:
                     self._errlog = self._default_errlog()
                 async with stdio_transport(
                     self._argv,
-                    env=self.options.env,
+                    env=None if self.options.env is None else dict(self.options.env),
                     cwd=self.options.cwd,
                     errlog=self._errlog,
                     limit=self.max_result_bytes,

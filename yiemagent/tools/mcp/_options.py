@@ -10,6 +10,7 @@ and ``errlog`` for a command) is checked by the connection, which knows the serv
 from __future__ import annotations
 
 import os
+import types
 from collections.abc import Mapping
 from typing import Any, Literal, TextIO
 
@@ -30,10 +31,10 @@ DEFAULT_CONNECT_TIMEOUT_S = 30.0
 Mode = Literal["auto", "legacy"]
 
 
-def _strings(what: str, value: Any) -> dict[str, str] | None:
-    """``None``, or a plain copy of ``value``, a mapping of strings to strings (so the options
-    stay as they were made); ``ValueError`` for anything else, naming the entry but never
-    showing a value (it may be a secret)."""
+def _strings(what: str, value: Any) -> Mapping[str, str] | None:
+    """``None``, or a read-only copy of ``value``, a mapping of strings to strings (so the
+    options stay as they were made, whoever else holds them); ``ValueError`` for anything else,
+    naming the entry but never showing a value (it may be a secret)."""
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -49,14 +50,14 @@ def _strings(what: str, value: Any) -> dict[str, str] | None:
                 f"{what} must map names to strings; the value of {name!r} is of "
                 f"type {type(text).__name__}, not str"[:300]
             )
-    return dict(value)
+    return types.MappingProxyType(dict(value))
 
 
-def _env(value: Any) -> dict[str, str] | None:
+def _env(value: Any) -> Mapping[str, str] | None:
     return _strings("env", value)
 
 
-def _headers(value: Any) -> dict[str, str] | None:
+def _headers(value: Any) -> Mapping[str, str] | None:
     return _strings("headers", value)
 
 
@@ -68,7 +69,7 @@ def _path(value: Any) -> str | None:
     return os.fspath(value)
 
 
-def _masked(mapping: dict[str, str] | None) -> str:
+def _masked(mapping: Mapping[str, str] | None) -> str:
     """The repr of ``env`` or ``headers``: the names only, since their values are often secrets
     (a token in ``Authorization``, an API key for the server)."""
     if mapping is None:
@@ -122,8 +123,23 @@ class McpOptions:
     connect_timeout_s: float = attrs.field(default=DEFAULT_CONNECT_TIMEOUT_S, validator=_connect_timeout)
     max_result_bytes: int = attrs.field(default=DEFAULT_MAX_RESULT_BYTES, validator=_limit)
     parallel: bool = attrs.field(default=True, validator=_flag)
-    env: dict[str, str] | None = attrs.field(default=None, converter=_env, repr=_masked)
+    # (read-only mappings: equal options hash alike, whatever env and headers hold)
+    env: Mapping[str, str] | None = attrs.field(default=None, converter=_env, repr=_masked, hash=False)
     cwd: str | None = attrs.field(default=None, converter=_path)
     errlog: TextIO | None = None
-    headers: dict[str, str] | None = attrs.field(default=None, converter=_headers, repr=_masked)
+    headers: Mapping[str, str] | None = attrs.field(
+        default=None, converter=_headers, repr=_masked, hash=False
+    )
     mode: Mode = attrs.field(default="auto", validator=_mode)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        # A read-only mapping does not pickle; the fields do, as plain dicts.
+        fields = {f.name: getattr(self, f.name) for f in attrs.fields(McpOptions)}
+        for name in ("env", "headers"):
+            if fields[name] is not None:
+                fields[name] = dict(fields[name])
+        return (_rebuild, (fields,))
+
+
+def _rebuild(fields: dict[str, Any]) -> McpOptions:
+    return McpOptions(**fields)
