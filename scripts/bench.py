@@ -269,12 +269,18 @@ def scripted_agent(
     def llm_call_with_keywords(request: dict[str, Any], **kwargs: Any) -> AssistantMessage:
         return next(replies_left)
 
-    return YiemAgent(
+    tracer = options.pop("tracer", None)
+    agent = YiemAgent(
         llm_call=llm_call_with_keywords if keywords else llm_call,
         tools=list(tools),
         agent_event_sink=events.append,
         **options,
     )
+    if tracer is not None:  # tracing attaches from outside, as a listener
+        from yiemagent.integrations import trace_agent
+
+        trace_agent(agent, tracer)
+    return agent
 
 
 def check_answer(response: AssistantMessage, what: str) -> None:
