@@ -1,6 +1,6 @@
 """What the example scripts share: a scripted stand-in for the model, and a printer of events.
 
-``ScriptedModel`` (from ``yiemagent.scripted``) is not a model: it answers from the list of
+``ScriptedModel`` (from ``yiemagent.testing``) is not a model: it answers from the list of
 replies written in each script, one reply per call, whatever it is asked. That keeps every
 example offline and its story the same on every run. To try an example's code against a real
 model, pass ``create_llm_call("openai:gpt-4o-mini")`` (or another spec) as ``llm_call`` instead;
@@ -25,10 +25,9 @@ from yiemagent import (
     ToolExecUpdateEvent,
     TurnStartEvent,
 )
-from yiemagent.scripted import ScriptedModel
+from yiemagent.testing._scripted import ScriptedModel
 
-__all__ = ["EXAMPLE_TOOLS", "ScriptedModel", "answer", "calls", "clip", "copy_example_tools", "show",
-           "use"]
+__all__ = ["EXAMPLE_TOOLS", "ScriptedModel", "answer", "calls", "clip", "copy_example_tools", "show", "use"]
 
 EXAMPLE_TOOLS = Path(__file__).resolve().parent.parent / "tools"
 

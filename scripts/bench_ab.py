@@ -27,7 +27,7 @@ from typing import Any
 SCRIPTS = Path(__file__).resolve().parent
 
 # Runs in the child process: argv = checkout, scripts dir, turns, runs. Prints one JSON object.
-CHILD = r'''
+CHILD = r"""
 import gc, json, sys, time
 from pathlib import Path
 root, scripts, turns, runs = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
@@ -57,7 +57,7 @@ for name, dict_form in (("typed", False), ("dict_kwargs", True)):
     once(dict_form)
     out[name] = min(once(dict_form) for _ in range(runs))
 print(json.dumps(out))
-'''
+"""
 
 
 def positive_int(text: str) -> int:
@@ -70,8 +70,12 @@ def positive_int(text: str) -> int:
 
 def measure(checkout: Path, turns: int, runs: int) -> dict[str, float]:
     """One fresh process's lowest µs per turn for each variant, for ``checkout``."""
-    done = subprocess.run([sys.executable, "-c", CHILD, str(checkout), str(SCRIPTS), str(turns),
-                           str(runs)], capture_output=True, text=True, check=False)
+    done = subprocess.run(
+        [sys.executable, "-c", CHILD, str(checkout), str(SCRIPTS), str(turns), str(runs)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
     if done.returncode != 0:
         raise SystemExit(f"measuring {checkout} failed:\n{done.stderr.strip()}")
     result: dict[str, float] = json.loads(done.stdout)
@@ -80,15 +84,20 @@ def measure(checkout: Path, turns: int, runs: int) -> dict[str, float]:
 
 def summary(samples: list[dict[str, float]]) -> dict[str, dict[str, float]]:
     """Per variant: the lowest figure and the median of the processes' lowest."""
-    return {name: {"lowest": min(s[name] for s in samples),
-                   "median": statistics.median(s[name] for s in samples)}
-            for name in samples[0]}
+    return {
+        name: {"lowest": min(s[name] for s in samples), "median": statistics.median(s[name] for s in samples)}
+        for name in samples[0]
+    }
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("checkouts", nargs="+", type=Path,
-                        help="directories holding a yiemagent package (a git worktree each)")
+    parser.add_argument(
+        "checkouts",
+        nargs="+",
+        type=Path,
+        help="directories holding a yiemagent package (a git worktree each)",
+    )
     parser.add_argument("--rounds", type=positive_int, default=11, help="processes per checkout")
     parser.add_argument("--turns", type=positive_int, default=200, help="tool-call turns per run")
     parser.add_argument("--runs", type=positive_int, default=10, help="runs per process, after a warm-up")
@@ -106,8 +115,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.json:
         print(json.dumps(report, indent=2))
         return 0
-    print(f"CPU µs per turn ({args.turns} turns; {args.rounds} processes per checkout, "
-          f"{args.runs} runs each): lowest / median of each process's lowest")
+    print(
+        f"CPU µs per turn ({args.turns} turns; {args.rounds} processes per checkout, "
+        f"{args.runs} runs each): lowest / median of each process's lowest"
+    )
     for checkout, variants in report.items():
         for name, figures in variants.items():
             print(f"  {checkout}  {name:12} {figures['lowest']:7.1f} / {figures['median']:7.1f}")

@@ -49,8 +49,7 @@ def _line(message: Any) -> str:
         return f"User: {texts}"
     if isinstance(message, ToolResultMessage):
         return f"Tool {message.tool_name} says: {texts}"
-    used = [f"{b.name}({json.dumps(b.arguments)})" for b in message.content
-            if isinstance(b, AgentToolCall)]
+    used = [f"{b.name}({json.dumps(b.arguments)})" for b in message.content if isinstance(b, AgentToolCall)]
     return "Assistant: " + (texts or "calls " + ", ".join(used))
 
 
@@ -79,8 +78,12 @@ def model_turn(request: dict[str, Any]) -> Any:
 def main() -> None:
     """Two questions; the second prompt shows the window sliding past the first."""
     model = ScriptedModel([model_turn] * 4)
-    with YiemAgent(llm_call=model, tools=[capital], format_msg_for_llm=transcript_format,
-                   system_prompt="You answer geography questions.") as agent:
+    with YiemAgent(
+        llm_call=model,
+        tools=[capital],
+        format_msg_for_llm=transcript_format,
+        system_prompt="You answer geography questions.",
+    ) as agent:
         for question in ("What is the capital of France?", "And the capital of Japan?"):
             print(f"user: {question}")
             reply: AssistantMessage = agent.prompt(question, timeout=60)

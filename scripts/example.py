@@ -40,8 +40,9 @@ def scripted_model(request: dict[str, Any]) -> AssistantMessage:
         return AssistantMessage(content=[TextContent(f"Here you go: {answer}")], model="scripted")
     question = "".join(p["text"] for p in last["content"] if p["type"] == "text")
     city = question.rstrip("?").split(" in ")[-1] if " in " in question else "UTC"
-    return AssistantMessage(content=[AgentToolCall("call_1", "getTime", {"city": city})],
-                            model="scripted", stop_reason="toolUse")
+    return AssistantMessage(
+        content=[AgentToolCall("call_1", "getTime", {"city": city})], model="scripted", stop_reason="toolUse"
+    )
 
 
 def show(event: AgentEvent) -> None:
@@ -69,9 +70,13 @@ def main(argv: list[str] | None = None) -> int:
     load_tools(store, TOOLS)
     llm_call = create_llm_call(args.model) if args.model else scripted_model
     print(f"tools: {', '.join(store.tools)}")
-    with YiemAgent(llm_call=llm_call, tools=store.tools, tool_store=store,
-                   system_prompt="You are a helpful assistant. Use tools when they help.",
-                   agent_event_sink=show) as agent:
+    with YiemAgent(
+        llm_call=llm_call,
+        tools=store.tools,
+        tool_store=store,
+        system_prompt="You are a helpful assistant. Use tools when they help.",
+        agent_event_sink=show,
+    ) as agent:
         reply = agent.prompt(args.question, timeout=120)
     print("\nanswer:", "".join(b.text for b in reply.content if isinstance(b, TextContent)))
     if reply.stop_reason == "error":

@@ -52,8 +52,10 @@ def approval_gate(ctx: BeforeToolCallContext, signal: AbortSignal | None) -> Bef
     print(f"  ?? approval asked for writeTool {name!r}: {'approved' if approved else 'declined'}")
     if approved:
         return None
-    return BeforeToolCallResult(block=True, reason=f"The user declined the tool {name!r}: "
-                                "it runs shell commands. Write one that does not.")
+    return BeforeToolCallResult(
+        block=True,
+        reason=f"The user declined the tool {name!r}: it runs shell commands. Write one that does not.",
+    )
 
 
 def mask(text: str) -> str:
@@ -66,8 +68,9 @@ def masking(ctx: AfterToolCallContext, signal: AbortSignal | None) -> AfterToolC
     if ctx.tool_call.name != "lookupCustomer" or ctx.is_error:
         return None
     content = [TextContent(mask(b.text)) if isinstance(b, TextContent) else b for b in ctx.result.content]
-    details = {key: mask(value) if isinstance(value, str) else value
-               for key, value in ctx.result.details.items()}
+    details = {
+        key: mask(value) if isinstance(value, str) else value for key, value in ctx.result.details.items()
+    }
     return AfterToolCallResult(content=content, details=details)
 
 
@@ -78,38 +81,57 @@ def lookupCustomer(customer_id: str) -> dict[str, Any]:  # camelCase: the name t
     Args:
         customer_id: The customer's id, e.g. "c-42".
     """
-    return {"id": customer_id, "name": "Ada Lovelace", "email": "ada@example.com",
-            "phone": "+44 20 7946 0958", "plan": "pro"}
+    return {
+        "id": customer_id,
+        "name": "Ada Lovelace",
+        "email": "ada@example.com",
+        "phone": "+44 20 7946 0958",
+        "plan": "pro",
+    }
 
 
-SHELL_TOOL = {"name": "runShell", "label": "Run Shell", "description": "Run a shell command.",
-              "inputSchema": {"type": "object", "properties": {"command": {"type": "string"}},
-                              "required": ["command"]},
-              "executeCode": "import subprocess\nreturn subprocess.run(args['command'], shell=True, "
-                             "capture_output=True, text=True).stdout"}
-COUNT_TOOL = {"name": "wordCount", "label": "Word Count", "description": "Count the words of a text.",
-              "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}},
-                              "required": ["text"]},
-              "executeCode": "return str(len(args['text'].split()))"}
+SHELL_TOOL = {
+    "name": "runShell",
+    "label": "Run Shell",
+    "description": "Run a shell command.",
+    "inputSchema": {"type": "object", "properties": {"command": {"type": "string"}}, "required": ["command"]},
+    "executeCode": "import subprocess\nreturn subprocess.run(args['command'], shell=True, "
+    "capture_output=True, text=True).stdout",
+}
+COUNT_TOOL = {
+    "name": "wordCount",
+    "label": "Word Count",
+    "description": "Count the words of a text.",
+    "inputSchema": {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
+    "executeCode": "return str(len(args['text'].split()))",
+}
 
 
 def main() -> None:
     """Run the story: a declined tool, an approved one, a masked lookup; print the history."""
-    model = ScriptedModel([
-        calls(use("writeTool", **SHELL_TOOL)),
-        calls(use("writeTool", **COUNT_TOOL), text="Then a tool without shell commands."),
-        calls(use("wordCount", text="the quick brown fox"), use("lookupCustomer", customer_id="c-42")),
-        "The text has 4 words; customer c-42 is Ada Lovelace on the pro plan.",
-    ])
+    model = ScriptedModel(
+        [
+            calls(use("writeTool", **SHELL_TOOL)),
+            calls(use("writeTool", **COUNT_TOOL), text="Then a tool without shell commands."),
+            calls(use("wordCount", text="the quick brown fox"), use("lookupCustomer", customer_id="c-42")),
+            "The text has 4 words; customer c-42 is Ada Lovelace on the pro plan.",
+        ]
+    )
     with tempfile.TemporaryDirectory() as folder:
         store = ToolStore("hooks")
         load_tools(store, copy_example_tools(Path(folder)))
         register_tool(store, lookupCustomer)
-        with YiemAgent(llm_call=model, tools=get_tools(store), tool_store=store,
-                       before_tool_call=approval_gate, after_tool_call=masking,
-                       agent_event_sink=show) as agent:
-            reply = agent.prompt("Count the words of 'the quick brown fox', and look up "
-                                 "customer c-42.", timeout=60)
+        with YiemAgent(
+            llm_call=model,
+            tools=get_tools(store),
+            tool_store=store,
+            before_tool_call=approval_gate,
+            after_tool_call=masking,
+            agent_event_sink=show,
+        ) as agent:
+            reply = agent.prompt(
+                "Count the words of 'the quick brown fox', and look up customer c-42.", timeout=60
+            )
             history = agent.messages
         written = sorted(p.name for p in Path(folder).glob("*.py"))
     print("answer:", answer(reply))

@@ -26,14 +26,17 @@ from yiemagent import (
 )
 
 
-def shout(tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None,
-          on_partial_result: Any) -> AgentToolResult:
+def shout(
+    tool_call_id: str, args: dict[str, Any], signal: AbortSignal | None, on_partial_result: Any
+) -> AgentToolResult:
     """The body of the hand-built tool: the text in capitals."""
     return AgentToolResult([TextContent(args["text"].upper())], details={"length": len(args["text"])})
 
 
 SHOUT = AgentTool(
-    name="shout", label="Shout", description="Repeat a text in capitals.",
+    name="shout",
+    label="Shout",
+    description="Repeat a text in capitals.",
     input_schema={"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
     execute=shout,
 )
@@ -60,10 +63,14 @@ def main() -> None:
     store = ToolStore("manual")
     register_tool(store, SHOUT)
     register_tool(store, list_tool(store))
-    model = ScriptedModel([
-        calls(use("shout", text="hello")), "Shouted: HELLO.",
-        calls(use("convert", amount=100, to="EUR")), "100 is about 92 EUR.",
-    ])
+    model = ScriptedModel(
+        [
+            calls(use("shout", text="hello")),
+            "Shouted: HELLO.",
+            calls(use("convert", amount=100, to="EUR")),
+            "100 is about 92 EUR.",
+        ]
+    )
     with YiemAgent(llm_call=model, tool_store=store, agent_event_sink=show) as agent:
         print("answer:", answer(agent.prompt("Shout hello.", timeout=60)))
         print("offered on the first question:", offered(model.requests[0]))

@@ -48,17 +48,28 @@ def scripted_llm_call(request: dict[str, Any]) -> AssistantMessage:
     09:30 London time in Tokyo, then answer from the two results."""
     results = _tool_texts(request)
     if not results:
-        return AssistantMessage(content=[AgentToolCall(
-            "call_1", "time_get_current_time", {"timezone": "Asia/Tokyo"})],
-            model="scripted", stop_reason="toolUse")
+        return AssistantMessage(
+            content=[AgentToolCall("call_1", "time_get_current_time", {"timezone": "Asia/Tokyo"})],
+            model="scripted",
+            stop_reason="toolUse",
+        )
     if len(results) == 1:
-        return AssistantMessage(content=[AgentToolCall(
-            "call_2", "time_convert_time",
-            {"source_timezone": "Europe/London", "time": "09:30", "target_timezone": "Asia/Tokyo"})],
-            model="scripted", stop_reason="toolUse")
+        return AssistantMessage(
+            content=[
+                AgentToolCall(
+                    "call_2",
+                    "time_convert_time",
+                    {"source_timezone": "Europe/London", "time": "09:30", "target_timezone": "Asia/Tokyo"},
+                )
+            ],
+            model="scripted",
+            stop_reason="toolUse",
+        )
     now, converted = json.loads(results[0]), json.loads(results[1])
-    answer = (f"In Tokyo it is {now['datetime'][11:16]} on {now['day_of_week']}; 09:30 in London "
-              f"is {converted['target']['datetime'][11:16]} there ({converted['time_difference']}).")
+    answer = (
+        f"In Tokyo it is {now['datetime'][11:16]} on {now['day_of_week']}; 09:30 in London "
+        f"is {converted['target']['datetime'][11:16]} there ({converted['time_difference']})."
+    )
     return AssistantMessage(content=[TextContent(answer)], model="scripted")
 
 
@@ -75,8 +86,9 @@ def show(event: AgentEvent) -> None:
 def main(argv: list[str] | None = None) -> int:
     """Run the example; return the process exit code (1 when the run ended in an error)."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("question", nargs="?",
-                        default="What time is it in Tokyo, and what is 9:30 London time there?")
+    parser.add_argument(
+        "question", nargs="?", default="What time is it in Tokyo, and what is 9:30 London time there?"
+    )
     parser.add_argument("--model", help="e.g. openai:gpt-4o-mini (default: scripted_llm_call, offline)")
     args = parser.parse_args(argv)
     llm_call = create_llm_call(args.model) if args.model else scripted_llm_call
@@ -84,8 +96,12 @@ def main(argv: list[str] | None = None) -> int:
     with ToolStore("mcp-example") as store:
         load_mcp_tools(store, TIME_SERVER, prefix="time_")
         print(f"tools: {', '.join(store.tools)}")
-        with YiemAgent(llm_call=llm_call, tool_store=store, agent_event_sink=show,
-                       system_prompt="You are a helpful assistant. Use tools when they help.") as agent:
+        with YiemAgent(
+            llm_call=llm_call,
+            tool_store=store,
+            agent_event_sink=show,
+            system_prompt="You are a helpful assistant. Use tools when they help.",
+        ) as agent:
             reply = agent.prompt(args.question, timeout=120)
     print("answer:", "".join(b.text for b in reply.content if isinstance(b, TextContent)))
     if reply.stop_reason == "error":

@@ -24,8 +24,7 @@ LOOKUP_S = 0.3
 
 
 @function_tool(parallel=True)
-def quote(symbol: str, signal: AbortSignal,
-          on_partial_result: Callable[[AgentToolResult], None]) -> str:
+def quote(symbol: str, signal: AbortSignal, on_partial_result: Callable[[AgentToolResult], None]) -> str:
     """Get the price of a stock.
 
     Args:
@@ -38,13 +37,14 @@ def quote(symbol: str, signal: AbortSignal,
 
 def ask(mode: Literal["sequential", "parallel"]) -> float:
     """Ask for three quotes with the tools run in ``mode``; return the seconds it took."""
-    model = ScriptedModel([
-        calls(*(use("quote", symbol=s) for s in PRICES)),
-        "ACME 12.5, GLOBEX 48.0, INITECH 3.2.",
-    ])
+    model = ScriptedModel(
+        [
+            calls(*(use("quote", symbol=s) for s in PRICES)),
+            "ACME 12.5, GLOBEX 48.0, INITECH 3.2.",
+        ]
+    )
     print(f"== {mode}")
-    with YiemAgent(llm_call=model, tools=[quote], tool_execution=mode,
-                   agent_event_sink=show) as agent:
+    with YiemAgent(llm_call=model, tools=[quote], tool_execution=mode, agent_event_sink=show) as agent:
         started = time.perf_counter()
         reply = agent.prompt("Quote ACME, GLOBEX and INITECH.", timeout=60)
         took = time.perf_counter() - started

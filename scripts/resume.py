@@ -30,8 +30,11 @@ def startReport(topic: str) -> AgentToolResult:  # camelCase: the name the model
     """
     job = f"job-{next(_IDS)}"
     JOBS[job] = None
-    return AgentToolResult(f"Report {job} on {topic!r} is being written; you will be resumed "
-                           "when it is done.", details={"job": job}, terminate=True)
+    return AgentToolResult(
+        f"Report {job} on {topic!r} is being written; you will be resumed when it is done.",
+        details={"job": job},
+        terminate=True,
+    )
 
 
 @function_tool
@@ -47,11 +50,13 @@ def fetchReport(job: str) -> str:
 
 def main() -> None:
     """Hand off, finish the job, resume, and try a resume with nothing left to do."""
-    model = ScriptedModel([
-        calls(use("startReport", topic="tea exports"), text="I will start the report."),
-        calls(use("fetchReport", job="job-7")),
-        "Your report: tea exports grew 4% last year, led by Kenya.",
-    ])
+    model = ScriptedModel(
+        [
+            calls(use("startReport", topic="tea exports"), text="I will start the report."),
+            calls(use("fetchReport", job="job-7")),
+            "Your report: tea exports grew 4% last year, led by Kenya.",
+        ]
+    )
     with YiemAgent(llm_call=model, tools=[startReport, fetchReport], agent_event_sink=show) as agent:
         handoff = agent.prompt("Write me a report on tea exports.", timeout=60)
         print(f"run 1 ended: stop_reason={handoff.stop_reason}; the model was called {model.calls} time(s)")

@@ -22,27 +22,29 @@ CONVERTER = {
     "name": "celsiusToFahrenheit",
     "label": "Celsius to Fahrenheit",
     "description": "Convert a temperature from degrees Celsius to degrees Fahrenheit.",
-    "inputSchema": {"type": "object", "properties": {"celsius": {"type": "number"}},
-                    "required": ["celsius"]},
+    "inputSchema": {"type": "object", "properties": {"celsius": {"type": "number"}}, "required": ["celsius"]},
     "executeCode": "fahrenheit = args['celsius'] * 9 / 5 + 32\nreturn f'{fahrenheit:.1f} F'",
 }
 
 
 def main() -> None:
     """Let the model extend itself, then show the file it wrote and the tools it was offered."""
-    model = ScriptedModel([
-        calls(use("listTools")),
-        calls(use("writeTool", **CONVERTER), text="There is no converter; I will write one."),
-        calls(use("celsiusToFahrenheit", celsius=21.5)),
-        "21.5 C is 70.7 F.",
-    ])
+    model = ScriptedModel(
+        [
+            calls(use("listTools")),
+            calls(use("writeTool", **CONVERTER), text="There is no converter; I will write one."),
+            calls(use("celsiusToFahrenheit", celsius=21.5)),
+            "21.5 C is 70.7 F.",
+        ]
+    )
     with tempfile.TemporaryDirectory() as tmp:
         folder = copy_example_tools(Path(tmp))
         store = ToolStore("self-tooling")
         load_tools(store, folder)
         print("tools at the start:", list(store.tools))
-        with YiemAgent(llm_call=model, tools=get_tools(store), tool_store=store,
-                       agent_event_sink=show) as agent:
+        with YiemAgent(
+            llm_call=model, tools=get_tools(store), tool_store=store, agent_event_sink=show
+        ) as agent:
             reply = agent.prompt("What is 21.5 degrees Celsius in Fahrenheit?", timeout=60)
         written = (folder / "celsiusToFahrenheit.py").read_text(encoding="utf-8").splitlines()
         print("answer:", answer(reply))
@@ -51,9 +53,11 @@ def main() -> None:
             names = [t["function"]["name"] for t in model.requests[turn - 1]["tools"]]
             print(f"offered on turn {turn}:", names)
         body = written.index(next(line for line in written if line.startswith("def _execute_body")))
-        print(f"celsiusToFahrenheit.py, as writeTool wrote it ({len(written)} lines), "
-              "has the model's code as the body of _execute_body:")
-        for line in written[body:body + 3]:
+        print(
+            f"celsiusToFahrenheit.py, as writeTool wrote it ({len(written)} lines), "
+            "has the model's code as the body of _execute_body:"
+        )
+        for line in written[body : body + 3]:
             print("   ", line)
 
 

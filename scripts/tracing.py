@@ -1,6 +1,6 @@
 """Tracing: every run, LLM call and tool call of an agent as an OpenTelemetry span.
 
-``YiemAgent(tracer=...)`` (or ``enable_tracing()`` for every agent made afterwards) subscribes a
+``trace_agent(agent, tracer)`` (or ``enable_tracing()`` for every agent made afterwards) subscribes a
 listener that turns the loop's events into spans following the OpenTelemetry GenAI conventions:
 an ``invoke_agent`` span per run, with a ``chat`` span per LLM call and an ``execute_tool`` span
 per tool call under it, carrying ``gen_ai.*`` attributes (model, token usage, tool name and call
@@ -11,12 +11,15 @@ a service you would export them to your collector instead (an OTLP exporter). It
 
 from __future__ import annotations
 
+from typing import Any
+
 from _scripted import ScriptedModel, answer, calls, use
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
 from yiemagent import YiemAgent, function_tool
+from yiemagent.integrations import trace_agent
 
 
 @function_tool(parallel=True)
@@ -37,8 +40,11 @@ def print_tree(spans: tuple[ReadableSpan, ...]) -> None:
         children.setdefault(parent, []).append(span)
 
     def show(span: ReadableSpan, depth: int) -> None:
-        attributes = {k: v for k, v in (span.attributes or {}).items() if k.startswith("gen_ai.")
-                      and k != "gen_ai.operation.name"}
+        attributes = {
+            k: v
+            for k, v in (span.attributes or {}).items()
+            if k.startswith("gen_ai.") and k != "gen_ai.operation.name"
+        }
         status = span.status.status_code.name
         print(f"{'  ' * depth}{span.name}  [{status}] {attributes}")
         for child in children.get(span.context.span_id, []):
@@ -48,18 +54,34 @@ def print_tree(spans: tuple[ReadableSpan, ...]) -> None:
         show(root, 0)
 
 
+def traced(agent: YiemAgent, tracer: Any) -> YiemAgent:
+    """``agent``, traced with ``tracer``."""
+    trace_agent(agent, tracer)
+    return agent
+
+
 def main() -> None:
     """Run one question with two parallel tool calls and print the span tree."""
     exporter = InMemorySpanExporter()
     provider = TracerProvider()
     provider.add_span_processor(SimpleSpanProcessor(exporter))
-    model = ScriptedModel([
-        calls(use("population", city="Paris"), use("population", city="Tokyo")),
-        "Tokyo has far more people than Paris: 14 million against 2.1 million.",
-    ], name="scripted-model")
-    with YiemAgent(llm_call=model, tools=[population], tool_execution="parallel",
-                   tracer=provider.get_tracer("example"), name="demographer",
-                   session_id="conversation-1") as agent:
+    model = ScriptedModel(
+        [
+            calls(use("population", city="Paris"), use("population", city="Tokyo")),
+            "Tokyo has far more people than Paris: 14 million against 2.1 million.",
+        ],
+        name="scripted-model",
+    )
+    with traced(
+        YiemAgent(
+            llm_call=model,
+            tools=[population],
+            tool_execution="parallel",
+            name="demographer",
+            session_id="conversation-1",
+        ),
+        provider.get_tracer("example"),
+    ) as agent:
         reply = agent.prompt("Which city is bigger, Paris or Tokyo?", timeout=30)
     print("answer:", answer(reply))
     print_tree(exporter.get_finished_spans())

@@ -41,8 +41,11 @@ class ScriptedLLM:
     (or raising). Past the end of the script, ``default`` answers.
     """
 
-    def __init__(self, *script: AssistantMessage | Callable[[dict[str, Any]], AssistantMessage],
-                 default: Callable[[dict[str, Any]], AssistantMessage] | None = None) -> None:
+    def __init__(
+        self,
+        *script: AssistantMessage | Callable[[dict[str, Any]], AssistantMessage],
+        default: Callable[[dict[str, Any]], AssistantMessage] | None = None,
+    ) -> None:
         self.script = list(script)
         self.default = default or (lambda req: reply(f"echo: {last_user_text(req)}"))
         self.requests: list[dict[str, Any]] = []
@@ -59,7 +62,9 @@ class ScriptedLLM:
 def echo_tool(name: str = "echo", parallel: bool = False) -> AgentTool:
     """A tool returning ``"<name>: <text>"`` for its ``text`` argument."""
     return AgentTool(
-        name, name.title(), f"Echoes its text ({name})",
+        name,
+        name.title(),
+        f"Echoes its text ({name})",
         {"type": "object", "properties": {"text": {"type": "string"}}, "required": ["text"]},
         lambda _id, args, _sig, _p: AgentToolResult([TextContent(f"{name}: {args['text']}")]),
         parallel_tool_execute=parallel,

@@ -4,7 +4,7 @@ The bar "the output contains getTime, Tokyo and a time" let through answers that
 sorry for your loss, but as a text-based AI, I don't see2026-12-01T18:17:05+09:00" (issue 19);
 these checks read the answer as its user does: the tool's value stated once and not glued to a
 word, no apology, no second date, time or number the tool did not give, no talk about the
-prompt or the tools, at most two sentences, and a clean end. ``tests/test_first_answers.py``
+prompt or the tools, at most two sentences, and a clean end. ``tests/cli/test_first_answers.py``
 applies them to the embedded model's answers, and tests them on the issue's bad answers.
 """
 
@@ -12,17 +12,27 @@ from __future__ import annotations
 
 import re
 
-APOLOGY = re.compile(r"\b(?:sorry|apologi[sz]e|unfortunately|condolences|as an? (?:ai|text-based "
-                     r"ai|language model))\b", re.IGNORECASE)
-CANNOT = re.compile(r"\b(?:i (?:can ?not|can't|can’t|am (?:not able|unable))|i'm (?:not able|"
-                    r"unable)|i (?:do not|don't|don’t) have (?:access|the ability|real-time))\b",
-                    re.IGNORECASE)
-DATE_OR_TIME = re.compile(r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?|"
-                          r"(?<![\d.])\d{1,2}:\d{2}(?::\d{2})?(?![\d.])")
+APOLOGY = re.compile(
+    r"\b(?:sorry|apologi[sz]e|unfortunately|condolences|as an? (?:ai|text-based "
+    r"ai|language model))\b",
+    re.IGNORECASE,
+)
+CANNOT = re.compile(
+    r"\b(?:i (?:can ?not|can't|can’t|am (?:not able|unable))|i'm (?:not able|"
+    r"unable)|i (?:do not|don't|don’t) have (?:access|the ability|real-time))\b",
+    re.IGNORECASE,
+)
+DATE_OR_TIME = re.compile(
+    r"\d{4}-\d{1,2}-\d{1,2}(?:[T ]\d{1,2}:\d{2}(?::\d{2})?)?|"
+    r"(?<![\d.])\d{1,2}:\d{2}(?::\d{2})?(?![\d.])"
+)
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 # Words of the machinery, not of an answer: the prompt's instructions, tags, tool names.
-MACHINERY = re.compile(r"in one sentence|<|>|tool_(?:call|response)|\b(?:getTime|getWeather|"
-                       r"writeTool|listTools|JSON)\b", re.IGNORECASE)
+MACHINERY = re.compile(
+    r"in one sentence|<|>|tool_(?:call|response)|\b(?:getTime|getWeather|"
+    r"writeTool|listTools|JSON)\b",
+    re.IGNORECASE,
+)
 SENTENCE_END = re.compile(r"[.!?]+[\"'’”)\]]*(?=\s|$)")
 CLEAN_END = tuple(".!?)]\"'’”")
 MASK = "VALUE"
@@ -32,7 +42,7 @@ def sentence_count(text: str) -> int:
     """How many sentences ``text`` has: each ``.``, ``!`` or ``?`` followed by white space or
     the end closes one (a decimal point does not), and text after the last one is one more."""
     ends = list(SENTENCE_END.finditer(text))
-    rest = text[ends[-1].end():] if ends else text
+    rest = text[ends[-1].end() :] if ends else text
     return len(ends) + (1 if rest.strip() else 0)
 
 

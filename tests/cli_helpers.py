@@ -22,7 +22,7 @@ from typing import Any
 WAIT = 30.0  # seconds a test waits for output or for the command to end before failing
 
 # Tool files whose results depend on nothing but their arguments.
-ECHO_TOOL = '''
+ECHO_TOOL = """
 def execute(tool_call_id, args, signal, on_partial_result):
     on_partial_result(AgentToolResult("echoing " + args["text"]))
     return AgentToolResult(args["text"].upper())
@@ -35,9 +35,9 @@ def get_tool():
                       "required": ["text"]},
         execute=execute, parallel_tool_execute=True,
     )
-'''
+"""
 
-WAIT_TOOL = '''
+WAIT_TOOL = """
 def execute(tool_call_id, args, signal, on_partial_result):
     on_partial_result(AgentToolResult("waiting for an abort"))
     signal.wait(120)
@@ -49,11 +49,11 @@ def get_tool():
         name="waitForAbort", label="Wait", description="Wait until the run is aborted.",
         input_schema={"type": "object", "properties": {}}, execute=execute,
     )
-'''
+"""
 
 # What a session's llama_cpp looks like when the `local` extra is not installed: importing it
 # fails, whatever is installed in the environment running the tests.
-NO_LLAMA_CPP = 'raise ImportError("No module named \'llama_cpp\' (test stand-in)")\n'
+NO_LLAMA_CPP = "raise ImportError(\"No module named 'llama_cpp' (test stand-in)\")\n"
 
 
 def tools_folder(path: Path) -> Path:
@@ -72,8 +72,11 @@ def script_file(path: Path, replies: list[Any]) -> Path:
 
 def clean_env(**extra: str) -> dict[str, str]:
     """The test process's environment without provider keys or colours, plus ``extra``."""
-    env = {k: v for k, v in os.environ.items()
-           if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")}
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY", "OPENROUTER_API_KEY")
+    }
     env.update({"NO_COLOR": "1", "TERM": "dumb", "PYTHONIOENCODING": "utf-8"})
     env.update(extra)
     return env
@@ -97,28 +100,43 @@ def _child_setup(closed: Sequence[int], memory_limit: int | None) -> Callable[[]
     return setup
 
 
-def run_cli(*args: str, cwd: Path, env: dict[str, str] | None = None,
-            stdin: str | bytes | None = None, closed: Sequence[int] = (),
-            memory_limit: int | None = None) -> subprocess.CompletedProcess[str]:
+def run_cli(
+    *args: str,
+    cwd: Path,
+    env: dict[str, str] | None = None,
+    stdin: str | bytes | None = None,
+    closed: Sequence[int] = (),
+    memory_limit: int | None = None,
+) -> subprocess.CompletedProcess[str]:
     """Run ``python -m yiemagent ARGS`` to its end (bounded by ``WAIT``) and return it, its
     output decoded as UTF-8 (undecodable bytes replaced). ``stdin`` is its input (bytes as
     they are; none: an empty stdin); ``closed`` lists descriptors closed in the child before it
     starts (0, 1, 2: POSIX only), ``memory_limit`` caps its address space (POSIX only)."""
     data = stdin.encode("utf-8") if isinstance(stdin, str) else stdin
-    done = subprocess.run([sys.executable, "-m", "yiemagent", *args], cwd=cwd,
-                          env=env if env is not None else clean_env(), input=data,
-                          stdin=subprocess.DEVNULL if data is None else None,
-                          capture_output=True, timeout=WAIT,
-                          preexec_fn=_child_setup(closed, memory_limit))
-    return subprocess.CompletedProcess(done.args, done.returncode,
-                                       done.stdout.decode("utf-8", "replace"),
-                                       done.stderr.decode("utf-8", "replace"))
+    done = subprocess.run(
+        [sys.executable, "-m", "yiemagent", *args],
+        cwd=cwd,
+        env=env if env is not None else clean_env(),
+        input=data,
+        stdin=subprocess.DEVNULL if data is None else None,
+        capture_output=True,
+        timeout=WAIT,
+        preexec_fn=_child_setup(closed, memory_limit),
+    )
+    return subprocess.CompletedProcess(
+        done.args,
+        done.returncode,
+        done.stdout.decode("utf-8", "replace"),
+        done.stderr.decode("utf-8", "replace"),
+    )
 
 
 # Makes the pseudo-terminal on stdin the controlling terminal of a new session, then becomes
 # the command: a session leader that opens a terminal without O_NOCTTY acquires it (Linux).
-_CONTROLLING_TTY = ("import os, sys; os.setsid(); os.close(os.open(os.ttyname(0), os.O_RDWR)); "
-                    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])")
+_CONTROLLING_TTY = (
+    "import os, sys; os.setsid(); os.close(os.open(os.ttyname(0), os.O_RDWR)); "
+    "os.execv(sys.executable, [sys.executable, *sys.argv[1:]])"
+)
 
 
 class Terminal:
@@ -131,8 +149,14 @@ class Terminal:
         self.seen = 0  # output before this index has been matched by expect()
         try:
             self.proc = subprocess.Popen(
-                [sys.executable, "-c", _CONTROLLING_TTY, "-m", "yiemagent", *args], cwd=cwd,
-                env=env, stdin=slave, stdout=slave, stderr=slave, close_fds=True)
+                [sys.executable, "-c", _CONTROLLING_TTY, "-m", "yiemagent", *args],
+                cwd=cwd,
+                env=env,
+                stdin=slave,
+                stdout=slave,
+                stderr=slave,
+                close_fds=True,
+            )
         except BaseException:
             os.close(master)
             raise
@@ -165,10 +189,9 @@ class Terminal:
             found = self.output.find(needle, self.seen)
             if found >= 0:
                 start, self.seen = self.seen, found + len(needle)
-                return self.output[start:self.seen]
+                return self.output[start : self.seen]
             if time.monotonic() >= deadline or not self._read(deadline):
-                raise AssertionError(f"{needle!r} did not appear; the terminal showed:\n"
-                                     f"{self.output}")
+                raise AssertionError(f"{needle!r} did not appear; the terminal showed:\n{self.output}")
 
     def wait(self, timeout: float = WAIT) -> int:
         """Read the rest of the output and wait for the command to end; return its status."""

@@ -32,9 +32,21 @@ def free_port() -> int:
 def serve() -> Iterator[str]:
     """Start the server; yield ``http://127.0.0.1:<port>/v1``; stop it (the fixture's body)."""
     port = free_port()
-    command = [sys.executable, "-m", "llama_cpp.server", "--model", str(default_model_path()),
-               "--chat_format", "chatml-function-calling", "--n_ctx", "4096",
-               "--host", "127.0.0.1", "--port", str(port)]
+    command = [
+        sys.executable,
+        "-m",
+        "llama_cpp.server",
+        "--model",
+        str(default_model_path()),
+        "--chat_format",
+        "chatml-function-calling",
+        "--n_ctx",
+        "4096",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+    ]
     # The log goes to a file: llama.cpp writes far more than a pipe holds, and a full pipe
     # would stop the server before it ever answers.
     with tempfile.TemporaryFile() as log, requests.Session() as probe:
@@ -51,8 +63,9 @@ def serve() -> Iterator[str]:
                 process.wait()
 
 
-def wait_until_ready(process: subprocess.Popen[bytes], probe: requests.Session, base: str,
-                     log: IO[bytes]) -> str:
+def wait_until_ready(
+    process: subprocess.Popen[bytes], probe: requests.Session, base: str, log: IO[bytes]
+) -> str:
     """Return ``base`` once the server answers ``/models``: a poll bounded in time that ends at
     the first answer; raise with the end of the server's log when it exits or takes too long."""
 
@@ -72,5 +85,3 @@ def wait_until_ready(process: subprocess.Popen[bytes], probe: requests.Session, 
         if time.monotonic() > deadline:
             raise RuntimeError(f"llama_cpp.server not ready within {READY_WITHIN_S:g} s:\n{tail()}")
         time.sleep(0.1)
-
-

@@ -8,15 +8,16 @@ import traceback
 from collections.abc import Iterable
 from typing import Any
 
+import attrs
 import pytest
 from llm_server import ScriptedServer
 
-from yiemagent.content import AgentToolCall, ImageContent, TextContent
-from yiemagent.events import MessageUpdateEvent
-from yiemagent.llm import AnthropicMessagesClient, LlmClient, LlmError, OpenAIChatClient
-from yiemagent.messages import AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.tool_types import AbortSignal, AgentContext, AgentTool, AgentToolResult
-from yiemagent.utils import LlmRequest, format_msg_for_llm
+from yiemagent.core._content import AgentToolCall, ImageContent, TextContent
+from yiemagent.core._context import LlmRequest, format_msg_for_llm
+from yiemagent.core._events import MessageUpdateEvent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._tools import AbortSignal, AgentContext, AgentTool, AgentToolResult
+from yiemagent.llm import AnthropicMessagesClient, HttpOptions, LlmClient, LlmError, OpenAIChatClient
 
 KEY = "sk-test-9f8e7d6c5b4a-SECRET"
 PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=="
@@ -29,22 +30,29 @@ WEATHER_SCHEMA = {
 # Quick retries, so no test waits for a real backoff; an ample timeout, so a busy machine never
 # turns a slow but working request into a failure (a test that wants a timeout sets a short one
 # only while its server stays silent).
-FAST: dict[str, Any] = {"retry_base_delay_s": 0.001, "retry_max_backoff_s": 0.005, "timeout": 30.0}
+FAST = HttpOptions(retry_base_delay_s=0.001, retry_max_backoff_s=0.005, timeout=30.0)
+
+
+def fast(**changes: Any) -> HttpOptions:
+    """``FAST`` with ``changes`` (``fast(max_retries=0)``)."""
+    return attrs.evolve(FAST, **changes)
 
 
 def openai_client(server: ScriptedServer, **options: Any) -> OpenAIChatClient:
-    """An OpenAI client for ``server`` with the test key and ``FAST`` settings; ``options`` win."""
-    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **{**FAST, "api_key": KEY, **options})
+    """An OpenAI client for ``server`` with the test key and ``http=FAST``; ``options`` win."""
+    return OpenAIChatClient("gpt-4o-mini", f"{server.url}/v1", **{"http": FAST, "api_key": KEY, **options})
 
 
 def anthropic_client(server: ScriptedServer, **options: Any) -> AnthropicMessagesClient:
-    """An Anthropic client for ``server`` with the test key and ``FAST`` settings; ``options`` win."""
-    return AnthropicMessagesClient("claude-sonnet-4-5", server.url,
-                                   **{**FAST, "api_key": KEY, **options})
+    """An Anthropic client for ``server`` with the test key and ``http=FAST``; ``options`` win."""
+    return AnthropicMessagesClient(
+        "claude-sonnet-4-5", server.url, **{"http": FAST, "api_key": KEY, **options}
+    )
 
 
-def error_while_held(server: ScriptedServer, body: Any, client: LlmClient, *,
-                     signal: AbortSignal | None = None) -> LlmError:
+def error_while_held(
+    server: ScriptedServer, body: Any, client: LlmClient, *, signal: AbortSignal | None = None
+) -> LlmError:
     """Call ``client`` while ``server`` holds back its reply ``body`` (it stays silent until the
     call is over) and return the ``LlmError`` the call raises; with ``signal``, the signal is
     aborted once the server has the request."""
@@ -71,26 +79,31 @@ def error_while_held(server: ScriptedServer, body: Any, client: LlmClient, *,
 
 def weather_tool() -> AgentTool:
     """A tool with a schema, as the model would see it."""
-    return AgentTool("getWeather", "Weather", "Current weather for a city", WEATHER_SCHEMA,
-                     lambda _id, args, _s, _p: AgentToolResult(f"Sunny in {args['city']}"))
+    return AgentTool(
+        "getWeather",
+        "Weather",
+        "Current weather for a city",
+        WEATHER_SCHEMA,
+        lambda _id, args, _s, _p: AgentToolResult(f"Sunny in {args['city']}"),
+    )
 
 
 def simple_request(text: str = "Hello") -> LlmRequest:
     """The default formatting of a one-message conversation with a system prompt and a tool."""
-    return format_msg_for_llm(AgentContext("You are terse.", [UserMessage(text)],
-                                           [weather_tool()]))
+    return format_msg_for_llm(AgentContext("You are terse.", [UserMessage(text)], [weather_tool()]))
 
 
 def history_request() -> LlmRequest:
     """A conversation with an image, two tool calls, their results (one failed) and a follow-up."""
     messages = [
-        UserMessage([TextContent("Weather in Paris and Rome? See map."),
-                     ImageContent(PIXEL, "image/png")]),
-        AssistantMessage([
-            TextContent("Checking both."),
-            AgentToolCall("call_1", "getWeather", {"city": "Paris"}),
-            AgentToolCall("call_2", "getWeather", {"city": "Rome"}),
-        ]),
+        UserMessage([TextContent("Weather in Paris and Rome? See map."), ImageContent(PIXEL, "image/png")]),
+        AssistantMessage(
+            [
+                TextContent("Checking both."),
+                AgentToolCall("call_1", "getWeather", {"city": "Paris"}),
+                AgentToolCall("call_2", "getWeather", {"city": "Rome"}),
+            ]
+        ),
         ToolResultMessage("call_1", "getWeather", [TextContent("Sunny, 22°C")]),
         ToolResultMessage("call_2", "getWeather", [TextContent("service down")], is_error=True),
         UserMessage("Thanks, and tomorrow?"),
@@ -146,8 +159,7 @@ def frame_texts(exc: BaseException | None) -> list[str]:
     texts: list[str] = []
     for error in _chain(exc):
         texts += [str(error), _safe_repr(error), _safe_repr(vars(error))]
-        report = traceback.TracebackException(type(error), error, error.__traceback__,
-                                              capture_locals=True)
+        report = traceback.TracebackException(type(error), error, error.__traceback__, capture_locals=True)
         texts.append("".join(report.format()))
         tb = error.__traceback__
         while tb is not None:
@@ -156,8 +168,12 @@ def frame_texts(exc: BaseException | None) -> list[str]:
     return texts
 
 
-def leak_texts(exc: BaseException | None, records: Iterable[logging.LogRecord],
-               events: Iterable[Any] = (), client: Any = None) -> list[str]:
+def leak_texts(
+    exc: BaseException | None,
+    records: Iterable[logging.LogRecord],
+    events: Iterable[Any] = (),
+    client: Any = None,
+) -> list[str]:
     """Every text a failing call exposes: the exception and its chain (str, repr, attributes,
     traceback with every frame's locals), each log record (message and args) and each event."""
     texts = frame_texts(exc)
@@ -171,9 +187,14 @@ def leak_texts(exc: BaseException | None, records: Iterable[logging.LogRecord],
     return texts
 
 
-def openai_completion(content: str | None = "Hi there!", *, tool_calls: list[Any] | None = None,
-                      finish: str = "stop", reasoning: dict[str, str] | None = None,
-                      usage: dict[str, Any] | None = None) -> dict[str, Any]:
+def openai_completion(
+    content: str | None = "Hi there!",
+    *,
+    tool_calls: list[Any] | None = None,
+    finish: str = "stop",
+    reasoning: dict[str, str] | None = None,
+    usage: dict[str, Any] | None = None,
+) -> dict[str, Any]:
     """A ``chat.completion`` object as OpenAI documents it."""
     message: dict[str, Any] = {"role": "assistant", "content": content, **(reasoning or {})}
     if tool_calls:
@@ -193,8 +214,9 @@ def openai_tool_call(call_id: str, name: str, arguments: str) -> dict[str, Any]:
     return {"id": call_id, "type": "function", "function": {"name": name, "arguments": arguments}}
 
 
-def anthropic_message(content: list[dict[str, Any]], *, stop_reason: str = "end_turn",
-                      usage: dict[str, Any] | None = None) -> dict[str, Any]:
+def anthropic_message(
+    content: list[dict[str, Any]], *, stop_reason: str = "end_turn", usage: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """A Messages API reply as Anthropic documents it."""
     return {
         "id": "msg_01XFDUDYJgAACzvnptvVoYEL",

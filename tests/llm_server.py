@@ -104,7 +104,7 @@ def content_encoding(coding: str) -> str:
 
 def split_every(data: bytes, size: int) -> list[bytes]:
     """Split ``data`` into pieces of ``size`` bytes (the last may be shorter)."""
-    return [data[i:i + size] for i in range(0, len(data), size)]
+    return [data[i : i + size] for i in range(0, len(data), size)]
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -147,8 +147,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.flush()
         for number, chunk in enumerate(reply.chunks):
-            if reply.wait is not None and reply.wait_after == number \
-                    and not reply.wait.wait(BLOCK_LIMIT_S) and reply.strict_wait:
+            if (
+                reply.wait is not None
+                and reply.wait_after == number
+                and not reply.wait.wait(BLOCK_LIMIT_S)
+                and reply.strict_wait
+            ):
                 self.close_connection = True
                 return
             if reply.pause_s:
@@ -185,8 +189,7 @@ class ScriptedServer:
         self.stopped = threading.Event()  # set on leaving the context: trickling replies hurry
         self._httpd = _Server(("127.0.0.1", 0), _Handler)
         self._httpd.owner = self
-        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,),
-                                        daemon=True)
+        self._thread = threading.Thread(target=self._httpd.serve_forever, args=(0.02,), daemon=True)
 
     @property
     def url(self) -> str:
@@ -198,8 +201,9 @@ class ScriptedServer:
         self._thread.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stopped.set()
         with self._cond:
             events = list(self._waits)
@@ -216,25 +220,48 @@ class ScriptedServer:
                 self._waits.append(reply.wait)
         return reply
 
-    def json(self, body: Any, status: int = 200, headers: Mapping[str, str] | None = None,
-             wait: threading.Event | None = None) -> Reply:
+    def json(
+        self,
+        body: Any,
+        status: int = 200,
+        headers: Mapping[str, str] | None = None,
+        wait: threading.Event | None = None,
+    ) -> Reply:
         """Queue a JSON reply (sent once ``wait`` is set, when given)."""
-        return self.add(Reply(status, {"Content-Type": "application/json", **(headers or {})},
-                              json.dumps(body).encode("utf-8"), wait=wait))
+        return self.add(
+            Reply(
+                status,
+                {"Content-Type": "application/json", **(headers or {})},
+                json.dumps(body).encode("utf-8"),
+                wait=wait,
+            )
+        )
 
     def echo(self, make: Callable[[Recorded], Any]) -> Reply:
         """Queue a JSON reply made by ``make`` from the request it answers (with its headers: a
         server that echoes what a client sent, its api key say)."""
-        return self.add(Reply(200, {"Content-Type": "application/json"},
-                              render=lambda request: json.dumps(make(request)).encode("utf-8")))
+        return self.add(
+            Reply(
+                200,
+                {"Content-Type": "application/json"},
+                render=lambda request: json.dumps(make(request)).encode("utf-8"),
+            )
+        )
 
     def text(self, body: str, content_type: str = "application/json") -> Reply:
         """Queue a successful reply with a raw body (for bodies that are not the JSON they claim)."""
         return self.add(Reply(200, {"Content-Type": content_type}, body.encode("utf-8")))
 
-    def sse(self, chunks: list[bytes], *, finish: bool = True, wait: threading.Event | None = None,
-            wait_after: int | None = None, coding: str | None = None,
-            strict_wait: bool = False) -> Reply:
+    def sse(
+        self,
+        chunks: list[bytes],
+        *,
+        finish: bool = True,
+        wait: threading.Event | None = None,
+        wait_after: int | None = None,
+        coding: str | None = None,
+        strict_wait: bool = False,
+    ) -> Reply:
         """Queue an event stream sent as the given byte pieces, one HTTP chunk and flush each
         (TCP may still regroup the bytes on their way to the client); with ``coding``, each piece
         is packed as ``compressed`` does and the reply says so in its ``Content-Encoding`` (a
@@ -243,8 +270,17 @@ class ScriptedServer:
         if coding is not None:
             chunks = compressed(chunks, coding)
             headers["Content-Encoding"] = content_encoding(coding)
-        return self.add(Reply(200, headers, chunks=chunks, finish=finish, wait=wait,
-                              wait_after=wait_after, strict_wait=strict_wait))
+        return self.add(
+            Reply(
+                200,
+                headers,
+                chunks=chunks,
+                finish=finish,
+                wait=wait,
+                wait_after=wait_after,
+                strict_wait=strict_wait,
+            )
+        )
 
     def _record(self, request: Recorded) -> Reply:
         with self._cond:

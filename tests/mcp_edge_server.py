@@ -35,7 +35,7 @@ ODD_NAMES = [
     "a b",  # these two read the same once mapped: a_b
     "a/b",
 ]
-CLASH = "a_b_c8687a08"  # what "a b" maps to (see yiemagent.mcp_names.tool_name)
+CLASH = "a_b_c8687a08"  # what "a b" maps to (see yiemagent.tools.mcp._names.tool_name)
 DESCRIPTION = f"Says which tool was called.{ESCAPES} Harmless\ttext\r\nover two lines."
 
 # The server warns about each name that breaks SEP-986; those names are the point here.

@@ -60,8 +60,11 @@ class HttpServer:
 
     def start(self) -> None:
         """Start the server (on the same port as before, if it ran before); return once it listens."""
-        process = subprocess.Popen([sys.executable, str(HERE / "mcp_http_server.py"), str(self.port)],
-                                   stdout=subprocess.PIPE, text=True)
+        process = subprocess.Popen(
+            [sys.executable, str(HERE / "mcp_http_server.py"), str(self.port)],
+            stdout=subprocess.PIPE,
+            text=True,
+        )
         assert process.stdout is not None
         ready, _, _ = select.select([process.stdout], [], [], 3 * WAIT)
         line = process.stdout.readline() if ready else ""

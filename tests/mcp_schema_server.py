@@ -37,11 +37,16 @@ def _tools(url: str) -> list[types.Tool]:
         tool("lookahead", {"code": {"type": "string", "pattern": "^(?=.*[0-9]).+$"}}),
         tool("backtrack", {"word": {"type": "string", "pattern": "^(a+)+$"}}),
         tool("echo", {"text": {"type": "string"}}),
-        types.Tool(name="structured", description="the structured tool",
-                   input_schema={"type": "object", "properties": {"word": {"type": "string"}}},
-                   output_schema={"type": "object", "required": ["word"],
-                                  "properties": {"word": {"type": "string",
-                                                          "pattern": "^(a+)+$"}}}),
+        types.Tool(
+            name="structured",
+            description="the structured tool",
+            input_schema={"type": "object", "properties": {"word": {"type": "string"}}},
+            output_schema={
+                "type": "object",
+                "required": ["word"],
+                "properties": {"word": {"type": "string", "pattern": "^(a+)+$"}},
+            },
+        ),
     ]
 
 
@@ -54,11 +59,11 @@ def main(url: str) -> None:
     async def call_tool(_ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         text = f"called {params.name} with {json.dumps(params.arguments, sort_keys=True)}"
         structured = dict(params.arguments or {}) if params.name == "structured" else None
-        return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
-                                    structured_content=structured)
+        return types.CallToolResult(
+            content=[types.TextContent(type="text", text=text)], structured_content=structured
+        )
 
-    server: Server[Any] = Server("yiem-hostile-schemas", on_list_tools=list_tools,
-                                 on_call_tool=call_tool)
+    server: Server[Any] = Server("yiem-hostile-schemas", on_list_tools=list_tools, on_call_tool=call_tool)
 
     async def run() -> None:
         async with stdio_server() as (read_stream, write_stream):

@@ -164,8 +164,9 @@ class OpenMeteoServer:
         fields = [f for f in (query.get("current") or [""])[0].split(",") if f]
         unknown = [f for f in fields if f not in METRIC_UNITS]
         if unknown:
-            reason = (f"Cannot initialize WeatherVariable from invalid String value {unknown[0]} "
-                      "for key current")
+            reason = (
+                f"Cannot initialize WeatherVariable from invalid String value {unknown[0]} for key current"
+            )
             return 400, {"error": True, "reason": reason}
         metric = CONDITIONS.get((round(lat, 2), round(lon, 2)), next(iter(CONDITIONS.values())))
         fahrenheit = (query.get("temperature_unit") or [""])[0] == "fahrenheit"
@@ -213,7 +214,7 @@ def _handler_for(owner: OpenMeteoServer) -> type[BaseHTTPRequestHandler]:
                     return
                 for index in range(len(data)):
                     owner.stopped.wait(owner.trickle_s)
-                    self.wfile.write(data[index:index + 1])
+                    self.wfile.write(data[index : index + 1])
                     self.wfile.flush()
             except OSError:  # the client gave up (timeout test)
                 pass

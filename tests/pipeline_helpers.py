@@ -42,8 +42,7 @@ WEATHER_SCHEMA: dict[str, Any] = {
 def text(result_or_message: Any) -> str:
     """The joined text of a result, message or event result's content."""
     content = getattr(result_or_message, "content", result_or_message)
-    return "\n".join(b.text if isinstance(b, TextContent) else str(b.get("text", ""))
-                     for b in content)
+    return "\n".join(b.text if isinstance(b, TextContent) else str(b.get("text", "")) for b in content)
 
 
 def ok_execute(reply: str = "ok", **result_kw: Any) -> Callable[..., AgentToolResult]:
@@ -105,8 +104,9 @@ class Recorder:
             self._inside.release()
 
     def of(self, kind: type, call_id: str | None = None) -> list[Any]:
-        return [e for e in self.events
-                if isinstance(e, kind) and (call_id is None or e.tool_call_id == call_id)]
+        return [
+            e for e in self.events if isinstance(e, kind) and (call_id is None or e.tool_call_id == call_id)
+        ]
 
 
 def run(
@@ -126,8 +126,9 @@ def run(
     return batch, recorder
 
 
-def assert_batch_well_formed(calls: Sequence[AgentToolCall], batch: AgentToolCallBatch,
-                             events: Sequence[Any]) -> None:
+def assert_batch_well_formed(
+    calls: Sequence[AgentToolCall], batch: AgentToolCallBatch, events: Sequence[Any]
+) -> None:
     """Every call has one result in call order, and one start and one end event, start before
     updates before end."""
     assert [m.tool_call_id for m in batch.messages] == [c.id for c in calls]

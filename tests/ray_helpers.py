@@ -52,12 +52,17 @@ def scripted_reply(request: dict[str, Any]) -> AssistantMessage:
     words = text.split(" ", 3)
     if words[0] == "call" and len(words) >= 2:
         args = json.loads(text.split(" ", 2)[2]) if len(words) > 2 else {}
-        return AssistantMessage([AgentToolCall(f"c{uuid.uuid4().hex[:12]}", words[1], args)],
-                                model="scripted", stop_reason="toolUse")
+        return AssistantMessage(
+            [AgentToolCall(f"c{uuid.uuid4().hex[:12]}", words[1], args)],
+            model="scripted",
+            stop_reason="toolUse",
+        )
     if words[0] == "batch" and len(words) >= 3:
         base = json.loads(words[3]) if len(words) > 3 else {}
-        calls = [AgentToolCall(f"c{uuid.uuid4().hex[:12]}", words[1], {**base, "i": i})
-                 for i in range(int(words[2]))]
+        calls = [
+            AgentToolCall(f"c{uuid.uuid4().hex[:12]}", words[1], {**base, "i": i})
+            for i in range(int(words[2]))
+        ]
         return AssistantMessage(calls, model="scripted", stop_reason="toolUse")
     users = sum(1 for m in messages if m["role"] == "user")
     return AssistantMessage([TextContent(f"#{users} {text}")], model="scripted")
@@ -114,8 +119,14 @@ def local_cluster(tests_folder: str) -> Iterator[None]:
     PYTHONPATH (so they import this module), with the latch actor; stopped on exit."""
     os.environ.setdefault("RAY_USAGE_STATS_ENABLED", "0")
     path = os.pathsep.join(p for p in (tests_folder, os.environ.get("PYTHONPATH")) if p)
-    ray.init(address="local", num_cpus=2, include_dashboard=False, log_to_driver=False,
-             object_store_memory=128 * 1024 * 1024, runtime_env={"env_vars": {"PYTHONPATH": path}})
+    ray.init(
+        address="local",
+        num_cpus=2,
+        include_dashboard=False,
+        log_to_driver=False,
+        object_store_memory=128 * 1024 * 1024,
+        runtime_env={"env_vars": {"PYTHONPATH": path}},
+    )
     try:
         handle = Latch.options(name=LATCH_NAME).remote()
         ray.get(handle.is_set.remote("ready"), timeout=WAIT_S)
@@ -205,7 +216,7 @@ def crash_tool() -> AgentTool:
 def all_tools() -> list[AgentTool]:
     """Every tool above, for ``tool_imports``, and ``echo_task``: ``echo`` run as a Ray task
     (from the actor that hosts the agent)."""
-    from yiemagent.ray_cluster import ray_tool
+    from yiemagent.integrations.ray import ray_tool
 
     task = attrs.evolve(ray_tool(echo_tool(), num_cpus=0), name="echo_task")
     return [echo_tool(), gate_tool(), meet_tool(), boom_tool(), task]
@@ -236,11 +247,13 @@ def stalling_sink(records: list[dict[str, Any]]) -> None:
 def scripted_settings(**changes: Any) -> Any:
     """``AgentSettings`` of the scripted model with the tools and hook above; ``changes``
     override."""
-    from yiemagent.ray_cluster import AgentSettings
+    from yiemagent.integrations.ray import AgentSettings
 
     base: dict[str, Any] = {
-        "model_spec": "scripted", "llm_factory": "ray_helpers:make_llm",
-        "tool_imports": ("ray_helpers:all_tools",), "before_tool_call": "ray_helpers:block_forbidden",
+        "model_spec": "scripted",
+        "llm_factory": "ray_helpers:make_llm",
+        "tool_imports": ("ray_helpers:all_tools",),
+        "before_tool_call": "ray_helpers:block_forbidden",
         "system_prompt": "You are a test.",
     }
     return AgentSettings(**{**base, **changes})

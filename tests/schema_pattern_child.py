@@ -28,22 +28,35 @@ from yiemagent import (
     ToolStore,
     YiemAgent,
 )
-from yiemagent.schema_check import compile_fast_check
+from yiemagent.core._schema_fast import compile_fast_check
 
 HOSTILE = "a" * 40 + "!"
 PATTERN = "^(a+)+$"
 SCHEMAS: dict[str, dict[str, Any]] = {
-    "word": {"type": "object", "properties": {"word": {"type": "string", "pattern": PATTERN}},
-             "required": ["word"]},
+    "word": {
+        "type": "object",
+        "properties": {"word": {"type": "string", "pattern": PATTERN}},
+        "required": ["word"],
+    },
     "keys": {"type": "object", "patternProperties": {PATTERN: {"type": "integer"}}},
     "closed": {"type": "object", "patternProperties": {PATTERN: {}}, "additionalProperties": False},
     # A subschema in another dialect: jsonschema would switch to its stock validator there.
-    "dialect": {"type": "object", "properties": {"word": {
-        "$schema": "http://json-schema.org/draft-07/schema#", "type": "string", "pattern": PATTERN}}},
+    "dialect": {
+        "type": "object",
+        "properties": {
+            "word": {
+                "$schema": "http://json-schema.org/draft-07/schema#",
+                "type": "string",
+                "pattern": PATTERN,
+            }
+        },
+    },
 }
 CALLS: list[tuple[str, dict[str, Any]]] = [
-    ("word", {"word": HOSTILE}), ("word", {"word": "aaaa"}),
-    ("keys", {HOSTILE: "x", "aaa": "x"}), ("closed", {HOSTILE: 1}),
+    ("word", {"word": HOSTILE}),
+    ("word", {"word": "aaaa"}),
+    ("keys", {HOSTILE: "x", "aaa": "x"}),
+    ("closed", {HOSTILE: 1}),
     ("dialect", {"word": HOSTILE}),
 ]
 
@@ -66,8 +79,10 @@ def _run(tools: Any, calls: list[tuple[str, dict[str, Any]]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for message in results:
         block = message.content[0]
-        out[message.tool_call_id] = [message.is_error,
-                                     block.text if isinstance(block, TextContent) else repr(block)]
+        out[message.tool_call_id] = [
+            message.is_error,
+            block.text if isinstance(block, TextContent) else repr(block),
+        ]
     return out
 
 
@@ -75,19 +90,26 @@ def local() -> dict[str, Any]:
     """Tools defined here (trusted), called with hostile values, and the fast check alone."""
     check = compile_fast_check(SCHEMAS["word"])
     tools = [AgentTool(name, name, "", schema, _ran(name)) for name, schema in SCHEMAS.items()]
-    return {"fast_check": None if check is None else check({"word": HOSTILE}),
-            "results": _run(tools, CALLS)}
+    return {"fast_check": None if check is None else check({"word": HOSTILE}), "results": _run(tools, CALLS)}
 
 
 def mcp(url: str) -> dict[str, Any]:
     """The tools of ``mcp_schema_server.py`` loaded with ``strict=False``, then called."""
-    from yiemagent.mcp_tools import load_mcp_tools
+    from yiemagent.tools.mcp import McpOptions
+    from yiemagent.tools.mcp._connection import load_mcp_tools
 
     server = [sys.executable, str(Path(__file__).with_name("mcp_schema_server.py")), url]
-    calls = [("backtrack", {"word": HOSTILE}), ("backtrack", {"word": "aaaa"}), ("echo", {"text": "hi"}),
-             ("structured", {"word": HOSTILE}), ("structured", {"word": "aaaa"})]
-    with ToolStore() as store, load_mcp_tools(store, server, strict=False,
-                                              connect_timeout_s=WAIT) as connection:
+    calls = [
+        ("backtrack", {"word": HOSTILE}),
+        ("backtrack", {"word": "aaaa"}),
+        ("echo", {"text": "hi"}),
+        ("structured", {"word": HOSTILE}),
+        ("structured", {"word": "aaaa"}),
+    ]
+    with (
+        ToolStore() as store,
+        load_mcp_tools(store, server, strict=False, options=McpOptions(connect_timeout_s=WAIT)) as connection,
+    ):
         names = connection.tool_names
         results = _run(store, calls)
     return {"tool_names": names, "results": results}

@@ -14,8 +14,9 @@ SCRIPT = ROOT / "scripts" / "bench_ab.py"
 
 
 def run(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True,
-                          timeout=300, check=False)
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=300, check=False
+    )
 
 
 def test_it_reports_both_variants_for_a_checkout() -> None:

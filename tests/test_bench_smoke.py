@@ -19,6 +19,7 @@ import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "bench.py"
 TARGETED = {
+    "import_time": {"import_ms", "help_s"},
     "turn_overhead": {"us_per_turn"},
     "parallel_batch": {"wall_s_2", "wall_s_3"},
     "history_growth": {"ratio"},
@@ -52,7 +53,7 @@ def report(bench: ModuleType) -> dict[str, Any]:
 
 def registry_available() -> bool:
     """Whether the tool-loading API exists (without it, tool_loading is unavailable)."""
-    return importlib.util.find_spec("yiemagent.tool_registry") is not None
+    return importlib.util.find_spec("yiemagent.tools._store") is not None
 
 
 def available(name: str) -> bool:
@@ -106,13 +107,16 @@ def test_targeted_figures_have_targets(report: dict[str, Any]) -> None:
 
 
 def test_missed_list_matches_the_met_flags(report: dict[str, Any]) -> None:
-    expected = [f"{name}.{fig_name}" for name, s in report["scenarios"].items()
-                for fig_name, fig in s["figures"].items() if fig["met"] is False]
+    expected = [
+        f"{name}.{fig_name}"
+        for name, s in report["scenarios"].items()
+        for fig_name, fig in s["figures"].items()
+        if fig["met"] is False
+    ]
     assert report["missed"] == expected
 
 
-def test_table_names_every_scenario_and_the_missed_targets(bench: ModuleType,
-                                                           report: dict[str, Any]) -> None:
+def test_table_names_every_scenario_and_the_missed_targets(bench: ModuleType, report: dict[str, Any]) -> None:
     table = bench.render(report)
     for name in bench.SCENARIOS:
         assert name in table
@@ -120,8 +124,13 @@ def test_table_names_every_scenario_and_the_missed_targets(bench: ModuleType,
 
 
 def test_command_line_json_is_one_object() -> None:
-    done = subprocess.run([sys.executable, str(SCRIPT), "--quick", "--json", "--only", "turn_overhead"],
-                          capture_output=True, text=True, timeout=120, check=False)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), "--quick", "--json", "--only", "turn_overhead"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert done.returncode == 0, done.stderr
     data = json.loads(done.stdout)
     assert list(data["scenarios"]) == ["turn_overhead"]
@@ -131,13 +140,14 @@ def test_command_line_json_is_one_object() -> None:
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="--profile needs CPython 3.10 or 3.11")
 def test_profile_lists_library_functions(bench: ModuleType) -> None:
     text = bench.profile(["turn_overhead"], bench.QUICK, 5)
-    assert "run.py" in text and "cumulative" in text
+    assert "_loop.py" in text and "cumulative" in text
 
 
-def test_tool_loading_reports_unavailable_without_the_registry(bench: ModuleType,
-                                                               monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "yiemagent.tool_registry", None)  # makes the import fail
+def test_tool_loading_reports_unavailable_without_the_registry(
+    bench: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "yiemagent.tools._store", None)  # makes the import fail
     scenario = bench.tool_loading(bench.QUICK).to_dict()
-    assert scenario["status"] == "unavailable" and "tool_registry" in scenario["note"]
+    assert scenario["status"] == "unavailable" and "tools._store" in scenario["note"]
     fig = scenario["figures"]["ms_per_file"]
     assert fig["median"] is None and fig["met"] is None and is_number(fig["target"])

@@ -13,8 +13,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def _with_progress(command: str, **env: str) -> subprocess.Popen[str]:
     script = f'source scripts/setup_progress.sh; with_progress "testing" {command}'
-    return subprocess.Popen(["bash", "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True,
-                            env={**os.environ, **env})
+    return subprocess.Popen(
+        ["bash", "-c", script], cwd=ROOT, stdout=subprocess.PIPE, text=True, env={**os.environ, **env}
+    )
 
 
 def test_a_long_step_prints_how_long_it_has_been_running(tmp_path: Path) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import requests
 
 from yiemagent import AbortSignal, AgentTool, AgentToolResult, TextContent
-from yiemagent.llm import RequestInterrupter, interruptible_session
+from yiemagent.llm.http import RequestInterrupter, interruptible_session
 
 GEOCODING_URL = "https://geocoding-api.open-meteo.com/v1/search"
 FORECAST_URL = "https://api.open-meteo.com/v1/forecast"
@@ -107,7 +107,10 @@ def _excerpt(response: requests.Response) -> str:
 
 
 def _get_json(
-    service: str, url: str, params: dict[str, Any], session: requests.Session,
+    service: str,
+    url: str,
+    params: dict[str, Any],
+    session: requests.Session,
     signal: AbortSignal | None,
 ) -> dict[str, Any]:
     """GET ``url`` and return its JSON object; raise ``WeatherLookupError`` saying what failed
@@ -167,9 +170,7 @@ def _check_abort(signal: AbortSignal | None) -> None:
         raise WeatherLookupError("The weather lookup was aborted.")
 
 
-def geocode(
-    city: str, session: requests.Session, signal: AbortSignal | None = None
-) -> dict[str, Any]:
+def geocode(city: str, session: requests.Session, signal: AbortSignal | None = None) -> dict[str, Any]:
     """Return the best Open-Meteo geocoding match for ``city``; raise if none is found."""
     url = os.environ.get("YIEM_GEOCODING_URL") or GEOCODING_URL
     params = {"name": city, "count": 1, "language": "en", "format": "json"}
@@ -184,7 +185,10 @@ def geocode(
 
 
 def forecast(
-    latitude: float, longitude: float, units: str, session: requests.Session,
+    latitude: float,
+    longitude: float,
+    units: str,
+    session: requests.Session,
     signal: AbortSignal | None = None,
 ) -> dict[str, Any]:
     """Return Open-Meteo's forecast JSON with the ``current`` conditions at the coordinates."""
@@ -244,7 +248,9 @@ def execute_tool(
 
 
 def _look_up(
-    args: dict[str, Any], session: requests.Session, signal: AbortSignal | None,
+    args: dict[str, Any],
+    session: requests.Session,
+    signal: AbortSignal | None,
     on_partial_result: Any,
 ) -> AgentToolResult:
     """Geocode the city, fetch its current conditions and build the result."""
@@ -273,8 +279,7 @@ def get_tool() -> AgentTool:
         name="getWeather",
         label="Weather Lookup",
         description=(
-            "Fetch the current weather (conditions, temperature, humidity, wind) for a city, "
-            "from Open-Meteo."
+            "Fetch the current weather (conditions, temperature, humidity, wind) for a city, from Open-Meteo."
         ),
         input_schema={
             "type": "object",

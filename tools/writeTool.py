@@ -25,18 +25,12 @@ from typing import Any
 
 import attrs
 
-from yiemagent import (
-    AbortSignal,
-    AgentTool,
-    AgentToolResult,
-    TextContent,
-    ToolLoadError,
-    ToolStore,
-    validate_required_args,
-)
+from yiemagent import AbortSignal, AgentTool, AgentToolResult, TextContent, ToolStore, validate_required_args
+from yiemagent.errors import ToolLoadError
 
 # No public equivalents: the reserved name, vetting a file in isolation and loading one file.
-from yiemagent.tool_registry import LIST_TOOLS_NAME, check_tool_file, load_tool_file
+from yiemagent.tools import check_tool_file, load_tool_file
+from yiemagent.tools._store import LIST_TOOLS_NAME
 
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 # The first line of every file writeTool writes; overwrite=true replaces only files that carry it.
@@ -92,7 +86,7 @@ def check_name(name: Any) -> str:
     if not isinstance(name, str) or not NAME_PATTERN.fullmatch(name):
         raise WriteToolRefused(
             f'"name" must be a Python identifier of ASCII letters, digits and underscores that '
-            f"starts with a letter, e.g. \"searchWine\"; got {name!r}. It becomes the file name "
+            f'starts with a letter, e.g. "searchWine"; got {name!r}. It becomes the file name '
             "<name>.py, so paths are not allowed."
         )
     if keyword.iskeyword(name):
@@ -335,7 +329,7 @@ def check_free(store: ToolStore, spec: ToolSpec, target: str) -> bool:
 # The generated file
 # ---------------------------------------------------------------------------------------------
 
-_HEADER = '''\
+_HEADER = """\
 {marker}
 {doc}
 
@@ -344,15 +338,16 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from yiemagent import AbortSignal, AgentTool, AgentToolResult, ImageContent, TextContent, to_tool_result
-from yiemagent import validate_required_args as schema_problems{imports}
+from yiemagent import AbortSignal, AgentTool, AgentToolResult, ImageContent, TextContent
+from yiemagent import validate_required_args as schema_problems
+from yiemagent.tools import to_tool_result{imports}
 
 NAME = {name!r}
 LABEL = {label!r}
 DESCRIPTION = {description!r}
 PARALLEL = {parallel!r}
 INPUT_SCHEMA: dict[str, Any] = {schema}
-'''
+"""
 
 _EXECUTE = '''
 
@@ -408,8 +403,8 @@ def _checked_later(args: dict[str, Any]) -> str | None:
 # is prepared: the pipeline prepares and validates before before_tool_call, so a hook that blocks
 # a call (an approval gate) would otherwise come too late to stop the model's code.
 _CHECK_IMPORTS = """
-from yiemagent import AgentToolCall, ToolArgumentError, prepare_tool_call_arguments, validate_tool_arguments
-from yiemagent.errors import describe_error"""
+from yiemagent import AgentToolCall, prepare_tool_call_arguments, validate_tool_arguments
+from yiemagent.errors import ToolArgumentError, describe_error"""
 
 _CHECKS = '''
 
@@ -469,9 +464,16 @@ def render_tool_file(spec: ToolSpec) -> str:
     execute = function_source("_execute_body", EXECUTE_PARAMS, "executeCode", spec.execute_code)
     has_checks = spec.validate_code is not None or spec.prepare_code is not None
     parts = [
-        _HEADER.format(marker=MARKER, doc=doc, name=spec.name, label=spec.label,
-                       description=spec.description, parallel=spec.parallel, schema=schema,
-                       imports=_CHECK_IMPORTS if has_checks else ""),
+        _HEADER.format(
+            marker=MARKER,
+            doc=doc,
+            name=spec.name,
+            label=spec.label,
+            description=spec.description,
+            parallel=spec.parallel,
+            schema=schema,
+            imports=_CHECK_IMPORTS if has_checks else "",
+        ),
         _EXECUTE.format(params=EXECUTE_PARAMS, body=execute, checks=_RUN_CHECKS if has_checks else ""),
     ]
     checks = ""

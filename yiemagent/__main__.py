@@ -2,7 +2,7 @@
 
 import sys
 
-from yiemagent.cli import main
+from yiemagent.cli._main import main
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -1,49 +1,53 @@
-"""Provider clients usable as an agent's ``llm_call``: OpenAI-compatible and Anthropic over HTTP,
-and a model embedded in the process.
-
-``OpenAIChatClient`` talks to OpenAI and the servers that copy its chat-completions API (Ollama,
-vLLM, llama.cpp's server, LM Studio, OpenRouter); ``AnthropicMessagesClient`` to Anthropic's
-Messages API; ``LlamaCppClient`` runs a GGUF model in-process (SmolLM2-135M by default, from the
-``local`` extra); ``create_llm_call("openai:gpt-4o-mini")`` or ``create_llm_call("local")``
-builds any of them from one string. Both retry
-transient failures, stream when asked, stop promptly on abort, and never reveal the api key.
-``RequestInterrupter`` and ``interruptible_session`` give any tool the same prompt abort for its own
-``requests`` calls (see ``tools/getWeather.py``).
+"""Provider clients usable as an agent's ``llm_call``: ``create_llm_call("openai:gpt-4o-mini")``,
+``OpenAIChatClient`` (OpenAI and the servers that copy its API), ``AnthropicMessagesClient``,
+and ``LlamaCppClient`` (a model in this process). Each provider owns its wire format; the HTTP
+transport they share is ``yiemagent.llm.http``, set by one ``HttpOptions`` value (timeouts,
+retries, limits). Nothing here is imported before it is used.
 """
 
-from yiemagent.llm.abortable import RequestInterrupter, interruptible_session
-from yiemagent.llm.anthropic import ANTHROPIC_VERSION, AnthropicMessagesClient
-from yiemagent.llm.anthropic_parse import ANTHROPIC_API
-from yiemagent.llm.base import LlmClient
-from yiemagent.llm.errors import LlmAbortedError, LlmError, LlmStreamError, LlmTimeoutError
-from yiemagent.llm.factory import PROVIDERS, ProviderPreset, create_llm_call, parse_llm_spec
-from yiemagent.llm.llamacpp import LlamaCppClient, default_model_path
-from yiemagent.llm.openai import OpenAIChatClient
-from yiemagent.llm.openai_parse import OPENAI_API
-from yiemagent.llm.retry import RetryPolicy
-from yiemagent.llm.sse import SSEEvent, SSEParser, iter_sse
+from __future__ import annotations
 
-__all__ = [
-    "ANTHROPIC_API",
-    "ANTHROPIC_VERSION",
-    "OPENAI_API",
-    "PROVIDERS",
-    "AnthropicMessagesClient",
-    "LlamaCppClient",
-    "LlmAbortedError",
-    "LlmClient",
-    "LlmError",
-    "LlmStreamError",
-    "LlmTimeoutError",
-    "OpenAIChatClient",
-    "ProviderPreset",
-    "RequestInterrupter",
-    "RetryPolicy",
-    "SSEEvent",
-    "SSEParser",
-    "create_llm_call",
-    "default_model_path",
-    "interruptible_session",
-    "iter_sse",
-    "parse_llm_spec",
-]
+from typing import TYPE_CHECKING, Any
+
+from yiemagent._lazy import Exports
+
+_EXPORTS = Exports(
+    __name__,
+    {
+        "_base": ("LlmClient",),
+        "_factory": ("PROVIDERS", "ProviderPreset", "create_llm_call", "parse_llm_spec"),
+        "http._options": ("HttpOptions",),
+        "http._retry": ("RetryPolicy",),
+        "openai._client": ("OpenAIChatClient",),
+        "anthropic._client": ("AnthropicMessagesClient",),
+        "llamacpp._client": ("LlamaCppClient", "default_model_path"),
+        "yiemagent.errors": ("LlmAbortedError", "LlmError", "LlmStreamError", "LlmTimeoutError"),
+    },
+)
+__all__ = _EXPORTS.names
+
+
+def __getattr__(name: str) -> Any:
+    return _EXPORTS.load(name)
+
+
+def __dir__() -> list[str]:
+    return _EXPORTS.dir(globals())
+
+
+if TYPE_CHECKING:
+    from yiemagent.errors import LlmAbortedError as LlmAbortedError
+    from yiemagent.errors import LlmError as LlmError
+    from yiemagent.errors import LlmStreamError as LlmStreamError
+    from yiemagent.errors import LlmTimeoutError as LlmTimeoutError
+    from yiemagent.llm._base import LlmClient as LlmClient
+    from yiemagent.llm._factory import PROVIDERS as PROVIDERS
+    from yiemagent.llm._factory import ProviderPreset as ProviderPreset
+    from yiemagent.llm._factory import create_llm_call as create_llm_call
+    from yiemagent.llm._factory import parse_llm_spec as parse_llm_spec
+    from yiemagent.llm.anthropic._client import AnthropicMessagesClient as AnthropicMessagesClient
+    from yiemagent.llm.http._options import HttpOptions as HttpOptions
+    from yiemagent.llm.http._retry import RetryPolicy as RetryPolicy
+    from yiemagent.llm.llamacpp._client import LlamaCppClient as LlamaCppClient
+    from yiemagent.llm.llamacpp._client import default_model_path as default_model_path
+    from yiemagent.llm.openai._client import OpenAIChatClient as OpenAIChatClient

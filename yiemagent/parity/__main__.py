@@ -1,25 +1,5 @@
-"""``python -m yiemagent.parity``: see ``yiemagent.parity.cli``."""
+"""``python -m yiemagent.parity``: runs ``python -m yiemagent.testing.parity``."""
 
-import os
-import sys
+import runpy
 
-from yiemagent.parity.cli import main
-
-
-def _run() -> int:
-    """``main``, ending quietly when the reader of the output goes away (``| head``) or the user
-    presses Ctrl-C, as a command-line tool should, instead of with a traceback."""
-    try:
-        status = main()
-        sys.stdout.flush()
-    except BrokenPipeError:
-        # Python would report the failed flush of stdout again at exit: point it at nothing.
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
-    except KeyboardInterrupt:
-        print("interrupted", file=sys.stderr)
-        return 130
-    return status
-
-
-raise SystemExit(_run())
+runpy.run_module("yiemagent.testing.parity", run_name="__main__", alter_sys=True)

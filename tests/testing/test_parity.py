@@ -1,0 +1,392 @@
+"""The conformance suite: every scenario validates against the shipped schema and passes on this
+implementation, the scenarios cover the spec sections and DESIGN points they must, and behaviour
+broken on purpose is reported by ``run`` and ``check`` at the right event."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import shutil
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import referencing
+from paths import ROOT
+
+import yiemagent.core._pipeline as agent_core
+import yiemagent.testing.parity._drive as drive
+from yiemagent.testing.parity import (
+    apply_departures,
+    compare,
+    load_scenario,
+    parse_scenario,
+    read_trace,
+    run_scenario,
+    schema,
+    suggest,
+    write_trace,
+)
+from yiemagent.testing.parity._cli import main
+from yiemagent.testing.parity._departures import result_messages_inline, turn_start_before_inputs
+
+SCENARIOS = ROOT / "parity" / "scenarios"
+FILES = sorted(SCENARIOS.glob("*.json"))
+IDS = [f.stem for f in FILES]
+
+
+def cli(*args: str) -> tuple[int, str]:
+    out = io.StringIO()
+    status = main(list(args), out)
+    return status, out.getvalue()
+
+
+@pytest.fixture(scope="module")
+def validator() -> jsonschema.Draft202012Validator:
+    """A validator built from the shipped schema files themselves (not the package's cache)."""
+    base = "https://yiemagent.invalid/parity/"
+    registry: referencing.Registry[Any] = referencing.Registry().with_resources(
+        (base + name, referencing.Resource.from_contents(schema(kind)))
+        for kind, name in (("scenario", "scenario.schema.json"), ("trace", "trace.schema.json"))
+    )
+    jsonschema.Draft202012Validator.check_schema(schema("scenario"))
+    jsonschema.Draft202012Validator.check_schema(schema("trace"))
+    return jsonschema.Draft202012Validator(schema("scenario"), registry=registry)
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_every_scenario_validates_against_the_shipped_schema(
+    path: Path, validator: jsonschema.Draft202012Validator
+) -> None:
+    errors = sorted(validator.iter_errors(json.loads(path.read_text(encoding="utf-8"))), key=str)
+    assert not errors, f"{path.name}: {errors[0].message} at {list(errors[0].absolute_path)}"
+
+
+@pytest.mark.parametrize("path", FILES, ids=IDS)
+def test_every_scenario_passes_on_yiemagent(path: Path) -> None:
+    scenario = load_scenario(path)
+    outcome = run_scenario(scenario)
+    assert outcome.problems == []
+    found = compare(scenario.expect, outcome.expect(), scenario)
+    assert found is None, found
+
+
+def test_the_suite_covers_every_rule_it_must() -> None:
+    scenarios = [load_scenario(f) for f in FILES]
+    assert len(scenarios) >= 60
+    covered = {c for s in scenarios for c in s.data["covers"]}
+    wanted = {f"spec {n}" for n in range(6, 13)} | {f"DESIGN {n}" for n in (2, 3, 7, 8, 10, 11)}
+    assert {c.split(".")[0] for c in covered} >= wanted
+    assert {"spec 8.1", "spec 8.2", "spec 8.3"} <= covered
+    kinds = {e.get("error_kind") for s in scenarios for e in s.expect["events"]} - {None}
+    assert kinds == {
+        "aborted",
+        "tool_not_found",
+        "invalid_json",
+        "invalid_arguments",
+        "prepare_failed",
+        "schema_violation",
+        "blocked",
+        "hook_failed",
+        "tool_raised",
+        "invalid_result",
+        "timeout",
+        "skipped",
+    }
+    forms = {r.get("form", "typed") for s in scenarios for r in s.replies}
+    assert forms == {"typed", "wire", "tool_calls", "tool_call"}
+    inputs = {i["do"] for s in scenarios for i in s.inputs}
+    assert inputs == {"user", "follow_up", "resume", "abort"}
+
+
+def test_the_cli_runs_the_whole_suite() -> None:
+    status, out = cli("run", str(SCENARIOS))
+    assert status == 0, out
+    assert out.strip().endswith(f"{len(FILES)} passed, 0 failed")
+
+
+# -- behaviour broken on purpose -----------------------------------------------------------
+
+
+def index_of(events: list[dict[str, Any]], **fields: Any) -> int:
+    return next(i for i, e in enumerate(events) if all(e.get(k) == v for k, v in fields.items()))
+
+
+def mutated_run(name: str, tmp_path: Path) -> tuple[Any, Any, str, str]:
+    """Run scenario ``name`` (with the mutation the caller patched in) through ``run`` and
+    through ``check`` of the trace it wrote; return the scenario, the divergence and both
+    outputs."""
+    scenario = load_scenario(SCENARIOS / f"{name}.json")
+    outcome = run_scenario(scenario)
+    found = compare(scenario.expect, outcome.expect(), scenario)
+    trace = tmp_path / f"{name}.jsonl"
+    write_trace(trace, name, "mutant", outcome.expect())
+    run_status, run_out = cli("run", str(SCENARIOS / f"{name}.json"))
+    check_status, check_out = cli("check", str(SCENARIOS / f"{name}.json"), str(trace))
+    assert run_status == 1 and check_status == 1
+    return scenario, found, run_out, check_out
+
+
+def test_a_hook_that_flips_is_error_is_reported_at_the_end_event(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    def flipping(hooks: Any, harness: Any) -> tuple[Any, Any]:
+        return None, lambda ctx, _signal: {"is_error": not ctx.is_error}
+
+    monkeypatch.setattr(drive, "build_hooks", flipping)
+    scenario, found, run_out, check_out = mutated_run("tool_call_then_final_answer", tmp_path)
+    at = index_of(scenario.expect["events"], type="tool_execution_end", tool_call_id="c1")
+    assert (found.part, found.index) == ("events", at)
+    for out in (run_out, check_out):
+        assert f"first divergence at events[{at}] (run 1, turn 1)" in out
+        assert "is_error: expected false, actual true" in out
+
+
+def test_a_reversed_parallel_result_order_is_reported_at_the_first_result(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real_batch = agent_core._batch
+    monkeypatch.setattr(agent_core, "_batch", lambda finalized, clock: real_batch(finalized[::-1], clock))
+    scenario, found, run_out, check_out = mutated_run("parallel_results_keep_the_call_order", tmp_path)
+    events = scenario.expect["events"]
+    at = index_of(events, type="message_start", role="toolResult")
+    assert (found.part, found.index) == ("events", at + 1)  # the first result's message_end
+    assert found.expected["message"]["tool_call_id"] == "c1"
+    assert found.actual["message"]["tool_call_id"] == "c2"
+    for out in (run_out, check_out):
+        assert f"first divergence at events[{at + 1}]" in out
+        assert 'message.tool_call_id: expected "c1", actual "c2"' in out
+
+
+def test_a_missing_end_event_is_reported_where_it_should_be(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real_end = agent_core.emit_tool_execution_end
+
+    def dropping(finalized: Any, emit: Any) -> None:
+        if finalized.tool_call.id != "c2":
+            real_end(finalized, emit)
+
+    monkeypatch.setattr(agent_core, "emit_tool_execution_end", dropping)
+    scenario, found, run_out, check_out = mutated_run("raising_tool_does_not_stop_the_batch", tmp_path)
+    at = index_of(scenario.expect["events"], type="tool_execution_end", tool_call_id="c2")
+    assert (found.index, found.expected["type"], found.actual["type"]) == (
+        at,
+        "tool_execution_end",
+        "message_start",
+    )
+    for out in (run_out, check_out):
+        assert f"first divergence at events[{at}]" in out
+
+
+def test_a_missing_end_in_a_parallel_section_names_the_call(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    real_end = agent_core.emit_tool_execution_end
+    monkeypatch.setattr(
+        agent_core,
+        "emit_tool_execution_end",
+        lambda f, emit: None if f.tool_call.id == "c1" else real_end(f, emit),
+    )
+    scenario, found, _, check_out = mutated_run("parallel_mode_runs_calls_at_the_same_time", tmp_path)
+    at = index_of(scenario.expect["events"], type="tool_execution_end", tool_call_id="c1")
+    assert found.index == at and found.actual is None
+    assert "in the parallel section" in check_out and "call c1's event 2 differs" in check_out
+
+
+def test_a_sequential_run_of_a_parallel_batch_diverges(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setattr(agent_core, "execute_tool_calls_parallel", agent_core.execute_tool_calls_sequential)
+    scenario, found, _, check_out = mutated_run("unknown_tools_do_not_force_sequential", tmp_path)
+    at = index_of(scenario.expect["events"], type="tool_execution_start", tool_call_id="c2")
+    assert found.index == at and found.actual["tool_call_id"] == "c1"  # c1 ran before c2 started
+    assert "end before the last start (preparation failures) differ: expected [], actual ['c1']" in check_out
+
+
+# -- check, record and departures ----------------------------------------------------------
+
+
+def test_check_reports_agreed_departed_and_diverged(tmp_path: Path) -> None:
+    path = SCENARIOS / "raising_tool_is_tool_raised.json"
+    data = json.loads(path.read_text(encoding="utf-8"))
+    events = data["expect"]["events"]
+    end = index_of(events, type="tool_execution_end")
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    write_trace(traces / f"{data['name']}.jsonl", data["name"], "other 1.0", data["expect"])
+    status, out = cli("check", str(path), str(traces / f"{data['name']}.jsonl"))
+    assert status == 0 and out.startswith("agreed")
+
+    changed = json.loads(json.dumps(data["expect"]))
+    changed["events"][end]["error_kind"] = "invalid_result"
+    write_trace(traces / f"{data['name']}.jsonl", data["name"], "other 1.0", changed)
+    status, out = cli("check", str(path), str(traces))
+    assert status == 1 and "diverged" in out and f"events[{end}]" in out
+
+    documented = dict(
+        data,
+        departures={
+            "other": [
+                {
+                    "rule": "edit",
+                    "reason": "other reports a wrong return type",
+                    "edits": [{"op": "set", "path": f"/events/{end}/error_kind", "value": "invalid_result"}],
+                }
+            ]
+        },
+    )
+    (tmp_path / path.name).write_text(json.dumps(documented), encoding="utf-8")
+    status, out = cli("check", str(tmp_path / path.name), str(traces), "--markdown")
+    assert status == 0 and "| departed | D1 |" in out and "- **D1**: other reports a wrong return type" in out
+    status, out = cli("check", str(tmp_path / path.name), str(traces), "--impl", "third")
+    assert status == 1
+
+
+def test_suggested_departures_turn_one_outcome_into_the_other() -> None:
+    a = load_scenario(SCENARIOS / "before_hook_blocks_only_the_calls_it_matches.json")
+    b = load_scenario(SCENARIOS / "after_hook_runs_only_for_executed_calls.json")
+    edits = suggest(a.expect, b.expect)
+    assert edits and {e["op"] for e in edits} <= {"set", "insert", "remove"}
+    departure = {"rule": "edit", "reason": "test", "edits": edits}
+    assert compare(apply_departures(a.expect, [departure], a), b.expect, b) is None
+
+
+def test_the_reordering_departures() -> None:
+    scenario = load_scenario(SCENARIOS / "sequential_mode_runs_each_call_to_its_end_before_the_next.json")
+    events = scenario.expect["events"]
+    inline = result_messages_inline(events, scenario)
+    kinds = [
+        (e["type"], e.get("tool_call_id") or e.get("message", {}).get("tool_call_id"))
+        for e in inline
+        if e["type"] != "tool_execution_update"
+    ]
+    first = kinds.index(("tool_execution_end", "c1"))
+    assert kinds[first + 1 : first + 4] == [
+        ("message_start", None),
+        ("message_end", "c1"),
+        ("tool_execution_start", "c2"),
+    ]
+    moved = turn_start_before_inputs(events)
+    assert [e["type"] for e in moved[:4]] == ["agent_start", "turn_start", "message_start", "message_end"]
+    assert moved[2]["turn"] == 1 and len(moved) == len(events)
+
+
+def test_record_rewrites_expect_from_current_behaviour(tmp_path: Path) -> None:
+    path = tmp_path / "answer_without_tool_calls_ends_the_run.json"
+    data = json.loads((SCENARIOS / path.name).read_text(encoding="utf-8"))
+    data["expect"] = {"events": [], "responses": [], "history": []}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert cli("run", str(path))[0] == 1
+    status, out = cli("record", str(path))
+    assert status == 0 and out.startswith("recorded")
+    assert cli("run", str(path))[0] == 0
+
+
+# -- bad input is reported, not raised ------------------------------------------------------
+
+
+@pytest.fixture
+def good() -> Iterator[dict[str, Any]]:
+    yield json.loads((SCENARIOS / "tool_call_then_final_answer.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize(
+    ("change", "where"),
+    [
+        (lambda d: d["tools"][0]["outcome"].update(text="x"), "$.tools[0].outcome"),
+        (
+            lambda d: d["replies"][0]["message"]["tool_calls"][0]["function"].pop("name"),
+            "$.replies[0].message.tool_calls[0].function",
+        ),
+        (lambda d: d["inputs"].append({"do": "abort"}), "$.inputs[1]"),
+        (lambda d: d.update(execution="both"), "$.execution"),
+        (lambda d: d["expect"]["events"][0].update(run=0), "$.expect.events[0].run"),
+        (lambda d: d.update(name="another_name"), "$.name"),
+        (lambda d: d["inputs"].append({"do": "abort", "at": "nowhere"}), "$.inputs[1].at"),
+        (lambda d: d["tools"][0].update(steps=[{"do": "wait", "latch": "never"}]), "$.tools[0].steps[0]"),
+    ],
+)
+def test_a_malformed_scenario_names_the_file_and_the_field(
+    good: dict[str, Any], change: Any, where: str, tmp_path: Path
+) -> None:
+    change(good)
+    path = tmp_path / "tool_call_then_final_answer.json"
+    path.write_text(json.dumps(good), encoding="utf-8")
+    status, out = cli("run", str(path))
+    assert status == 1 and "Traceback" not in out
+    assert re.search(rf"ERROR {re.escape(str(path))}: not a usable scenario:\n  {re.escape(where)}", out), out
+
+
+def test_a_file_that_is_not_json_is_reported(tmp_path: Path) -> None:
+    path = tmp_path / "broken.json"
+    path.write_text('{"format": 1,', encoding="utf-8")
+    status, out = cli("run", str(path))
+    assert status == 1 and f"{path}: not a usable scenario:\n  $: not JSON" in out
+
+
+def test_a_malformed_trace_names_the_line_and_the_field(good: dict[str, Any], tmp_path: Path) -> None:
+    scenario = parse_scenario(good, "good", "tool_call_then_final_answer")
+    trace = tmp_path / "t.jsonl"
+    write_trace(trace, scenario.name, "other", scenario.expect)
+    lines = trace.read_text(encoding="utf-8").splitlines()
+    bad = json.loads(lines[8])
+    bad["is_error"] = "no"
+    lines[8] = json.dumps(bad)
+    trace.write_text("\n".join(lines), encoding="utf-8")
+    status, out = cli("check", str(SCENARIOS / "tool_call_then_final_answer.json"), str(trace))
+    assert status == 1 and "line 9: $.is_error: 'no' is not of type 'boolean'" in out
+    with pytest.raises(ValueError, match="not a usable trace"):
+        read_trace(trace)
+
+
+def test_schema_prints_both_schemas() -> None:
+    status, out = cli("schema", "trace")
+    assert status == 0 and json.loads(out)["$id"].endswith("trace.schema.json")
+    status, out = cli("schema")
+    assert status == 0 and out.count('"$id"') == 2
+
+
+# -- the second implementation ---------------------------------------------------------------
+
+PI = ROOT / "parity" / "ports" / "pi"
+PARITY_DOC = ROOT / "docs" / "PARITY.md"
+
+
+@pytest.mark.timeout(900)
+def test_the_pi_port_runs_the_suite_and_departs_only_as_documented(tmp_path: Path) -> None:
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip("node and npm are needed to run the pi-agent-core port")
+    if not (PI / "node_modules" / "@mariozechner" / "pi-agent-core").is_dir():
+        installed = subprocess.run(
+            [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
+            cwd=PI,
+            capture_output=True,
+            text=True,
+            timeout=600,
+            check=False,
+        )
+        if installed.returncode != 0:
+            pytest.skip(f"npm ci failed (no registry?): {installed.stderr[-500:]}")
+    ran = subprocess.run(
+        [node, "runner.js", str(SCENARIOS), str(tmp_path)],
+        cwd=PI,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert ran.returncode == 0, ran.stderr
+    status, out = cli("check", str(SCENARIOS), str(tmp_path))
+    assert status == 0, out
+    assert out.strip().endswith("0 diverged")
+    # The report committed in docs/PARITY.md is the one this run gives.
+    status, table = cli("check", str(SCENARIOS), str(tmp_path), "--markdown")
+    doc = PARITY_DOC.read_text(encoding="utf-8")
+    start, end = doc.index("<!-- pi-report:start -->\n"), doc.index("<!-- pi-report:end -->")
+    assert doc[start + len("<!-- pi-report:start -->\n") : end].strip() == table.strip()

@@ -1,0 +1,503 @@
+"""One run of the agent loop, as a plain function: the six steps of spec section 6, repeated.
+
+``run_loop(first, state, config, emit, signal, take_input)`` adds ``first`` to the history and
+asks the model, runs the tool calls of its reply, and asks again, until the model answers without
+tool calls, a batch terminates, the run is aborted or ``config.max_turns`` LLM calls were made.
+It returns the run's single response and never raises (a ``KeyboardInterrupt`` aside): a failing
+``llm_call``, ``prepare_context`` or ``format_msg_for_llm`` ends the run with an error response
+(docs/design.md, decision 10). It knows nothing of agents, threads or channels: ``YiemAgent`` is a
+shell of channels, a worker thread and settings around it, and tests drive it directly."""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Literal
+
+import attrs
+
+from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
+from yiemagent.core._context import prepare_context as default_prepare_context
+from yiemagent.core._context_overflow import with_overflow_hint
+from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
+from yiemagent.core._events import (
+    AgentEndEvent,
+    AgentStartEvent,
+    MessageEndEvent,
+    MessageStartEvent,
+    TurnEndEvent,
+    TurnStartEvent,
+)
+from yiemagent.core._messages import AgentMessage, AssistantMessage, HistoryView, ToolResultMessage, now_ms
+from yiemagent.core._pipeline import execute_tool_calls
+from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_calls
+from yiemagent.core._request import LlmRequest, SpecFormatter
+from yiemagent.core._tool_calls import extract_tool_calls, new_tool_call_id, normalize_tool_calls
+from yiemagent.core._tools import (
+    AbortSignal,
+    AfterHook,
+    AgentContext,
+    AgentLoopConfig,
+    AgentState,
+    AgentToolCallBatch,
+    BeforeHook,
+    positive_int,
+)
+from yiemagent.errors import RunError, describe_error, reraise_interrupt
+
+__all__ = [
+    "ABORTED",
+    "LLM_KEYWORDS",
+    "RunConfig",
+    "build_terminated_response",
+    "resume_problem",
+    "run_loop",
+    "unanswered_tool_calls",
+]
+
+ABORTED = "The run was aborted."
+LLM_KEYWORDS = ("on_update", "signal", "max_retry_delay_ms", "session_id")
+ToolSync = Callable[[AgentState, Sequence[str]], None]
+
+
+def _no_input() -> list[AgentMessage]:
+    return []
+
+
+def accepted_keywords(fn: Callable[..., Any]) -> frozenset[str]:
+    """Which of ``LLM_KEYWORDS`` ``fn`` declares (all of them when it takes ``**kwargs``)."""
+    try:
+        params = list(inspect.signature(fn).parameters.values())
+    except (TypeError, ValueError):
+        return frozenset()
+    if any(p.kind is p.VAR_KEYWORD for p in params):
+        return frozenset(LLM_KEYWORDS)
+    names = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
+    return frozenset(k for k in LLM_KEYWORDS if k in names)
+
+
+def _check_callable(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{attr.name} must be callable, got {type(value).__name__}")
+
+
+def _check_positive_int(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is None and attr.name == "max_turns":
+        raise ValueError("max_turns must be a positive int, got None")
+    positive_int(attr.name, value)
+
+
+def _check_session_id(_inst: Any, _attr: Any, value: Any) -> None:
+    if value is not None and not isinstance(value, str):
+        raise TypeError(f"session_id must be a string or None, got {type(value).__name__}")
+
+
+@attrs.frozen(kw_only=True)
+class RunConfig:
+    """Everything ``run_loop`` reads besides the state: built and checked once, replaced (with
+    ``attrs.evolve``) when a setting changes, never changed in place.
+
+    ``llm_call(request, **kw)`` gets, as keywords and only when its signature declares them (or
+    ``**kwargs``): ``on_update`` (streamed ``MessageUpdateEvent``s), ``signal``,
+    ``max_retry_delay_ms`` (when set) and ``session_id`` (when set); ``llm_keywords`` records
+    which, and is recomputed whenever ``llm_call`` is replaced. ``sync_tools(state, added)``,
+    when set, is called before every LLM call with the names that tool results added since
+    the last one (the agent uses it to follow its tool store). ``max_repeated_calls`` (default
+    2, ``None`` for no limit) is how often one run may call a tool with the same prepared
+    arguments; a further call gets a ``repeated_call`` error result saying the model already has
+    that result, which stops a small model that loops. ``skip_tools_on_steer`` makes
+    the calls not yet started in a sequential batch give way to a message that arrived during
+    the batch. ``clock()`` (milliseconds) stamps the messages the loop makes (tool results, its
+    own responses) and ``new_tool_call_id()`` names the tool calls a reply sent without an id;
+    they default to ``messages.now_ms`` and ``tool_calls.new_tool_call_id``, and conformance
+    runs replace them to get reproducible traces. Invalid settings raise
+    ``TypeError``/``ValueError`` at construction.
+    """
+
+    llm_call: Callable[..., AssistantMessage] = attrs.field(validator=_check_callable)
+    prepare_context: Callable[[AgentState], Any] = attrs.field(
+        default=default_prepare_context, validator=_check_callable
+    )
+    format_msg_for_llm: Callable[[Any], Any] = attrs.field(factory=SpecFormatter, validator=_check_callable)
+    before_tool_call: BeforeHook | None = attrs.field(default=None, validator=_check_callable)
+    after_tool_call: AfterHook | None = attrs.field(default=None, validator=_check_callable)
+    tool_execution: Literal["sequential", "parallel"] = "sequential"
+    tool_timeout_s: float | None = None
+    max_parallel_tools: int | None = None
+    max_turns: int = attrs.field(default=50, validator=_check_positive_int)
+    max_repeated_calls: int | None = attrs.field(default=2, converter=check_max_repeated_calls)
+    session_id: str | None = attrs.field(default=None, validator=_check_session_id)
+    max_retry_delay_ms: float | None = None
+    skip_tools_on_steer: bool = attrs.field(default=False, converter=bool)
+    sync_tools: ToolSync | None = attrs.field(default=None, validator=_check_callable)
+    clock: Callable[[], int] = attrs.field(default=now_ms, validator=_check_callable)
+    new_tool_call_id: Callable[[], str] = attrs.field(default=new_tool_call_id, validator=_check_callable)
+    llm_keywords: frozenset[str] = attrs.field(init=False)
+
+    def __attrs_post_init__(self) -> None:
+        if self.llm_call is None:
+            raise TypeError("llm_call is required: a callable(request) -> AssistantMessage")
+        if self.max_retry_delay_ms is not None and (
+            isinstance(self.max_retry_delay_ms, bool)
+            or not isinstance(self.max_retry_delay_ms, (int, float))
+            or not self.max_retry_delay_ms >= 0
+        ):
+            raise ValueError(
+                f"max_retry_delay_ms must be a non-negative number or None, got {self.max_retry_delay_ms!r}"
+            )
+        self.tool_loop_config({})  # checks the tool options here, not at the first batch
+        object.__setattr__(self, "llm_keywords", accepted_keywords(self.llm_call))
+
+    def tool_loop_config(
+        self,
+        tools: Any,
+        skip_remaining: Callable[[], bool] | None = None,
+        repeated_calls: RepeatedCalls | None = None,
+    ) -> AgentLoopConfig:
+        """The pipeline's ``AgentLoopConfig`` for ``tools`` (shared, not copied)."""
+        return AgentLoopConfig(
+            tools,
+            self.before_tool_call,
+            self.after_tool_call,
+            self.tool_execution,
+            self.tool_timeout_s,
+            self.max_parallel_tools,
+            skip_remaining=skip_remaining,
+            clock=self.clock,
+            repeated_calls=repeated_calls,
+        )
+
+
+def unanswered_tool_calls(
+    messages: Sequence[AgentMessage],
+) -> tuple[AssistantMessage | None, list[AgentToolCall]]:
+    """The last assistant message of ``messages`` and those of its tool calls that no later
+    tool result answers (``(None, [])`` when there is no assistant message, or a user message
+    follows the last one)."""
+    answered: set[str] = set()
+    for msg in reversed(messages):
+        if isinstance(msg, ToolResultMessage):
+            answered.add(msg.tool_call_id)
+        elif isinstance(msg, AssistantMessage):
+            _, calls = extract_tool_calls(msg.content)
+            return msg, [c for c in calls if c.id not in answered]
+        else:
+            return None, []
+    return None, []
+
+
+def resume_problem(messages: Sequence[AgentMessage]) -> str | None:
+    """Why a run cannot resume from ``messages`` with no new message, or ``None`` when it can:
+    the history must end with a user message, a tool result, or an assistant message whose
+    tool calls are not all answered."""
+    if not messages:
+        return "cannot resume: the history is empty; send a message instead"
+    last = messages[-1]
+    if isinstance(last, AssistantMessage):
+        _, pending = unanswered_tool_calls(messages)
+        if not pending:
+            return (
+                "cannot resume: the history ends with the model's answer and no tool call is "
+                "left unanswered; send a new message instead"
+            )
+    return None
+
+
+class _Run:
+    """The working state of one run: the shared state, config, sink, signal and what it added."""
+
+    __slots__ = (
+        "added",
+        "added_tools",
+        "config",
+        "emit",
+        "hook_context",
+        "llm_keywords",
+        "loop_config",
+        "repeated_calls",
+        "reply_started",
+        "signal",
+        "skip_remaining",
+        "state",
+    )
+
+    def __init__(
+        self,
+        state: AgentState,
+        config: RunConfig,
+        emit: SafeEmitter,
+        signal: AbortSignal,
+        has_input: Callable[[], bool] | None,
+    ) -> None:
+        self.state = state
+        self.config = config
+        self.emit = emit
+        self.signal = signal
+        self.added: list[AgentMessage] = []
+        self.added_tools: list[str] = []
+        self.loop_config: AgentLoopConfig | None = None
+        self.hook_context: tuple[AgentContext | None, HistoryView | None, list[AgentMessage] | None] = (
+            None,
+            None,
+            None,
+        )
+        self.reply_started = False  # a MessageStartEvent for the model's reply is out
+        self.skip_remaining = has_input if config.skip_tools_on_steer else None
+        limit = config.max_repeated_calls
+        self.repeated_calls = RepeatedCalls(limit) if limit is not None else None
+        self.llm_keywords = self.keywords_for_llm()
+
+    def add(self, msg: AgentMessage, started: bool = False) -> None:
+        """Append a message to the history, with its start (unless ``started``) and end events."""
+        emit = self.emit
+        if emit.active and not started:
+            emit.send(MessageStartEvent(msg))
+        self.state.messages.append(msg)
+        self.added.append(msg)
+        if emit.active:
+            emit.send(MessageEndEvent(msg))
+
+    def made_up(self, stop_reason: str, error_message: str | None) -> AssistantMessage:
+        """A response the runtime makes itself (error, aborted, max_turns); not added to history."""
+        model = self.state.model
+        return AssistantMessage(
+            content=[],
+            model=model.name if model is not None else "",
+            provider=model.provider if model is not None else "",
+            api=model.api if model is not None else "",
+            stop_reason=stop_reason,
+            error_message=error_message,
+            timestamp=self.config.clock(),
+        )
+
+    def call_llm(self) -> AssistantMessage:
+        """Steps 2-4: prepare the context, format it and call the model.
+
+        Raises ``RunError`` naming the step (``prepare_context``, ``format_msg_for_llm`` or
+        ``llm_call``) and the exception's type and text; a provider's refusal of a context
+        that is too long also says what to do about it (``context_overflow``).
+        """
+        config = self.config
+        step = "prepare_context"
+        try:
+            ctx = config.prepare_context(self.state)
+            step = "format_msg_for_llm"
+            request = config.format_msg_for_llm(ctx)
+            if type(request) is LlmRequest and request.session_id is None:
+                request.session_id = config.session_id
+            if self.emit.active:
+                self.emit.send(MessageStartEvent(None))
+            self.reply_started = True
+            step = "llm_call"
+            response = config.llm_call(request, **self.llm_keywords)
+        except BaseException as exc:
+            reraise_interrupt(exc)
+            problem = f"{step} failed: {describe_error(exc)}"
+            raise RunError(with_overflow_hint(problem) if step == "llm_call" else problem) from exc
+        if not isinstance(response, AssistantMessage):
+            raise RunError(f"llm_call returned {type(response).__name__}; it must return an AssistantMessage")
+        return response
+
+    def keywords_for_llm(self) -> dict[str, Any]:
+        """The keywords ``llm_call`` declared, with this run's values (the same on every call of
+        the run: ``on_update`` is the run's sink, which drops updates while no one listens)."""
+        config, wanted = self.config, self.config.llm_keywords
+        if not wanted:
+            return {}
+        kwargs: dict[str, Any] = {}
+        if "on_update" in wanted:
+            kwargs["on_update"] = self.emit.send
+        if "signal" in wanted:
+            kwargs["signal"] = self.signal
+        if "max_retry_delay_ms" in wanted and config.max_retry_delay_ms is not None:
+            kwargs["max_retry_delay_ms"] = config.max_retry_delay_ms
+        if "session_id" in wanted and config.session_id is not None:
+            kwargs["session_id"] = config.session_id
+        return kwargs
+
+    def tool_config(self) -> AgentLoopConfig:
+        """The run's pipeline config, rebuilt only when the state's tools mapping is replaced."""
+        cached = self.loop_config
+        if cached is None or cached.tools is not self.state.tools:
+            cached = self.loop_config = self.config.tool_loop_config(
+                self.state.tools, self.skip_remaining, self.repeated_calls
+            )
+        return cached
+
+    def hooks_context(self) -> AgentContext:
+        """The context the hooks see: the prompt, a read-only live view of the history (they
+        cannot clear it) and the tools. One serves every batch of the run while it still shows
+        the state as it is; a new prompt, tools or history list, or a hook that changed a field
+        of it, gets a new one."""
+        state = self.state
+        context, view, source = self.hook_context
+        # Every field of AgentContext is checked (tests/core/test_hot_path_shortcuts.py fails when
+        # one is added).
+        if (
+            context is None
+            or source is not state.messages
+            or context.messages is not view
+            or context.tools is not state.tools
+            or context.system_prompt != state.system_prompt
+        ):
+            view = HistoryView(state.messages)
+            context = AgentContext(state.system_prompt, view, state.tools)
+            self.hook_context = (context, view, state.messages)
+        return context
+
+    def run_tools(self, response: AssistantMessage, calls: list[AgentToolCall]) -> AgentToolCallBatch:
+        """Step 6: execute the calls and add their results (and note the tools they added)."""
+        state = self.state
+        context = self.hooks_context()
+        state.pending_tool_calls = {call.id for call in calls}
+        try:
+            batch = execute_tool_calls(context, response, calls, self.tool_config(), self.signal, self.emit)
+        finally:
+            state.pending_tool_calls = set()
+        for msg in batch.messages:
+            self.add(msg)
+            if msg.added_tool_names:
+                self.added_tools.extend(msg.added_tool_names)
+        return batch
+
+
+def build_terminated_response(
+    batch: AgentToolCallBatch, response: AssistantMessage, timestamp: int | None = None
+) -> AssistantMessage:
+    """The final response of a terminated batch (spec section 10): the tools' text after
+    ``Tool execution completed.``, ``error_message`` set when any call failed; ``timestamp``
+    (milliseconds) defaults to now."""
+    content: list[ContentBlock] = [TextContent("Tool execution completed.")]
+    for msg in batch.messages:
+        for block in msg.content:
+            if isinstance(block, TextContent):
+                content.append(block)
+            elif isinstance(block, dict) and isinstance(block.get("text"), str):
+                content.append(TextContent(block["text"]))
+    failed = any(m.is_error for m in batch.messages)
+    return AssistantMessage(
+        content=content,
+        api=response.api,
+        provider=response.provider,
+        model=response.model,
+        usage=response.usage,
+        stop_reason="tool_use_terminated",
+        error_message="One or more tool calls failed" if failed else None,
+        timestamp=now_ms() if timestamp is None else timestamp,
+    )
+
+
+def _after_batch(
+    run: _Run, response: AssistantMessage, batch: AgentToolCallBatch | None
+) -> AssistantMessage | None:
+    """The run's response once a reply and its batch are in, or ``None`` to go on."""
+    if run.signal.aborted:
+        return run.made_up("aborted", ABORTED)
+    if batch is None:
+        return response
+    if not batch.terminate:
+        return None
+    return build_terminated_response(batch, response, run.config.clock())
+
+
+def _play_turn(run: _Run) -> AssistantMessage | None:
+    """One turn: ask the model, record its reply, run its tool calls. Returns the run's response
+    when the run ends in this turn, else ``None``. Every event the turn opens is closed."""
+    run.reply_started = False
+    try:
+        response = run.call_llm()
+    except RunError as exc:
+        # An abort makes the client give up: then the abort, not the error, is the outcome.
+        ended = run.made_up("aborted", ABORTED) if run.signal.aborted else run.made_up("error", str(exc))
+        if run.emit.active:
+            if run.reply_started:
+                run.emit.send(MessageEndEvent(ended))
+            run.emit.send(TurnEndEvent(ended, []))
+        return ended
+    response = normalize_tool_calls(response, run.config.new_tool_call_id)
+    run.add(response, started=True)
+    has_calls, calls = extract_tool_calls(response.content)
+    # After an abort the calls still get (aborted) results, so the history stays well formed.
+    batch = run.run_tools(response, calls) if has_calls else None
+    if run.emit.active:
+        run.emit.send(TurnEndEvent(response, batch.messages if batch is not None else []))
+    return _after_batch(run, response, batch)
+
+
+def _finish_pending_calls(run: _Run) -> AssistantMessage | None:
+    """On a resume: run the tool calls of the history's last reply that have no result yet, as
+    the turn they belong to would have. Returns the run's response when that ends the run."""
+    reply, pending = unanswered_tool_calls(run.state.messages)
+    if reply is None or not pending:
+        return None
+    batch = run.run_tools(reply, pending)
+    return _after_batch(run, reply, batch) if (batch.terminate or run.signal.aborted) else None
+
+
+def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> AssistantMessage:
+    config, state, turn = run.config, run.state, 0
+    ended = _finish_pending_calls(run)
+    if ended is not None:
+        return ended
+    while True:
+        if run.signal.aborted:
+            return run.made_up("aborted", ABORTED)
+        if turn >= config.max_turns:
+            return run.made_up(
+                "max_turns", f"Stopped after {config.max_turns} LLM calls (max_turns={config.max_turns})."
+            )
+        for msg in take_input():  # step 1: messages sent during the run join it here
+            run.add(msg)
+        if config.sync_tools is not None:
+            added, run.added_tools = run.added_tools, []
+            config.sync_tools(state, added)
+        turn += 1
+        if run.emit.active:
+            run.emit.send(TurnStartEvent(turn))
+        ended = _play_turn(run)
+        if ended is not None:
+            return ended
+
+
+def run_loop(
+    first: Iterable[AgentMessage],
+    state: AgentState,
+    config: RunConfig,
+    emit: Emit | None = None,
+    signal: AbortSignal | None = None,
+    take_input: Callable[[], list[AgentMessage]] = _no_input,
+    has_input: Callable[[], bool] | None = None,
+) -> AssistantMessage:
+    """Run one run on ``state`` and return its single response; never raises (except a
+    ``KeyboardInterrupt``).
+
+    ``first`` (the messages that start the run, usually one user message; empty to resume from
+    the history as it is) joins the history. Then the loop asks the model and runs the tool
+    calls of each reply until the model answers without calls, a batch terminates
+    (``stop_reason="tool_use_terminated"``), ``signal`` is aborted (``"aborted"``),
+    ``config.max_turns`` LLM calls were made (``"max_turns"``) or a step fails (``"error"``,
+    with ``error_message`` naming the step). On a resume, tool calls of the last reply that have
+    no result yet run first. ``take_input()`` is called before every LLM call and returns the
+    messages that join the run there; ``has_input()`` tells whether one is waiting (used by
+    ``skip_tools_on_steer``). Every event goes to ``emit`` (wrapped in a ``SafeEmitter``),
+    every message the run adds is appended to ``state.messages``, and ``state.error_message``
+    records an error response's message.
+    """
+    run = _Run(state, config, safe_emitter(emit), signal or AbortSignal(), has_input)
+    if run.emit.active:
+        run.emit.send(AgentStartEvent())
+    try:
+        for msg in first:
+            if not isinstance(msg, AgentMessage):
+                raise TypeError(f"a run starts from messages, got {type(msg).__name__}")
+            run.add(msg)
+        response = _turns(run, take_input)
+        if run.added_tools and config.sync_tools is not None:  # tools added in the last turn
+            config.sync_tools(state, run.added_tools)
+    except BaseException as exc:  # defensive: the steps above contain their own failures
+        reraise_interrupt(exc)
+        response = run.made_up("error", f"the run failed: {describe_error(exc)}")
+    state.error_message = response.error_message if response.stop_reason == "error" else None
+    if run.emit.active:
+        run.emit.send(AgentEndEvent(list(run.added), response=response))
+    return response

@@ -1,0 +1,27 @@
+"""Anthropic's Messages API."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from yiemagent._lazy import Exports
+
+_EXPORTS = Exports(
+    __name__,
+    {
+        "_client": ("AnthropicMessagesClient",),
+    },
+)
+__all__ = _EXPORTS.names
+
+
+def __getattr__(name: str) -> Any:
+    return _EXPORTS.load(name)
+
+
+def __dir__() -> list[str]:
+    return _EXPORTS.dir(globals())
+
+
+if TYPE_CHECKING:
+    from yiemagent.llm.anthropic._client import AnthropicMessagesClient as AnthropicMessagesClient

@@ -1,0 +1,209 @@
+"""Running one scenario against this implementation: a real ``YiemAgent`` built from the
+scenario, fed its inputs, with every event recorded and normalised as it is emitted.
+
+Inputs without ``"at"`` are sent one after another, each once the agent is idle again, so
+which run a message starts never depends on timing. Inputs with ``"at"`` fire synchronously
+where their point is reached: inside the event sink for event points (before the loop goes on),
+or inside the step that reaches a named point. The agent gets a counting clock and id maker,
+so even the raw trace is the same on every run.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import attrs
+
+from yiemagent.agent._agent import YiemAgent
+from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
+from yiemagent.core._events import AgentEvent
+from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.errors import ResponseTimeout
+
+from ._behaviours import Harness, ScriptedModel, build_hooks, build_tools
+from ._normalise import Normaliser
+from ._scenario import Scenario
+
+__all__ = ["IMPLEMENTATION", "Outcome", "history_message", "run_scenario"]
+
+IMPLEMENTATION = "yiemagent"
+
+
+@attrs.frozen
+class Outcome:
+    """What a run of a scenario produced, normalised (``events``, ``responses``, ``history``),
+    the raw ``to_dict()`` events, and any ``problems`` of the harness (a stuck latch, an input
+    whose point was never reached) that make the run unusable as evidence."""
+
+    events: list[dict[str, Any]]
+    responses: list[dict[str, Any]]
+    history: list[dict[str, Any]]
+    raw_events: list[dict[str, Any]] = attrs.field(factory=list)
+    problems: list[str] = attrs.field(factory=list)
+
+    def expect(self) -> dict[str, list[dict[str, Any]]]:
+        """The scenario's ``expect`` section for this outcome."""
+        return {"events": self.events, "responses": self.responses, "history": self.history}
+
+
+def history_message(data: Mapping[str, Any], timestamp: int) -> AgentMessage:
+    """A library message from the normalised form a scenario's ``history`` uses."""
+    text: list[ContentBlock] = [TextContent(data["text"])] if data.get("text") else []
+    role = data["role"]
+    if role == "user":
+        return UserMessage(text, timestamp)
+    if role == "assistant":
+        calls = [AgentToolCall(c["id"], c["name"], c["arguments"]) for c in data["tool_calls"]]
+        return AssistantMessage(
+            [*text, *calls],
+            stop_reason=data["stop_reason"],
+            error_message=data.get("error_message"),
+            timestamp=timestamp,
+        )
+    details = dict(data["details"])
+    if data.get("error_kind"):
+        details["error_kind"] = data["error_kind"]
+    return ToolResultMessage(
+        data["tool_call_id"],
+        data["tool_name"],
+        text,
+        details,
+        added_tool_names=list(data["added_tool_names"]),
+        is_error=bool(data["is_error"]),
+        timestamp=timestamp,
+    )
+
+
+class _Recorder:
+    """The agent's event sink: keeps each event's ``to_dict()`` and its normalised form, and
+    fires the inputs waiting for an event (in the sink, so before the loop goes on)."""
+
+    def __init__(self, normaliser: Normaliser) -> None:
+        self.normaliser = normaliser
+        self.raw: list[dict[str, Any]] = []
+        self.events: list[dict[str, Any]] = []
+        self.triggers: list[tuple[dict[str, Any], list[int], Callable[[], None]]] = []
+
+    def on(self, point: Mapping[str, Any], action: Callable[[], None]) -> None:
+        match = {k: v for k, v in point.items() if k != "nth"}
+        self.triggers.append((match, [int(point.get("nth", 1))], action))
+
+    def __call__(self, event: AgentEvent) -> None:
+        raw = event.to_dict()
+        self.raw.append(raw)
+        normal = self.normaliser.event(raw)
+        if normal is None:
+            return
+        self.events.append(normal)
+        for trigger in list(self.triggers):
+            match, left, action = trigger
+            if all(_field(normal, k) == v for k, v in match.items()):
+                left[0] -= 1
+                if left[0] == 0:
+                    self.triggers.remove(trigger)
+                    action()
+
+    def pending(self) -> list[dict[str, Any]]:
+        return [dict(match, nth=left[0]) for match, left, _ in self.triggers]
+
+
+def _field(event: Mapping[str, Any], key: str) -> Any:
+    """A point's field in a normalised event; ``role`` is also read from a message_end's message."""
+    if key == "role" and "role" not in event and isinstance(event.get("message"), Mapping):
+        return event["message"].get("role")
+    return event.get(key)
+
+
+def _agent(scenario: Scenario, harness: Harness, sink: _Recorder, clock: Callable[[], int]) -> YiemAgent:
+    tools, store = build_tools(scenario.tools, harness)
+    before, after = build_hooks(scenario.hooks, harness)
+    agent = YiemAgent(
+        llm_call=ScriptedModel(scenario.replies, harness),
+        system_prompt=scenario.setting("system_prompt"),
+        tools=tools,
+        tool_store=store,
+        messages=[history_message(m, clock()) for m in scenario.history],
+        agent_event_sink=sink,
+        before_tool_call=before,
+        after_tool_call=after,
+        tool_execution=scenario.setting("execution"),
+        max_turns=scenario.setting("max_turns"),
+        steering_mode=scenario.setting("steering_mode"),
+        follow_up_mode=scenario.setting("follow_up_mode"),
+        skip_tools_on_steer=scenario.setting("skip_tools_on_steer"),
+    )
+    # Settings of the run config, set before the first run: a fixed clock and id maker make
+    # the trace reproducible.
+    ids = (f"gen_{n}" for n in itertools.count(1))
+    agent.clock = clock
+    agent.new_tool_call_id = lambda: next(ids)
+    return agent
+
+
+def _perform(agent: YiemAgent, harness: Harness, item: Mapping[str, Any], clock: Callable[[], int]) -> None:
+    action = item["do"]
+    if action == "user":
+        agent.run_agent(UserMessage(item["text"], clock()))
+    elif action == "follow_up":
+        agent.follow_up(UserMessage(item["text"], clock()))
+    elif action == "resume":
+        agent.resume()
+    elif action == "abort":
+        agent.abort()
+    else:
+        harness.release(item["latch"])
+
+
+def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
+    """Run ``scenario`` on a fresh ``YiemAgent`` and return its normalised outcome; never
+    raises for anything the agent does (harness problems are listed in ``problems``)."""
+    harness = Harness()
+    normaliser = Normaliser(scenario.known_ids())
+    recorder = _Recorder(normaliser)
+    ticks = itertools.count(1)
+
+    def clock() -> int:
+        return next(ticks)
+
+    agent = _agent(scenario, harness, recorder, clock)
+    for item in scenario.inputs:
+        at = item.get("at")
+
+        def action(item: Mapping[str, Any] = item) -> None:
+            _perform(agent, harness, item, clock)
+
+        if isinstance(at, str):
+            harness.at_point(at, action)
+        elif isinstance(at, Mapping):
+            recorder.on(at, action)
+    problems = harness.problems
+    responses: list[AssistantMessage] = []
+    try:
+        for item in scenario.inputs:
+            if "at" in item:
+                continue
+            try:
+                _perform(agent, harness, item, clock)
+            except (TypeError, ValueError) as exc:  # e.g. a resume the agent refuses
+                problems.append(f"input {item} was refused: {exc}")
+            if not agent.wait_for_idle(wait_s):
+                problems.append(f"the agent was still busy {wait_s:g} s after input {item}")
+                break
+        while True:
+            try:
+                responses.append(agent.take_response(timeout=0))
+            except ResponseTimeout:
+                break
+    finally:
+        agent.shutdown(wait=True, abort=True, timeout=wait_s)
+    problems += [f"no step reached point {p!r}" for p in harness.pending_points()]
+    problems += [f"no event matched {p}" for p in recorder.pending()]
+    return Outcome(
+        events=recorder.events,
+        responses=[normaliser.message(r.to_dict()) for r in responses],
+        history=[normaliser.message(m.to_dict()) for m in agent.messages],
+        raw_events=recorder.raw,
+        problems=list(problems),
+    )
