@@ -551,3 +551,22 @@ def test_a_reader_that_goes_away_ends_the_run_quietly_with_exit_1(tmp_path: Path
             proc.wait(WAIT)
     assert proc.returncode == 1
     assert stderr == b""
+
+
+def test_chat_whose_input_breaks_mid_session_ends_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal that goes away (``input()`` raising EIO) ends the chat with exit 1 and one
+    message saying why, never a traceback."""
+    import io
+
+    from yiemagent.cli import _chat
+    from yiemagent.cli._render import Renderer
+    from yiemagent.errors import CliError
+
+    def broken(_prompt: str) -> str:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("builtins.input", broken)
+    with pytest.raises(CliError) as info:
+        _chat._converse(session=None, renderer=Renderer(io.StringIO(), color=False))  # type: ignore[arg-type]
+    assert info.value.exit_code == 1
+    assert str(info.value) == "chat could not read its input any more (OSError: [Errno 5] Input/output error)"
