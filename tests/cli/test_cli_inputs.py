@@ -7,6 +7,7 @@ never a traceback.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -17,6 +18,10 @@ from typing import Any
 
 import pytest
 from cli_helpers import ECHO_TOOL, WAIT, clean_env, run_cli, script_file, tools_folder
+
+from yiemagent.cli import _chat
+from yiemagent.cli._render import Renderer
+from yiemagent.errors import CliError
 
 posix = pytest.mark.skipif(sys.platform == "win32", reason="closed descriptors, FIFOs, rlimits")
 MEMORY = 2**30  # the address space a command that could read without end gets in these tests
@@ -556,11 +561,6 @@ def test_a_reader_that_goes_away_ends_the_run_quietly_with_exit_1(tmp_path: Path
 def test_chat_whose_input_breaks_mid_session_ends_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
     """A terminal that goes away (``input()`` raising EIO) ends the chat with exit 1 and one
     message saying why, never a traceback."""
-    import io
-
-    from yiemagent.cli import _chat
-    from yiemagent.cli._render import Renderer
-    from yiemagent.errors import CliError
 
     def broken(_prompt: str) -> str:
         raise OSError(5, "Input/output error")
