@@ -570,3 +570,29 @@ def test_chat_whose_input_breaks_mid_session_ends_with_a_message(monkeypatch: py
         _chat._converse(session=None, renderer=Renderer(io.StringIO(), color=False))  # type: ignore[arg-type]
     assert info.value.exit_code == 1
     assert str(info.value) == "chat could not read its input any more (OSError: [Errno 5] Input/output error)"
+
+
+def test_a_command_that_cannot_start_leaves_its_events_file_alone(tmp_path: Path, tools: Path) -> None:
+    """The model is chosen before the events file is opened, so a bad ``--model`` does not
+    truncate the events a previous run wrote there."""
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"type": "agent_start"}\n', encoding="utf-8")
+    done = run_cli(
+        "run", "Hi", "--model", "nonsense", "--tools", str(tools), "--events-file", str(events), cwd=tmp_path
+    )
+    assert done.returncode == 2 and "cannot read LLM spec 'nonsense'" in done.stderr
+    assert events.read_text(encoding="utf-8") == '{"type": "agent_start"}\n'
+    script = script_file(tmp_path / "replies.json", ANSWER)  # and one that runs starts it afresh
+    done = run_cli(
+        "run",
+        "Hi",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        "--events-file",
+        str(events),
+        cwd=tmp_path,
+    )
+    written = [json.loads(line)["type"] for line in events.read_text(encoding="utf-8").splitlines()]
+    assert done.returncode == 0 and written[0] == "agent_start" and written.count("agent_start") == 1
