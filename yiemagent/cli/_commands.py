@@ -140,6 +140,8 @@ def _deliver(
             print(json.dumps(response.to_dict(), indent=2), file=out)
         elif not to_stdout:
             text = answer_text(response)
+            if text and out.isatty():  # a person reads it: no escape sequence from the model
+                text = printable(text)
             if text:
                 print(text, file=out)
         out.flush()
