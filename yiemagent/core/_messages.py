@@ -45,22 +45,25 @@ def now_ms() -> int:
 
 
 def _token_count(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise TypeError(
-            f"LlmUsage.{attr.name} must be a whole number of tokens (0 or more), got {value!r:.60}"
-        )
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"LlmUsage.{attr.name} must be a whole number of tokens, got {value!r:.60}")
+    if value < 0:
+        raise ValueError(f"LlmUsage.{attr.name} must be 0 or more, got {value}")
 
 
 def _cost(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value < float("inf"):
-        raise TypeError(f"LlmUsage.{attr.name} must be a finite number, 0 or more, got {value!r:.60}")
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"LlmUsage.{attr.name} must be a number, got {value!r:.60}")
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"LlmUsage.{attr.name} must be a finite number, 0 or more, got {value}")
 
 
 @attrs.define(frozen=True)
 class LlmUsage:
     """Token counts (and optional cost) reported by a provider for one call. Each count is an
-    ``int`` of 0 or more and the cost a finite number of 0 or more (``TypeError`` otherwise), so
-    usage read from a file or a server always adds up."""
+    ``int`` of 0 or more and the cost a finite number of 0 or more (else ``TypeError`` for the
+    wrong type, ``ValueError`` for a negative or non-finite value), so usage read from a file or
+    a server always adds up."""
 
     input: int = attrs.field(default=0, validator=_token_count)
     output: int = attrs.field(default=0, validator=_token_count)
