@@ -159,11 +159,19 @@ def check_schema(schema: Any) -> dict[str, Any]:
         )
     try:
         validate_required_args({}, schema)  # raises ValueError only when the schema is invalid
+        # A model's schema is as untrusted as an MCP server's: a pattern RE2 cannot run would
+        # be matched by Python's re, whose backtracking can hold the process for good.
+        AgentTool("writeTool_probe", "", "", schema, _never_runs, untrusted_schema=True)
     except ValueError as exc:
+        message = str(exc).removeprefix('Tool "writeTool_probe": ')
         raise WriteToolRefused(
-            f'"inputSchema" was refused: {exc}. Fix the schema and call writeTool again.'
+            f'"inputSchema" was refused: {message}. Fix the schema and call writeTool again.'
         ) from None
     return schema
+
+
+def _never_runs(*_: Any) -> AgentToolResult:
+    raise AssertionError("the probe tool only checks a schema")
 
 
 def _statements(field: str, code: str) -> list[ast.stmt]:
@@ -443,6 +451,7 @@ def get_tool() -> AgentTool:
         input_schema=INPUT_SCHEMA,
         execute=execute_tool,{hooks}
         parallel_tool_execute=PARALLEL,
+        untrusted_schema=True,  # a model wrote it: patterns RE2 cannot run are refused
     )
 '''
 

@@ -24,6 +24,7 @@ from yiemagent import (
     YiemAgent,
 )
 from yiemagent.agent._session import SessionData, load_session, save_session
+from yiemagent.core import RunConfig
 from yiemagent.errors import SessionError
 from yiemagent.integrations._session_store import DirectoryStore, RedisStore
 
@@ -191,6 +192,10 @@ def _pool_slot(sid: str) -> None:
     pool.AgentPool.slot_of(SimpleNamespace(size=4), sid)
 
 
+def _run_config(sid: str) -> None:
+    RunConfig(llm_call=print, session_id=sid)  # what run_loop sends providers as the id
+
+
 @pytest.mark.parametrize(
     "accept",
     [
@@ -205,6 +210,7 @@ def _pool_slot(sid: str) -> None:
         lambda _tmp: _redis("load"),
         lambda _tmp: _redis("delete"),
         lambda _tmp: _pool_slot,
+        lambda _tmp: _run_config,
     ],
     ids=[
         "agent",
@@ -218,6 +224,7 @@ def _pool_slot(sid: str) -> None:
         "RedisStore.load",
         "RedisStore.delete",
         "AgentPool.slot_of",
+        "RunConfig",
     ],
 )
 def test_a_session_id_with_a_lone_surrogate_is_refused_naming_the_session_id(

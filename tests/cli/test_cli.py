@@ -413,3 +413,33 @@ def test_the_example_tools_ship_inside_the_package() -> None:
         (root / "tools").resolve(),
         (root / "yiemagent" / "example_tools").resolve(),
     )
+
+
+HOSTILE_ANSWER = "Hello \x1b[2J\x1b]0;owned\x07world.\r Bye."
+
+
+@posix_terminal
+def test_run_prints_a_models_escape_sequences_to_a_terminal_as_text_only(tmp_path: Path, tools: Path) -> None:
+    script = script_file(tmp_path / "replies.json", [HOSTILE_ANSWER])
+    term = Terminal(
+        "run",
+        "Hi",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        "-q",
+        cwd=tmp_path,
+        env=clean_env(),
+    )
+    try:
+        assert term.wait() == 0
+    finally:
+        term.close()
+    assert "Hello world. Bye." in term.output and "\x1b" not in term.output
+
+
+def test_run_keeps_the_answer_exact_in_a_pipe(tmp_path: Path, tools: Path) -> None:
+    script = script_file(tmp_path / "replies.json", [HOSTILE_ANSWER])
+    done = run_cli("run", "Hi", "--model", f"scripted:{script}", "--tools", str(tools), "-q", cwd=tmp_path)
+    assert done.returncode == 0 and done.stdout == HOSTILE_ANSWER + "\n"

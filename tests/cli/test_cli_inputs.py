@@ -7,6 +7,7 @@ never a traceback.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -17,6 +18,10 @@ from typing import Any
 
 import pytest
 from cli_helpers import ECHO_TOOL, WAIT, clean_env, run_cli, script_file, tools_folder
+
+from yiemagent.cli import _chat
+from yiemagent.cli._render import Renderer
+from yiemagent.errors import CliError
 
 posix = pytest.mark.skipif(sys.platform == "win32", reason="closed descriptors, FIFOs, rlimits")
 MEMORY = 2**30  # the address space a command that could read without end gets in these tests
@@ -551,3 +556,43 @@ def test_a_reader_that_goes_away_ends_the_run_quietly_with_exit_1(tmp_path: Path
             proc.wait(WAIT)
     assert proc.returncode == 1
     assert stderr == b""
+
+
+def test_chat_whose_input_breaks_mid_session_ends_with_a_message(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A terminal that goes away (``input()`` raising EIO) ends the chat with exit 1 and one
+    message saying why, never a traceback."""
+
+    def broken(_prompt: str) -> str:
+        raise OSError(5, "Input/output error")
+
+    monkeypatch.setattr("builtins.input", broken)
+    with pytest.raises(CliError) as info:
+        _chat._converse(session=None, renderer=Renderer(io.StringIO(), color=False))  # type: ignore[arg-type]
+    assert info.value.exit_code == 1
+    assert str(info.value) == "chat could not read its input any more (OSError: [Errno 5] Input/output error)"
+
+
+def test_a_command_that_cannot_start_leaves_its_events_file_alone(tmp_path: Path, tools: Path) -> None:
+    """The model is chosen before the events file is opened, so a bad ``--model`` does not
+    truncate the events a previous run wrote there."""
+    events = tmp_path / "events.jsonl"
+    events.write_text('{"type": "agent_start"}\n', encoding="utf-8")
+    done = run_cli(
+        "run", "Hi", "--model", "nonsense", "--tools", str(tools), "--events-file", str(events), cwd=tmp_path
+    )
+    assert done.returncode == 2 and "cannot read LLM spec 'nonsense'" in done.stderr
+    assert events.read_text(encoding="utf-8") == '{"type": "agent_start"}\n'
+    script = script_file(tmp_path / "replies.json", ANSWER)  # and one that runs starts it afresh
+    done = run_cli(
+        "run",
+        "Hi",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        str(tools),
+        "--events-file",
+        str(events),
+        cwd=tmp_path,
+    )
+    written = [json.loads(line)["type"] for line in events.read_text(encoding="utf-8").splitlines()]
+    assert done.returncode == 0 and written[0] == "agent_start" and written.count("agent_start") == 1

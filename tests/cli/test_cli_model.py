@@ -74,6 +74,8 @@ def test_base_url_replaces_a_providers_server_and_needs_no_key_there() -> None:
         ("scripted:", None, "needs the path of a JSON file"),
         ("local", "http://localhost:1/v1", "--base-url does not apply"),
         ("local:/no/such/model.gguf", None, "does not exist"),
+        ("local:", None, "the path after 'local:' is empty"),
+        ("local:  ", None, "the path after 'local:' is empty"),
         ("qwen2.5", "", "--base-url '' is not a server URL"),
         ("qwen2.5", "nonsense", "--base-url 'nonsense' is not a server URL"),
         ("openai:gpt-4o-mini", "http://gpu-box:99999/v1", "is not a server URL"),

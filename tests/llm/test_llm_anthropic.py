@@ -554,3 +554,29 @@ def test_abort_during_a_request_ends_the_call(server: ScriptedServer) -> None:
         signal=AbortSignal(),
     )
     assert isinstance(error, LlmAbortedError) and "aborted" in str(error)
+
+
+def test_blocks_the_message_leaves_out_take_no_place_in_the_content_index(server: ScriptedServer) -> None:
+    """A server tool's block (a kind the library does not model) before the text: its deltas are
+    not reported, and the text's updates point at where the text sits in the final message."""
+    server_tool = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {}}
+    stream = [
+        {"type": "message_start", "message": {"usage": {"input_tokens": 5, "output_tokens": 1}}},
+        {"type": "content_block_start", "index": 0, "content_block": server_tool},
+        {
+            "type": "content_block_delta",
+            "index": 0,
+            "delta": {"type": "input_json_delta", "partial_json": "{}"},
+        },
+        {"type": "content_block_stop", "index": 0},
+        {"type": "content_block_start", "index": 1, "content_block": {"type": "text", "text": ""}},
+        {"type": "content_block_delta", "index": 1, "delta": {"type": "text_delta", "text": "Found it."}},
+        {"type": "content_block_stop", "index": 1},
+        {"type": "message_delta", "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 3}},
+        {"type": "message_stop"},
+    ]
+    server.sse([sse_bytes(stream, named=True)])
+    events = Collector()
+    reply = anthropic_client(server, stream=True)(simple_request(), on_update=events)
+    assert reply.content == [TextContent("Found it.")]
+    assert [(e.kind, e.content_index, e.delta) for e in events.events] == [("text", 0, "Found it.")]

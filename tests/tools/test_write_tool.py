@@ -366,6 +366,15 @@ def test_a_symlink_out_of_the_folder_is_never_written_through(
         ({"type": "object", "properties": "a, b"}, "not a valid JSON Schema"),
         ({"type": "object", "required": "a"}, "not a valid JSON Schema"),
         ({"type": "object", "maximum": float("nan")}, "is nan, which is not a JSON number"),
+        # A model's pattern is as untrusted as an MCP server's: only ones RE2 runs in linear time.
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(?=a)(a+)+$"}}},
+            "cannot be matched in linear time: RE2 refuses it",
+        ),
+        (
+            {"type": "object", "properties": {"a": {"type": "string", "pattern": "^(a)\\1$"}}},
+            "cannot be matched in linear time",
+        ),
     ],
 )
 def test_bad_schemas_are_refused(store: ToolStore, folder: Path, schema: Any, fragment: str) -> None:
@@ -441,3 +450,9 @@ def test_a_store_without_a_folder_is_refused(folder: Path) -> None:
     tool = module.get_tool(unloaded)
     with pytest.raises(ValueError, match="has no folder to write to"):
         tool.execute("call-1", dict(ADD_ARGS), None, lambda _p: None)
+
+
+def test_a_written_tool_is_marked_as_having_an_untrusted_schema(store: ToolStore) -> None:
+    """So a pattern in it that RE2 cannot run is refused even if the file is loaded elsewhere."""
+    assert not write(store).is_error
+    assert store.tools[ADD_ARGS["name"]].untrusted_schema is True

@@ -18,6 +18,7 @@ import attrs
 
 from yiemagent.core._files import UnreadableFileError, read_regular_file
 from yiemagent.core._messages import AgentMessage, LlmModel
+from yiemagent.core._session_id import check_session_id, check_whole_session_id
 from yiemagent.errors import SessionError, describe_error
 
 __all__ = [
@@ -51,33 +52,6 @@ class SessionData:
     messages: list[AgentMessage]
 
 
-def check_session_id(value: Any) -> str:
-    """Return ``value`` if it can be a session id: a non-empty ``str`` of whole characters. Raise
-    ``TypeError`` for anything else than a non-empty string, and ``ValueError`` naming the id
-    when it holds a lone surrogate (an id is written as UTF-8: into a session file, a file name,
-    a Redis key, a provider's request; a lone surrogate has no UTF-8 form)."""
-    if not isinstance(value, str) or not value:
-        raise TypeError(f"session_id must be a non-empty string, got {value!r}")
-    _check_whole(value)
-    return value
-
-
-def _check_whole(session_id: str) -> None:
-    """Raise ``ValueError`` naming ``session_id`` when it cannot be encoded as UTF-8."""
-    if session_id.isascii():  # nearly always (a uuid's hex): nothing to encode
-        return
-    try:
-        session_id.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        where = f"{session_id[exc.start]!r} at index {exc.start}"
-        raise ValueError(
-            f"session_id {session_id!r:.100} holds a lone surrogate ({where}), which "
-            "cannot be written as UTF-8; use an id of whole characters (e.g. "
-            "uuid.uuid4().hex), and decode any bytes it is made from with "
-            "errors='replace'"
-        ) from None
-
-
 def session_to_dict(data: SessionData) -> dict[str, Any]:
     """The JSON-ready session document of ``data`` (format marker and version first)."""
     model = data.model
@@ -96,7 +70,7 @@ def session_bytes(data: SessionData, indent: int | None = None) -> bytes:
     id when it holds a lone surrogate. Other text that holds one (a model's reply can: JSON's
     ``"\\ud83d"`` reads as one) is written as a ``\\u`` escape instead, which reads back the same,
     so such a history is saved whole rather than refused."""
-    _check_whole(data.session_id)
+    check_whole_session_id(data.session_id)
     document = session_to_dict(data)
     try:
         return json.dumps(document, ensure_ascii=False, indent=indent).encode("utf-8")
@@ -212,7 +186,7 @@ def session_from_dict(data: Any, name: str = "session") -> SessionData:
     try:
         model = data.get("model")
         session_id = str(data["session_id"])
-        _check_whole(session_id)  # a file this library never writes, whose id could not be used
+        check_whole_session_id(session_id)  # a file this library never writes, whose id could not be used
         return SessionData(
             session_id=session_id,
             system_prompt=str(data["system_prompt"]),

@@ -21,7 +21,7 @@ from yiemagent.agent._session import load_session
 from yiemagent.cli._model import ModelChoice
 from yiemagent.cli._render import Renderer, one_line
 from yiemagent.cli._session import Tools, answer_text, failure, wait_for_response
-from yiemagent.errors import SessionError
+from yiemagent.errors import CliError, SessionError, describe_error
 
 __all__ = ["COMMANDS", "PROMPT", "ChatSession", "read_message", "run_chat"]
 
@@ -214,6 +214,9 @@ def _converse(session: ChatSession, renderer: Renderer) -> int:
             renderer.write("\n")
             session.note("(/exit or Ctrl-D quits)")
             continue
+        except OSError as exc:  # the terminal went away (EIO after a hang-up), a broken stdin
+            renderer.write("\n")
+            raise CliError(f"chat could not read its input any more ({describe_error(exc)})", 1) from None
         if message is None:
             continue
         if not sys.stdin.isatty():  # nothing echoed the lines: show them, for a readable transcript

@@ -13,7 +13,7 @@ from typing import Any, TextIO
 
 from yiemagent.cli._chat import run_chat
 from yiemagent.cli._io import read_prompt, stdout_to_stderr
-from yiemagent.cli._model import CliError, choose_model
+from yiemagent.cli._model import CliError, ModelChoice, choose_model
 from yiemagent.cli._render import Renderer
 from yiemagent.cli._session import (
     Sink,
@@ -68,15 +68,24 @@ def _settle_events(args: argparse.Namespace) -> bool:
 def _open_events_file(args: argparse.Namespace, stack: contextlib.ExitStack) -> TextIO:
     """The ``--events-file``, open for writing and closed with ``stack`` (a write error is
     reported from ``writer.broken``, not again when it closes). Opened before stdout moves,
-    so that ``/dev/stdout`` still names the real one."""
+    so that ``/dev/stdout`` still names the real one, but in append mode: ``_start_afresh``
+    empties it once the command is sure to run, so one that cannot start keeps what a
+    previous run wrote there."""
     try:
-        stream = open(args.events_file, "w", encoding="utf-8")  # noqa: SIM115 (closed by stack)
+        stream = open(args.events_file, "a", encoding="utf-8")  # noqa: SIM115 (closed by stack)
     except (OSError, ValueError) as exc:  # ValueError: a NUL character in the name
         raise CliError(
             f"--events-file {args.events_file}: cannot write it: {getattr(exc, 'strerror', None) or exc}"
         ) from None
     stack.callback(_close_quietly, stream)
     return stream
+
+
+def _start_afresh(stream: TextIO) -> None:
+    """Empty the events file (a regular file; a pipe or device has nothing to empty)."""
+    with contextlib.suppress(OSError):
+        if stream.seekable():
+            stream.truncate(0)
 
 
 def _close_quietly(stream: TextIO) -> None:
@@ -86,13 +95,12 @@ def _close_quietly(stream: TextIO) -> None:
 
 
 def _answer(
-    args: argparse.Namespace, prompt: str, events: TextIO | None
+    args: argparse.Namespace, choice: ModelChoice, prompt: str, events: TextIO | None
 ) -> tuple[AssistantMessage, JsonlEventWriter | None]:
-    """Run the agent once on ``prompt`` and return its response, with the writer of the events
-    to ``events`` when there is one (its ``broken`` says whether every event was written)."""
-    choice = choose_model(args.model, args.base_url, stream=not args.no_stream, temperature=args.temperature)
+    """Run the agent once on ``prompt`` with the model ``choice`` and return its response, with
+    the writer of the events to ``events`` when there is one (its ``broken`` says whether every
+    event was written)."""
     with contextlib.ExitStack() as stack:
-        stack.callback(choice.close)
         tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
         warn_problems(tools.problems, sys.stderr)
         sinks: list[Sink] = []
@@ -132,6 +140,8 @@ def _deliver(
             print(json.dumps(response.to_dict(), indent=2), file=out)
         elif not to_stdout:
             text = answer_text(response)
+            if text and out.isatty():  # a person reads it: no escape sequence from the model
+                text = printable(text)
             if text:
                 print(text, file=out)
         out.flush()
@@ -162,8 +172,14 @@ def cmd_run(args: argparse.Namespace) -> int:
     with contextlib.ExitStack() as stack:
         to_file = args.events is not None and not to_stdout
         events = _open_events_file(args, stack) if to_file else None
-        out = stack.enter_context(stdout_to_stderr())
-        response, writer = _answer(args, prompt, out if to_stdout else events)
+        out = stack.enter_context(stdout_to_stderr())  # (a model's start-up may print)
+        choice = choose_model(
+            args.model, args.base_url, stream=not args.no_stream, temperature=args.temperature
+        )
+        stack.callback(choice.close)
+        if events is not None:
+            _start_afresh(events)
+        response, writer = _answer(args, choice, prompt, out if to_stdout else events)
         _deliver(args, response, out, writer, to_stdout)
     problem = failure(response, args.max_turns) or _empty(response)
     if problem is not None:

@@ -66,7 +66,12 @@ def default_spec(env: Mapping[str, str]) -> tuple[str, str]:
 def _local(spec: str, temperature: float | None) -> LlmCall:
     """The embedded model for ``local`` or ``local:PATH.gguf``; ``CliError`` (exit 2) with the
     install command when llama-cpp-python (the ``local`` extra) or the client is missing."""
-    path = spec.partition(":")[2]
+    _, colon, path = spec.partition(":")
+    if colon and not path.strip():
+        raise CliError(
+            f"--model {spec}: the path after 'local:' is empty (give the path of a .gguf file, "
+            "or --model local for the default model)"
+        )
     if path and not os.path.isfile(os.path.expanduser(path)):
         raise CliError(
             f"--model {spec}: the model file {path} does not exist (give the path of "

@@ -32,6 +32,7 @@ from yiemagent.core._messages import AgentMessage, AssistantMessage, HistoryView
 from yiemagent.core._pipeline import execute_tool_calls
 from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_calls
 from yiemagent.core._request import LlmRequest, SpecFormatter
+from yiemagent.core._session_id import check_whole_session_id
 from yiemagent.core._tool_calls import extract_tool_calls, new_tool_call_id, normalize_tool_calls
 from yiemagent.core._tools import (
     AbortSignal,
@@ -88,8 +89,11 @@ def _check_positive_int(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> N
 
 
 def _check_session_id(_inst: Any, _attr: Any, value: Any) -> None:
-    if value is not None and not isinstance(value, str):
+    if value is None:
+        return
+    if not isinstance(value, str):
         raise TypeError(f"session_id must be a string or None, got {type(value).__name__}")
+    check_whole_session_id(value)  # it is sent to providers as UTF-8
 
 
 @attrs.frozen(kw_only=True)

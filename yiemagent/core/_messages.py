@@ -44,16 +44,33 @@ def now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _token_count(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"LlmUsage.{attr.name} must be a whole number of tokens, got {value!r:.60}")
+    if value < 0:
+        raise ValueError(f"LlmUsage.{attr.name} must be 0 or more, got {value}")
+
+
+def _cost(_inst: object, attr: attrs.Attribute[Any], value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"LlmUsage.{attr.name} must be a number, got {value!r:.60}")
+    if not 0 <= value < float("inf"):
+        raise ValueError(f"LlmUsage.{attr.name} must be a finite number, 0 or more, got {value}")
+
+
 @attrs.define(frozen=True)
 class LlmUsage:
-    """Token counts (and optional cost) reported by a provider for one call."""
+    """Token counts (and optional cost) reported by a provider for one call. Each count is an
+    ``int`` of 0 or more and the cost a finite number of 0 or more (else ``TypeError`` for the
+    wrong type, ``ValueError`` for a negative or non-finite value), so usage read from a file or
+    a server always adds up."""
 
-    input: int = 0
-    output: int = 0
-    cache_read: int = 0
-    cache_write: int = 0
-    total_tokens: int = 0
-    cost: float = 0.0
+    input: int = attrs.field(default=0, validator=_token_count)
+    output: int = attrs.field(default=0, validator=_token_count)
+    cache_read: int = attrs.field(default=0, validator=_token_count)
+    cache_write: int = attrs.field(default=0, validator=_token_count)
+    total_tokens: int = attrs.field(default=0, validator=_token_count)
+    cost: float = attrs.field(default=0.0, validator=_cost)
 
     def to_dict(self) -> dict[str, Any]:
         """Return the usage as a JSON-ready dict."""
@@ -62,6 +79,8 @@ class LlmUsage:
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> LlmUsage:
         """Rebuild usage from ``to_dict`` output; missing counts are zero."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"usage must be an object of token counts, got {type(data).__name__}")
         names = {f.name for f in attrs.fields(cls)}
         return cls(**{k: v for k, v in data.items() if k in names})
 

@@ -3,6 +3,7 @@ writing tool-call arguments as JSON text cheaply (``to_json``, the core's own en
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from typing import Any
 
@@ -19,10 +20,13 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
 
 
 def as_int(value: Any) -> int:
-    """Return ``value`` as an int when it is a JSON number (not a bool), else 0."""
+    """Return ``value`` as a count: a JSON number (not a bool) as an int of 0 or more, anything
+    else (``NaN`` and infinities, which Python's JSON reader accepts, included) as 0."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return 0
-    return int(value)
+    if isinstance(value, float) and not math.isfinite(value):
+        return 0
+    return max(0, int(value))
 
 
 def parts_text(content: Any, sep: str) -> str:

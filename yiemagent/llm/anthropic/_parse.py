@@ -204,7 +204,7 @@ class AnthropicStreamAssembler:
     ``index`` as ``content_index``; signature deltas are kept, not reported. An event whose fields
     hold the wrong kind of value (see ``stream_fields``), a block started twice, or a delta for a
     block of another kind (text into a tool call) raises ``LlmStreamError`` saying so; events and
-    blocks of kinds the client does not know are skipped.
+    blocks of kinds the client does not know are skipped, and take no place in ``content_index``.
     """
 
     def __init__(self, emit: Emit, *, label: str, provider: str, model: str) -> None:
@@ -265,16 +265,24 @@ class AnthropicStreamAssembler:
         block = self._blocks.get(index)
         if block is None:  # a delta without its start: assume the kind the delta implies
             block = self._blocks[index] = _StreamBlock({"type": block_kind})
-        if block.kind in _KNOWN_BLOCKS and block.kind != block_kind:
+        if block.kind not in _KNOWN_BLOCKS:
+            return  # a block the message will not hold (a server tool's): nothing to report
+        if block.kind != block_kind:
             raise read.problem(f"a {kind} for content block {index}, which is a {block.kind} block")
         if reported is None:
             block.signature = (block.signature or "") + text
         else:
-            self._report(block, reported, text, index)
+            self._report(block, reported, text, self._position(index))
+
+    def _position(self, index: int) -> int:
+        """Where the block Anthropic numbers ``index`` sits in the assembled message's content:
+        blocks of kinds the library leaves out (server tools, future kinds) take no place, so a
+        listener's ``content_index`` always points at the block its deltas build."""
+        return sum(1 for i, b in self._blocks.items() if i < index and b.kind in _KNOWN_BLOCKS)
 
     def _report(self, block: _StreamBlock, kind: str, text: str, index: int) -> None:
         block.parts.append(text)
-        if kind == "tool_call":  # of a tool_use block, or of a kind the client does not know
+        if kind == "tool_call":  # of a tool_use block
             call_id, name = block.start.get("id"), block.start.get("name")
             self._emit(
                 MessageUpdateEvent(
