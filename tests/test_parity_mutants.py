@@ -1,0 +1,76 @@
+"""``scripts/parity_mutants.py``, which measures how much of the library's behaviour the conformance
+suite can see: every fault still applies to today's code (exactly one snippet each), faults the
+suite sees are reported caught, and a fault that no longer applies is reported stale (exit 1)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+from paths import ROOT
+
+SCRIPT = ROOT / "scripts" / "parity_mutants.py"
+
+
+@pytest.fixture(scope="module")
+def mutants() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("parity_mutants", SCRIPT)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["parity_mutants"] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_there_are_at_least_thirty_faults_with_unique_names(mutants: ModuleType) -> None:
+    names = [f.name for f in mutants.FAULTS]
+    assert len(names) >= 30 and len(set(names)) == len(names)
+
+
+def test_every_fault_applies_to_todays_code(mutants: ModuleType, tmp_path: Path) -> None:
+    package = tmp_path / "yiemagent"
+    shutil.copytree(ROOT / "yiemagent", package, ignore=shutil.ignore_patterns("__pycache__"))
+    for fault in mutants.FAULTS:
+        original = (package / fault.path).read_text(encoding="utf-8")
+        assert mutants.apply(fault, package) is None, fault.name
+        changed = (package / fault.path).read_text(encoding="utf-8")
+        assert changed != original, fault.name
+        (package / fault.path).write_text(original, encoding="utf-8")
+
+
+def test_a_fault_whose_snippet_is_gone_is_stale(mutants: ModuleType, tmp_path: Path) -> None:
+    (tmp_path / "core").mkdir()
+    (tmp_path / "core" / "_loop.py").write_text("nothing of the kind\n", encoding="utf-8")
+    fault = mutants.Fault("gone", "results", "a fault", "core/_loop.py", "if turn >= x:", "if turn > x:")
+    assert mutants.apply(fault, tmp_path) == "its snippet occurs 0 times in core/_loop.py, not once"
+
+
+def test_faults_the_suite_sees_are_reported_caught() -> None:
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(SCRIPT),
+            "--only",
+            "terminate_any,max_turns_off_by_one",
+            "--json",
+            "--min-caught",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout)
+    assert report["caught_share"] == 1.0
+    assert {f["name"]: f["verdict"] for f in report["faults"]} == {
+        "terminate_any": "caught",
+        "max_turns_off_by_one": "caught",
+    }
