@@ -1,5 +1,6 @@
 """Every example script in ``scripts/`` runs offline as a real subprocess, exits 0 and tells the
-story it promises (``bench.py`` and ``bench_ab.py`` have their own smoke tests)."""
+story it promises (``bench.py``, ``bench_ab.py`` and ``parity_mutants.py`` have their own smoke
+tests)."""
 
 from __future__ import annotations
 
@@ -58,12 +59,13 @@ EXPECTED: dict[str, list[str]] = {
 
 
 def test_every_example_script_is_tested() -> None:
-    # bench.py and bench_ab.py have their own smoke tests, mcp_example.py its own test (it
-    # starts an MCP server).
+    # bench.py, bench_ab.py and parity_mutants.py have their own smoke tests, mcp_example.py its
+    # own test (it starts an MCP server).
     found = {p.name for p in SCRIPTS.glob("*.py") if not p.name.startswith("_")} - {
         "bench.py",
         "bench_ab.py",
         "mcp_example.py",
+        "parity_mutants.py",
     }
     assert found == set(EXPECTED)
 
