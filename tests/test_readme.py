@@ -120,11 +120,14 @@ def test_the_pip_command_names_an_installable_requirement() -> None:
     resolves it (a dry run: nothing is built or installed)."""
     [line] = [c for c in commands(section("Set up and run")) if "pip install" in c]
     requirement = shlex.split(line)[-1].replace("REPO_URL", f"file://{ROOT}")
+    # Without PYTHONPATH: a checkout on it would count as yiemagent already installed.
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     done = subprocess.run(
         [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", requirement],
         capture_output=True,
         text=True,
         timeout=600,
+        env=env,
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Would install yiemagent" in done.stdout
