@@ -349,25 +349,32 @@ def run_suite(copy_root: Path, scenarios: Path, timeout: float) -> tuple[bool, s
     return done.returncode == 0, lines[-1]
 
 
+def copy_package(into: Path) -> Path:
+    """A copy of the package under ``into``, as the suite will import it; return its folder."""
+    package = into / "yiemagent"
+    shutil.copytree(ROOT / "yiemagent", package, ignore=shutil.ignore_patterns("__pycache__"))
+    return package
+
+
 def try_fault(fault: Fault, scenarios: Path, timeout: float) -> Outcome:
     """Copy the package, apply ``fault``, run the suite on it."""
     with tempfile.TemporaryDirectory(prefix="yiem-mutant-") as tmp:
-        copy_root = Path(tmp)
-        shutil.copytree(
-            ROOT / "yiemagent", copy_root / "yiemagent", ignore=shutil.ignore_patterns("__pycache__")
-        )
-        problem = apply(fault, copy_root / "yiemagent")
+        problem = apply(fault, copy_package(Path(tmp)))
         if problem is not None:
             return Outcome(fault, "stale", problem)
-        passed, last = run_suite(copy_root, scenarios, timeout)
+        passed, last = run_suite(Path(tmp), scenarios, timeout)
         return Outcome(fault, "survived" if passed else "caught", last)
 
 
 def baseline(scenarios: Path, timeout: float) -> None:
-    """The suite must pass on the unchanged code, or no fault's verdict means anything."""
-    passed, last = run_suite(ROOT, scenarios, timeout)
+    """The suite must pass on an unchanged copy, run exactly as the faults' copies are, or no
+    fault's verdict means anything (a copy that failed for another reason would make every
+    fault look caught)."""
+    with tempfile.TemporaryDirectory(prefix="yiem-mutant-") as tmp:
+        copy_package(Path(tmp))
+        passed, last = run_suite(Path(tmp), scenarios, timeout)
     if not passed:
-        raise SystemExit(f"the suite fails on the unchanged code ({last}); fix that first")
+        raise SystemExit(f"the suite fails on an unchanged copy of the code ({last}); fix that first")
 
 
 def report(outcomes: list[Outcome]) -> str:
@@ -386,12 +393,30 @@ def report(outcomes: list[Outcome]) -> str:
     return "\n".join(rows)
 
 
+def seconds(text: str) -> float:
+    """``--timeout``: a positive, finite number of seconds."""
+    value = float(text)
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"{text!r} is not a positive number of seconds")
+    return value
+
+
+def share_of_one(text: str) -> float:
+    """``--min-caught``: a share from 0 to 1 (NaN is none)."""
+    value = float(text)
+    if not 0 <= value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a share from 0 to 1")
+    return value
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", help="comma-separated fault names: " + ", ".join(f.name for f in FAULTS))
     parser.add_argument("--json", action="store_true", help="print one JSON object")
-    parser.add_argument("--timeout", type=float, default=120.0, help="seconds one suite run may take")
-    parser.add_argument("--min-caught", type=float, default=0.0, help="exit 1 when the share caught is lower")
+    parser.add_argument("--timeout", type=seconds, default=120.0, help="seconds one suite run may take")
+    parser.add_argument(
+        "--min-caught", type=share_of_one, default=0.0, help="exit 1 when the share caught is lower (0 to 1)"
+    )
     parser.add_argument("--scenarios", type=Path, default=ROOT / "parity" / "scenarios")
     args = parser.parse_args(argv)
     faults = FAULTS

@@ -74,3 +74,18 @@ def test_faults_the_suite_sees_are_reported_caught() -> None:
         "terminate_any": "caught",
         "max_turns_off_by_one": "caught",
     }
+
+
+@pytest.mark.parametrize(
+    ("args", "says"),
+    [
+        (["--timeout", "-1"], "'-1' is not a positive number of seconds"),
+        (["--timeout", "inf"], "'inf' is not a positive number of seconds"),
+        (["--min-caught", "nan"], "'nan' is not a share from 0 to 1"),
+        (["--min-caught", "2"], "'2' is not a share from 0 to 1"),
+        (["--only", "no_such_fault"], "unknown fault(s) ['no_such_fault']"),
+    ],
+)
+def test_a_bad_command_line_is_exit_2_with_a_message(args: list[str], says: str) -> None:
+    done = subprocess.run([sys.executable, str(SCRIPT), *args], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and says in done.stderr and "Traceback" not in done.stderr
