@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
-from yiemagent.core._messages import AssistantMessage
+from yiemagent.core._messages import AssistantMessage, LlmUsage
 from yiemagent.core._tool_calls import parse_arguments
 from yiemagent.core._tools import (
     AbortSignal,
@@ -28,7 +28,7 @@ from yiemagent.core._tools import (
 from yiemagent.errors import HarnessError, LlmAbortedError
 from yiemagent.tools._store import ToolStore, register_tool
 
-from ._normalise import canonical_json
+from ._normalise import USAGE_FIELDS, canonical_json
 
 __all__ = ["Harness", "HarnessError", "ScriptedModel", "build_hooks", "build_tools"]
 
@@ -193,13 +193,18 @@ def _first_rule(rules: Sequence[Mapping[str, Any]], call: AgentToolCall) -> Mapp
 
 
 def build_hooks(
-    hooks: Mapping[str, Sequence[Mapping[str, Any]]], harness: Harness
-) -> tuple[Callable[..., Any] | None, Callable[..., Any] | None]:
-    """``(before_tool_call, after_tool_call)`` from the scenario's hook rules (``None`` when a
-    hook has no rules, so the implementation runs without that hook at all)."""
+    hooks: Mapping[str, Sequence[Mapping[str, Any]]],
+    harness: Harness,
+    observe: Callable[[str, Any], None] | None = None,
+) -> tuple[Callable[..., Any], Callable[..., Any]]:
+    """``(before_tool_call, after_tool_call)`` from the scenario's hook rules. Both hooks are
+    always installed (a hook without a matching rule returns nothing, which changes nothing), so
+    ``observe(kind, ctx)`` sees what every hook call receives, before its rule acts."""
     before_rules, after_rules = list(hooks.get("before", [])), list(hooks.get("after", []))
 
     def before(ctx: BeforeToolCallContext, signal: AbortSignal | None) -> Any:
+        if observe is not None:
+            observe("before", ctx)
         rule = _first_rule(before_rules, ctx.tool_call)
         if rule is None:
             return None
@@ -219,6 +224,8 @@ def build_hooks(
         return None
 
     def after(ctx: AfterToolCallContext, signal: AbortSignal | None) -> Any:
+        if observe is not None:
+            observe("after", ctx)
         rule = _first_rule(after_rules, ctx.tool_call)
         if rule is None:
             return None
@@ -232,7 +239,7 @@ def build_hooks(
             override["content"] = [TextContent(override["content"])]
         return AfterToolCallResult(**override) if rule.get("form") == "object" else override
 
-    return (before if before_rules else None), (after if after_rules else None)
+    return before, after
 
 
 def _arguments_for_dict_forms(raw: str) -> Any:
@@ -287,8 +294,14 @@ def reply_message(reply: Mapping[str, Any]) -> AssistantMessage:
             content.append({"type": "tool_calls", "tool_calls": flat})
         else:
             content += [{"type": "tool_call", **c} for c in flat]
+    usage = reply.get("usage")
     return AssistantMessage(
-        content, api="openai-completions", provider="parity", model="scripted", stop_reason=stop
+        content,
+        api="openai-completions",
+        provider="parity",
+        model="scripted",
+        stop_reason=stop,
+        usage=None if usage is None else LlmUsage(**{k: int(usage.get(k, 0)) for k in USAGE_FIELDS}),
     )
 
 
@@ -300,13 +313,21 @@ class ScriptedModel:
     up in the trace as an error response.
     """
 
-    def __init__(self, replies: Sequence[Mapping[str, Any]], harness: Harness) -> None:
+    def __init__(
+        self,
+        replies: Sequence[Mapping[str, Any]],
+        harness: Harness,
+        observe: Callable[[Any], None] | None = None,
+    ) -> None:
         self.replies = list(replies)
         self.harness = harness
+        self.observe = observe
         self.calls = 0
         self._lock = threading.Lock()
 
-    def __call__(self, _request: Any, signal: AbortSignal | None = None) -> AssistantMessage:
+    def __call__(self, request: Any, signal: AbortSignal | None = None) -> AssistantMessage:
+        if self.observe is not None:
+            self.observe(request)
         with self._lock:
             index, self.calls = self.calls, self.calls + 1
         if signal is not None and signal.aborted:  # a real client gives up before anything else

@@ -4,7 +4,6 @@ record expected outcomes, print the schemas. Exit status 0 only when everything 
 from __future__ import annotations
 
 import argparse
-import contextlib
 import io
 import json
 import sys
@@ -16,63 +15,22 @@ import attrs
 
 from yiemagent.errors import describe_error
 
-from ._compare import Divergence, compare, render
-from ._departures import DepartureError, apply_departures, suggest
+from ._compare import compare, render
 from ._drive import IMPLEMENTATION, Outcome, run_scenario
+from ._expectations import PortExpectations, load_expectations
 from ._files import printable
 from ._scenario import Scenario, ScenarioError, dump_scenario, find_scenarios, load_scenario, schema_text
-from ._traces import Trace, read_trace, write_trace
+from ._table import render_table, update_table
+from ._traces import read_trace, write_trace
+from ._verdicts import DIFFERS, HARNESS_ERROR, NOT_APPLICABLE, Verdict, check_trace, report, summary_line
 
-__all__ = ["Verdict", "check_trace", "main"]
+__all__ = ["main"]
 
 DEFAULT_SCENARIOS = Path("parity") / "scenarios"
-AGREED, DEPARTED, DIVERGED = "agreed", "departed", "diverged"
-REORDERING = frozenset({"result_messages_inline", "turn_start_before_inputs"})
-
-
-@attrs.frozen
-class Verdict:
-    """How one implementation's trace of one scenario compares: ``agreed`` with ``expect``,
-    ``departed`` only as its declared departures say, or ``diverged`` (then ``detail`` is the
-    readable first divergence)."""
-
-    scenario: str
-    status: str
-    detail: str = ""
-    reasons: tuple[str, ...] = ()
-    rules: tuple[str, ...] = ()
 
 
 def _indent(text: str, pad: str = "  ") -> str:
     return "\n".join(pad + line for line in text.splitlines())
-
-
-def check_trace(scenario: Scenario, trace: Trace, implementation: str | None = None) -> Verdict:
-    """Compare ``trace`` with ``scenario``'s expected outcome, applying the departures declared
-    for ``implementation`` (the trace's own name when ``None``) when they are needed."""
-    name = implementation or trace.implementation
-    if trace.scenario != scenario.name:
-        return Verdict(scenario.name, DIVERGED, f"the trace is of scenario {trace.scenario!r}")
-    expected = scenario.expect
-    found = compare(expected, trace.expect(), scenario)
-    departures = scenario.departures(name)
-    if found is None:
-        note = "declared departures did not happen" if departures else ""
-        return Verdict(scenario.name, AGREED, note)
-    if not departures:
-        return Verdict(scenario.name, DIVERGED, render(found, expected))
-    try:
-        adjusted = apply_departures(expected, departures, scenario)
-    except DepartureError as exc:
-        return Verdict(scenario.name, DIVERGED, f"a declared departure does not apply: {exc}")
-    later: Divergence | None = compare(adjusted, trace.expect(), scenario)
-    reasons = tuple(dict.fromkeys(d["reason"] for d in departures))
-    rules = tuple(dict.fromkeys(d["rule"] for d in departures))
-    if later is None:
-        return Verdict(scenario.name, DEPARTED, "", reasons, rules)
-    return Verdict(
-        scenario.name, DIVERGED, "after the declared departures:\n" + render(later, adjusted), reasons, rules
-    )
 
 
 def _files(paths: Sequence[str], out: TextIO) -> tuple[list[Path], int]:
@@ -138,7 +96,7 @@ def _save_trace(folder: Path, scenario: Scenario, outcome: Outcome, out: TextIO)
     """Write ``scenario``'s trace into ``folder``; 1 (reported) when it cannot be written."""
     path = folder / f"{scenario.name}.jsonl"
     try:
-        write_trace(path, scenario.name, IMPLEMENTATION, outcome.expect())
+        write_trace(path, scenario.name, IMPLEMENTATION, outcome.expect(), outcome.problems, scenario.suite)
     except (OSError, ValueError) as exc:  # ValueError: text that is not UTF-8
         why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
         print(f"ERROR {printable(str(path))}: cannot write the trace: {why}", file=out)
@@ -151,26 +109,47 @@ def cmd_run(args: argparse.Namespace, out: TextIO) -> int:
     trace_dir, unusable = _trace_folder(args.trace_dir, out)
     failed += unusable
     passed = 0
+    verdicts: list[Verdict] = []
     for scenario in scenarios:
         outcome = _run(scenario)
         if trace_dir is not None:
             failed += _save_trace(trace_dir, scenario, outcome, out)
+        profile = tuple(scenario.profile)
         if outcome.problems:
             failed += 1
+            verdicts.append(Verdict(scenario.name, HARNESS_ERROR, profile))
             print(f"FAIL {scenario.name} ({scenario.source}): the run itself went wrong:", file=out)
             print(_indent("\n".join(outcome.problems)), file=out)
             continue
         found = compare(scenario.expect, outcome.expect(), scenario)
         if found is None:
             passed += 1
+            verdicts.append(Verdict(scenario.name, "agreed", profile))
             if args.verbose:
                 print(f"pass {scenario.name}", file=out)
         else:
             failed += 1
+            verdicts.append(Verdict(scenario.name, "diverged", profile))
             print(f"FAIL {scenario.name} ({scenario.source})", file=out)
             print(_indent(render(found, scenario.expect)), file=out)
     print(f"{passed} passed, {failed} failed", file=out)
+    if args.report and not _write_report(args.report, verdicts, IMPLEMENTATION, scenarios, out):
+        failed += 1
     return 0 if failed == 0 and passed > 0 else 1
+
+
+def _write_report(
+    path: str, verdicts: Sequence[Verdict], implementation: str, scenarios: Sequence[Scenario], out: TextIO
+) -> bool:
+    """Write the JSON report; ``False`` (reported) when it cannot be written."""
+    suite = scenarios[0].suite if scenarios else "0.0.0"
+    text = json.dumps(report(verdicts, implementation, suite), indent=1, ensure_ascii=False) + "\n"
+    try:
+        Path(path).write_text(text, encoding="utf-8")
+    except OSError as exc:
+        print(f"ERROR {printable(path)}: cannot write the report: {exc.strerror or exc}", file=out)
+        return False
+    return True
 
 
 def cmd_record(args: argparse.Namespace, out: TextIO) -> int:
@@ -222,45 +201,41 @@ def _pairs(scenario_arg: str, trace_arg: str, out: TextIO) -> tuple[list[tuple[S
     return [(s, trace_path) for s in scenarios], bad
 
 
-def _implementation(trace: Trace) -> str:
-    """The trace header's implementation name, without any version after it."""
-    words = trace.implementation.split()
-    return words[0] if words else trace.implementation
+def _expectations(args: argparse.Namespace, out: TextIO) -> tuple[PortExpectations | None, int]:
+    """The port's expectations file named by ``--expectations``, or ``None``; 1 (reported)
+    when it cannot be used."""
+    if not args.expectations:
+        return None, 0
+    try:
+        return load_expectations(args.expectations), 0
+    except ScenarioError as exc:
+        print(f"ERROR {exc}", file=out)
+        return None, 1
 
 
-def _markdown(verdicts: Sequence[Verdict], implementation: str) -> str:
-    """The results as a Markdown table; each distinct departure reason is listed once, below it,
-    and the table names reasons by label (D1, D2, ...)."""
-    counts = {s: sum(v.status == s for v in verdicts) for s in (AGREED, DEPARTED, DIVERGED)}
-    order_only = sum(v.status == DEPARTED and set(v.rules) <= REORDERING for v in verdicts)
-    labels: dict[str, str] = {}
-    for v in verdicts:
-        for reason in v.reasons:
-            labels.setdefault(reason, f"D{len(labels) + 1}")
-    lines = [
-        f"{counts[AGREED]} agreed, {counts[DEPARTED]} departed as documented ({order_only} of "
-        "them by the event-order rules alone), "
-        f"{counts[DIVERGED]} diverged: {len(verdicts)} scenarios, implementation "
-        f"`{implementation}`.",
-        "",
-        "| scenario | result | departures |",
-        "|---|---|---|",
-    ]
-    for v in verdicts:
-        marks = ", ".join(labels[r] for r in v.reasons) if v.status != AGREED else ""
-        lines.append(f"| `{v.scenario}` | {v.status} | {marks} |")
-    lines.append("")
-    lines += [f"- **{label}**: {reason}" for reason, label in labels.items()]
-    return "\n".join(lines)
+def _verdict_line(v: Verdict) -> str:
+    extra = f" ({v.reason})" if v.reason and v.status in (DIFFERS, NOT_APPLICABLE) else ""
+    return f"{v.status:14} {v.scenario}{extra}"
+
+
+def _print_profiles(verdicts: Sequence[Verdict], implementation: str, suite: str, out: TextIO) -> None:
+    data = report(verdicts, implementation, suite)
+    print(f"suite {suite}, implementation {implementation}:", file=out)
+    for profile, counts in data["profiles"].items():
+        print(f"  {profile:20} {summary_line(counts)}", file=out)
+    print(summary_line(data["totals"]), file=out)
 
 
 def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     pairs, bad = _pairs(args.scenario, args.trace, out)
+    port, unusable = _expectations(args, out)
+    bad += unusable
     verdicts: list[Verdict] = []
-    name = args.impl
+    implementation = ""
     for scenario, path in pairs:
+        profile = tuple(scenario.profile)
         if not (path.exists() or path.is_symlink()):
-            verdicts.append(Verdict(scenario.name, DIVERGED, f"no trace at {printable(str(path))}"))
+            verdicts.append(Verdict(scenario.name, HARNESS_ERROR, profile, f"no trace at {printable(str(path))}"))
             continue
         try:
             trace = read_trace(path)
@@ -268,32 +243,46 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
             bad += 1
             print(f"ERROR {exc}", file=out)
             continue
-        name = name or _implementation(trace)
-        verdict = check_trace(scenario, trace, args.impl)
-        verdicts.append(verdict)
-        if args.suggest and verdict.status == DIVERGED:
-            base = scenario.expect
-            departures = scenario.departures(args.impl or trace.implementation)
-            with contextlib.suppress(DepartureError):  # then suggest against expect itself
-                base = apply_departures(base, departures, scenario)
-            proposal = {"rule": "edit", "reason": "TODO: why", "edits": suggest(base, trace.expect())}
-            print("a departure that would describe it (write the reason, or split it by reason):", file=out)
-            print(_indent(json.dumps(proposal, ensure_ascii=False)), file=out)
-    if args.markdown:
-        print(_markdown(verdicts, name or "?"), file=out)
-    else:
-        for v in verdicts:
-            extra = f" ({'; '.join(v.reasons)})" if v.reasons and v.status == DEPARTED else ""
-            print(f"{v.status:9} {v.scenario}{extra}", file=out)
-            if v.detail:
-                print(_indent(v.detail), file=out)
-        counts = [sum(v.status == s for v in verdicts) for s in (AGREED, DEPARTED, DIVERGED)]
-        errors = f", {bad} unusable files" if bad else ""
-        print(
-            f"{counts[0]} agreed, {counts[1]} departed as documented, {counts[2]} diverged{errors}", file=out
-        )
-    diverged = any(v.status == DIVERGED for v in verdicts)
-    return 0 if not diverged and bad == 0 and verdicts else 1
+        implementation = implementation or trace.implementation
+        expected = port.for_version(trace.version) if port is not None else None
+        if port is not None and (port.implementation != trace.name or expected is None):
+            known = ", ".join(sorted(port.versions)) or "none"
+            print(
+                f"ERROR {printable(str(path))}: the expectations file is for {port.implementation} "
+                f"({known}), the trace is of {printable(trace.implementation)}: add that version",
+                file=out,
+            )
+            bad += 1
+            continue
+        verdicts.append(check_trace(scenario, trace, expected))
+    for v in verdicts:
+        print(_verdict_line(v), file=out)
+        if v.detail:
+            print(_indent(v.detail), file=out)
+    suite = pairs[0][0].suite if pairs else "0.0.0"
+    if verdicts:
+        _print_profiles(verdicts, implementation or "?", suite, out)
+    if bad:
+        print(f"{bad} unusable files", file=out)
+    if args.report and not _write_report(args.report, verdicts, implementation or "?", [s for s, _ in pairs], out):
+        bad += 1
+    passed = all(v.passed for v in verdicts)
+    return 0 if passed and bad == 0 and verdicts else 1
+
+
+def cmd_table(args: argparse.Namespace, out: TextIO) -> int:
+    reports = []
+    for raw in args.reports:
+        try:
+            reports.append(json.loads(Path(raw).read_text(encoding="utf-8")))
+        except (OSError, ValueError) as exc:
+            print(f"ERROR {printable(raw)}: not a usable report: {exc}", file=out)
+            return 1
+    table = render_table(reports)
+    if args.update is None:
+        print(table, file=out)
+        return 0
+    return update_table(Path(args.update), table, args.check, out)
 
 
 def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
@@ -313,16 +302,19 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("paths", nargs="*", help=f"scenario files or folders (default {DEFAULT_SCENARIOS})")
     run.add_argument("--trace-dir", help="also write each run's normalised trace here")
     run.add_argument("-v", "--verbose", action="store_true", help="list passing scenarios too")
+    run.add_argument("--report", help="also write the JSON report (verdicts, counts per profile) here")
     run.set_defaults(handler=cmd_run)
     check = sub.add_parser("check", help="compare another implementation's traces with the scenarios")
     check.add_argument("scenario", help="a scenario file, or a folder of them")
     check.add_argument("trace", help="its trace file, or a folder of <scenario name>.jsonl files")
-    check.add_argument("--impl", help="whose departures apply (default: the trace header's name)")
-    check.add_argument("--markdown", action="store_true", help="print the results as a table")
-    check.add_argument(
-        "--suggest", action="store_true", help="for each divergence, print departures that would describe it"
-    )
+    check.add_argument("--expectations", help="the port's expectations file (what it lacks, where it differs)")
+    check.add_argument("--report", help="also write the JSON report (verdicts, counts per profile) here")
     check.set_defaults(handler=cmd_check)
+    table = sub.add_parser("table", help="the results table of several reports, as Markdown")
+    table.add_argument("reports", nargs="+", help="JSON reports written by run --report or check --report")
+    table.add_argument("--update", metavar="FILE", help="replace the table between the markers in FILE")
+    table.add_argument("--check", action="store_true", help="with --update: exit 1 if FILE is not current")
+    table.set_defaults(handler=cmd_table)
     record = sub.add_parser("record", help="rewrite the scenarios' expect from what yiemagent does now")
     record.add_argument("paths", nargs="*", help=f"scenario files or folders (default {DEFAULT_SCENARIOS})")
     record.set_defaults(handler=cmd_record)

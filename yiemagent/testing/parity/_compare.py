@@ -1,11 +1,19 @@
 """Comparing a normalised outcome with the expected one, and saying where they first differ.
 
-Events are compared position by position, except inside a parallel section (the tool events of
-a batch that runs in parallel): there the starts keep their order, the calls that fail
+Two orderings are free and put into one canonical order on both sides before comparing: the user
+messages that open or join a turn may come before or after its ``turn_start``, and a tool result's
+message may come anywhere between its call's ``tool_execution_end`` and the ``turn_end`` of the
+batch. Events are then compared position by position, except inside a parallel section (the tool
+events of a batch that runs in parallel): there the starts keep their order, the calls that fail
 preparation end before the last start, and each call's own events keep their order, but events
-of different calls may interleave in any order. Responses and the history are compared item by
-item. ``text`` is not compared in an error result the pipeline made (``is_error`` with an
-``error_kind``): those texts are each implementation's own wording, the kind is what must agree.
+of different calls may interleave in any order. The requests to the model are compared in order,
+the hook calls call by call, responses and the history item by item.
+
+In an error result the pipeline made (``is_error`` with an ``error_kind``) the wording is each
+implementation's own, but the texts the scenario supplied (a block reason, an exception's
+message, a validator's error) must appear in it: ``text`` is compared as the list of supplied
+texts it contains. An implementation that makes no error kinds (``Rules.error_kinds`` false) has
+its kinds ignored, and the same rule applies to every error result on both sides.
 """
 
 from __future__ import annotations
@@ -18,9 +26,30 @@ import attrs
 from ._normalise import canonical_json
 from ._scenario import Scenario
 
-__all__ = ["Divergence", "comparable", "compare", "parallel_sections", "render"]
+__all__ = ["PARTS", "Divergence", "Rules", "canonical_events", "comparable", "compare", "parallel_sections", "render"]
 
 Outcome = Mapping[str, Sequence[Mapping[str, Any]]]
+PARTS = ("events", "requests", "hooks", "responses", "history")
+
+
+@attrs.frozen
+class Rules:
+    """How one comparison reads texts and kinds: ``supplied`` are the scenario's own texts,
+    ``error_kinds`` whether the implementation makes error kinds (a port must not invent them)."""
+
+    supplied: tuple[str, ...] = ()
+    error_kinds: bool = True
+
+    @classmethod
+    def of(cls, scenario: Scenario, error_kinds: bool = True) -> Rules:
+        return cls(tuple(scenario.supplied_texts()), error_kinds)
+
+    def carried(self, text: Any) -> list[str]:
+        """The supplied texts that ``text`` contains."""
+        return [s for s in self.supplied if isinstance(text, str) and s in text]
+
+
+DEFAULT_RULES = Rules()
 
 
 @attrs.frozen
@@ -36,15 +65,81 @@ class Divergence:
     note: str = ""
 
 
-def comparable(item: Mapping[str, Any]) -> dict[str, Any]:
-    """``item`` as it is compared: without the ``text`` of an error result the pipeline made
-    (``is_error`` true and an ``error_kind``), and the same for a message inside it."""
+def comparable(item: Mapping[str, Any], rules: Rules = DEFAULT_RULES) -> dict[str, Any]:
+    """``item`` as it is compared: the ``text`` of an error result the pipeline made becomes the
+    list of supplied texts it carries, kinds go when the implementation makes none, and the same
+    for the messages inside it."""
     out = dict(item)
-    if out.get("error_kind") is not None and out.get("is_error") is True:
-        out.pop("text", None)
+    pipeline_error = out.get("error_kind") is not None or not rules.error_kinds
+    if out.get("is_error") is True and pipeline_error and "text" in out:
+        out["text"] = rules.carried(out["text"])
+    if not rules.error_kinds:
+        out.pop("error_kind", None)
     if isinstance(out.get("message"), Mapping):
-        out["message"] = comparable(out["message"])
+        out["message"] = comparable(out["message"], rules)
+    if isinstance(out.get("messages"), list):
+        out["messages"] = [comparable(m, rules) if isinstance(m, Mapping) else m for m in out["messages"]]
     return out
+
+
+def _is_pair(events: Sequence[Mapping[str, Any]], i: int, role: str) -> bool:
+    """Whether events ``i`` and ``i + 1`` are the message_start and message_end of a ``role``."""
+    if i + 1 >= len(events):
+        return False
+    start, end = events[i], events[i + 1]
+    message = end.get("message")
+    return (
+        start["type"] == "message_start"
+        and start.get("role") == role
+        and end["type"] == "message_end"
+        and isinstance(message, Mapping)
+        and message.get("role") == role
+    )
+
+
+def _user_messages_before_turn_start(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """User messages right after a turn_start move before it, into the turn before."""
+    out: list[dict[str, Any]] = []
+    i = 0
+    while i < len(events):
+        event = dict(events[i])
+        if event["type"] == "turn_start":
+            j = i + 1
+            moved: list[dict[str, Any]] = []
+            while _is_pair(events, j, "user"):
+                moved += [dict(events[j], turn=event["turn"] - 1), dict(events[j + 1], turn=event["turn"] - 1)]
+                j += 2
+            out += [*moved, event]
+            i = j
+            continue
+        out.append(event)
+        i += 1
+    return out
+
+
+def _result_messages_at_turn_end(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Tool-result messages of a turn move to just before its turn_end, in their order."""
+    out: list[dict[str, Any]] = []
+    held: list[dict[str, Any]] = []
+    i = 0
+    while i < len(events):
+        if _is_pair(events, i, "toolResult"):
+            held += [dict(events[i]), dict(events[i + 1])]
+            i += 2
+            continue
+        event = dict(events[i])
+        if event["type"] in ("turn_end", "agent_end", "agent_start", "turn_start"):
+            out += held
+            held = []
+        out.append(event)
+        i += 1
+    return out + held
+
+
+def canonical_events(events: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``events`` in the canonical order of the free orderings: user messages before the
+    turn_start they open or join, a turn's tool-result messages just before its turn_end."""
+    return _result_messages_at_turn_end(_user_messages_before_turn_start(events))
 
 
 def _batch_is_parallel(scenario: Scenario, calls: Sequence[Mapping[str, Any]]) -> bool:
@@ -86,10 +181,10 @@ def parallel_sections(events: Sequence[Mapping[str, Any]], scenario: Scenario) -
     return sections
 
 
-def _groups(events: Sequence[Mapping[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def _groups(events: Sequence[Mapping[str, Any]], rules: Rules) -> dict[str, list[dict[str, Any]]]:
     groups: dict[str, list[dict[str, Any]]] = {}
     for event in events:
-        groups.setdefault(str(event.get("tool_call_id")), []).append(comparable(event))
+        groups.setdefault(str(event.get("tool_call_id")), []).append(comparable(event, rules))
     return groups
 
 
@@ -105,7 +200,7 @@ def _ended_during_preparation(events: Sequence[Mapping[str, Any]]) -> list[str]:
 
 
 def _compare_section(
-    expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]], start: int
+    expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]], start: int, rules: Rules
 ) -> Divergence | None:
     """The parallel-section rule: the starts keep their order, the same calls end before the last
     start, each call's own events keep their order; anything else may interleave."""
@@ -129,7 +224,9 @@ def _compare_section(
             (
                 k
                 for k in range(max(len(expected), len(actual)))
-                if k >= len(expected) or k >= len(actual) or comparable(expected[k]) != comparable(actual[k])
+                if k >= len(expected)
+                or k >= len(actual)
+                or comparable(expected[k], rules) != comparable(actual[k], rules)
             ),
             0,
         )
@@ -141,7 +238,7 @@ def _compare_section(
             f"{where}: the calls that end before the last start (preparation "
             f"failures) differ: expected {want_prep}, actual {got_prep}",
         )
-    exp, act = _groups(expected), _groups(actual)
+    exp, act = _groups(expected, rules), _groups(actual, rules)
     if exp == act:
         return None
     for call_id in [*exp, *(k for k in act if k not in exp)]:
@@ -177,20 +274,24 @@ def _original(events: Sequence[Mapping[str, Any]], call_id: str, n: int) -> Mapp
 
 
 def _compare_events(
-    expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]], scenario: Scenario
+    expected: Sequence[Mapping[str, Any]],
+    actual: Sequence[Mapping[str, Any]],
+    scenario: Scenario,
+    rules: Rules,
 ) -> Divergence | None:
+    expected, actual = canonical_events(expected), canonical_events(actual)
     exp_sections = dict(parallel_sections(expected, scenario))
     act_sections = dict(parallel_sections(actual, scenario))
     i = j = 0
     while i < len(expected) and j < len(actual):
         if i in exp_sections and j in act_sections:
             i_end, j_end = exp_sections[i], act_sections[j]
-            found = _compare_section(expected[i:i_end], actual[j:j_end], i)
+            found = _compare_section(expected[i:i_end], actual[j:j_end], i, rules)
             if found is not None:
                 return found
             i, j = i_end, j_end
             continue
-        if comparable(expected[i]) != comparable(actual[j]):
+        if comparable(expected[i], rules) != comparable(actual[j], rules):
             return Divergence("events", i, expected[i], actual[j])
         i, j = i + 1, j + 1
     if i < len(expected):
@@ -201,25 +302,38 @@ def _compare_events(
 
 
 def _compare_items(
-    part: str, expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]]
+    part: str, expected: Sequence[Mapping[str, Any]], actual: Sequence[Mapping[str, Any]], rules: Rules
 ) -> Divergence | None:
     for i in range(max(len(expected), len(actual))):
         want = expected[i] if i < len(expected) else None
         got = actual[i] if i < len(actual) else None
-        if want is None or got is None or comparable(want) != comparable(got):
+        if want is None or got is None or comparable(want, rules) != comparable(got, rules):
             note = "missing" if got is None else ("unexpected" if want is None else "")
             return Divergence(part, i, want, got, note)
     return None
 
 
-def compare(expected: Outcome, actual: Outcome, scenario: Scenario) -> Divergence | None:
-    """The first divergence of ``actual`` from ``expected`` (events, then responses, then the
-    history), or ``None`` when they agree."""
-    found = _compare_events(expected["events"], actual["events"], scenario)
+def hook_order(hooks: Sequence[Mapping[str, Any]]) -> list[Mapping[str, Any]]:
+    """Hook calls call by call: by run, turn and call id, the before hook first. Hooks of a
+    parallel batch may run in any order; each call's own are fixed."""
+    return sorted(hooks, key=lambda h: (h["run"], h["turn"], str(h["tool_call_id"]), h["hook"] != "before"))
+
+
+def compare(
+    expected: Outcome, actual: Outcome, scenario: Scenario, rules: Rules | None = None
+) -> Divergence | None:
+    """The first divergence of ``actual`` from ``expected`` (events, then the requests to the
+    model, the hook calls, the responses, the history), or ``None`` when they agree."""
+    rules = rules if rules is not None else Rules.of(scenario)
+    found = _compare_events(expected["events"], actual["events"], scenario, rules)
     if found is None:
-        found = _compare_items("responses", expected["responses"], actual["responses"])
+        found = _compare_items("requests", expected["requests"], actual["requests"], rules)
     if found is None:
-        found = _compare_items("history", expected["history"], actual["history"])
+        found = _compare_items("hooks", hook_order(expected["hooks"]), hook_order(actual["hooks"]), rules)
+    if found is None:
+        found = _compare_items("responses", expected["responses"], actual["responses"], rules)
+    if found is None:
+        found = _compare_items("history", expected["history"], actual["history"], rules)
     return found
 
 
@@ -227,14 +341,18 @@ def _line(item: Mapping[str, Any] | None) -> str:
     return "(nothing)" if item is None else canonical_json(item)
 
 
-def _field_notes(want: Mapping[str, Any], got: Mapping[str, Any], prefix: str = "") -> list[str]:
+def _field_notes(
+    want: Mapping[str, Any], got: Mapping[str, Any], rules: Rules, prefix: str = ""
+) -> list[str]:
     notes: list[str] = []
-    a, b = comparable(want), comparable(got)
+    a, b = comparable(want, rules), comparable(got, rules)
     for key in [*a, *(k for k in b if k not in a)]:
         if a.get(key) == b.get(key):
             continue
         if isinstance(a.get(key), Mapping) and isinstance(b.get(key), Mapping):
-            notes += _field_notes(a[key], b[key], f"{prefix}{key}.")
+            notes += _field_notes(a[key], b[key], rules, f"{prefix}{key}.")
+        elif key == "text" and isinstance(a.get(key), list):
+            notes.append(f"{prefix}text: must carry the scenario's texts {a[key]}, carries {b.get(key)}")
         else:
             notes.append(
                 f"{prefix}{key}: expected {_short(a.get(key), key in a)}, "
@@ -250,14 +368,19 @@ def _short(value: Any, present: bool) -> str:
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def render(divergence: Divergence, expected: Outcome, context: int = 3) -> str:
-    """A readable diff of ``divergence``: where it is, a few expected items before it, the
-    expected and actual item, and which fields differ."""
+def render(divergence: Divergence, expected: Outcome, context: int = 3, rules: Rules = DEFAULT_RULES) -> str:
+    """A readable diff of ``divergence``: where it is, a few expected items before it (in the
+    order compared: events canonical, hooks call by call), the expected and actual item, and
+    which fields differ."""
     part, index = divergence.part, divergence.index
-    items = expected[part]
+    items: Sequence[Mapping[str, Any]] = expected[part]
+    if part == "events":
+        items = canonical_events(items)
+    elif part == "hooks":
+        items = hook_order(items)
     head = f"first divergence at {part}[{index}]"
     anchor = divergence.expected or divergence.actual
-    if part == "events" and anchor is not None:
+    if part in ("events", "requests", "hooks") and anchor is not None:
         head += f" (run {anchor.get('run')}, turn {anchor.get('turn')})"
     lines = [head + (f": {divergence.note}" if divergence.note else "")]
     for k in range(max(0, index - context), min(index, len(items))):
@@ -265,5 +388,5 @@ def render(divergence: Divergence, expected: Outcome, context: int = 3) -> str:
     lines.append(f"  - expected {_line(divergence.expected)}")
     lines.append(f"  + actual   {_line(divergence.actual)}")
     if divergence.expected is not None and divergence.actual is not None:
-        lines += [f"    {note}" for note in _field_notes(divergence.expected, divergence.actual)]
+        lines += [f"    {note}" for note in _field_notes(divergence.expected, divergence.actual, rules)]
     return "\n".join(lines)

@@ -11,6 +11,7 @@ so even the raw trace is the same on every run.
 from __future__ import annotations
 
 import itertools
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any
 
@@ -40,12 +41,20 @@ class Outcome:
     events: list[dict[str, Any]]
     responses: list[dict[str, Any]]
     history: list[dict[str, Any]]
+    requests: list[dict[str, Any]] = attrs.field(factory=list)
+    hooks: list[dict[str, Any]] = attrs.field(factory=list)
     raw_events: list[dict[str, Any]] = attrs.field(factory=list)
     problems: list[str] = attrs.field(factory=list)
 
     def expect(self) -> dict[str, list[dict[str, Any]]]:
         """The scenario's ``expect`` section for this outcome."""
-        return {"events": self.events, "responses": self.responses, "history": self.history}
+        return {
+            "events": self.events,
+            "requests": self.requests,
+            "hooks": self.hooks,
+            "responses": self.responses,
+            "history": self.history,
+        }
 
 
 def history_message(data: Mapping[str, Any], timestamp: int) -> AgentMessage:
@@ -84,7 +93,28 @@ class _Recorder:
         self.normaliser = normaliser
         self.raw: list[dict[str, Any]] = []
         self.events: list[dict[str, Any]] = []
+        self.requests: list[dict[str, Any]] = []
+        self.hooks: list[dict[str, Any]] = []
         self.triggers: list[tuple[dict[str, Any], list[int], Callable[[], None]]] = []
+        # Hooks of a parallel batch run on the pool's threads; the normaliser is not thread-safe.
+        self.lock = threading.RLock()
+
+    def request(self, request: Any) -> None:
+        """Record what the loop gave the model: its spec view, as any ``llm_call`` may read it."""
+        spec = request if isinstance(request, Mapping) else {}
+        typed = [m.to_dict() for m in getattr(request, "messages", []) if hasattr(m, "to_dict")]
+        session_id = getattr(request, "session_id", None)
+        with self.lock:
+            self.requests.append(self.normaliser.request(spec, typed, session_id))
+
+    def hook(self, kind: str, ctx: Any) -> None:
+        """Record what a hook received (before its rule, if any, acts)."""
+        result = ctx.result.to_dict() if kind == "after" else None
+        messages = list(ctx.context.messages)
+        call = {"id": ctx.tool_call.id, "name": ctx.tool_call.name}
+        with self.lock:
+            record = self.normaliser.hook(kind, call, ctx.args, messages, result, getattr(ctx, "is_error", False))
+            self.hooks.append(record)
 
     def on(self, point: Mapping[str, Any], action: Callable[[], None]) -> None:
         match = {k: v for k, v in point.items() if k != "nth"}
@@ -92,11 +122,12 @@ class _Recorder:
 
     def __call__(self, event: AgentEvent) -> None:
         raw = event.to_dict()
-        self.raw.append(raw)
-        normal = self.normaliser.event(raw)
-        if normal is None:
-            return
-        self.events.append(normal)
+        with self.lock:
+            self.raw.append(raw)
+            normal = self.normaliser.event(raw)
+            if normal is None:
+                return
+            self.events.append(normal)
         for trigger in list(self.triggers):
             match, left, action = trigger
             if all(_field(normal, k) == v for k, v in match.items()):
@@ -118,9 +149,10 @@ def _field(event: Mapping[str, Any], key: str) -> Any:
 
 def _agent(scenario: Scenario, harness: Harness, sink: _Recorder, clock: Callable[[], int]) -> YiemAgent:
     tools, store = build_tools(scenario.tools, harness)
-    before, after = build_hooks(scenario.hooks, harness)
+    before, after = build_hooks(scenario.hooks, harness, sink.hook)
     agent = YiemAgent(
-        llm_call=ScriptedModel(scenario.replies, harness),
+        llm_call=ScriptedModel(scenario.replies, harness, sink.request),
+        session_id=scenario.setting("session_id"),
         system_prompt=scenario.setting("system_prompt"),
         tools=tools,
         tool_store=store,
@@ -204,6 +236,8 @@ def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
         events=recorder.events,
         responses=[normaliser.message(r.to_dict()) for r in responses],
         history=[normaliser.message(m.to_dict()) for m in agent.messages],
+        requests=recorder.requests,
+        hooks=recorder.hooks,
         raw_events=recorder.raw,
         problems=list(problems),
     )

@@ -44,6 +44,39 @@ def _text(blocks: Iterable[Any]) -> str:
     )
 
 
+USAGE_FIELDS = ("input", "output", "cache_read", "cache_write")
+
+
+def usage_counts(raw: Any) -> dict[str, int] | None:
+    """The token counts of a message's usage, or ``None`` when every one is 0 (or there is no
+    usage): a trace shows usage only where the model reported some."""
+    if not isinstance(raw, Mapping):
+        return None
+    counts = {k: int(raw.get(k) or 0) for k in USAGE_FIELDS}
+    return counts if any(counts.values()) else None
+
+
+def _spec_text(content: Any) -> str:
+    """The text of a spec-view message's content: a string, or a list of text parts."""
+    if isinstance(content, str):
+        return content
+    return _text(content) if isinstance(content, list) else ""
+
+
+def _refuse(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def _spec_arguments(raw: Any) -> Any:
+    """A spec-view call's arguments (a JSON text) as compared: the object, or ``<unusable>``."""
+    if isinstance(raw, str):
+        try:
+            raw = json.loads(raw, parse_constant=_refuse)
+        except ValueError:
+            return UNUSABLE
+    return raw if isinstance(raw, Mapping) else UNUSABLE
+
+
 class Normaliser:
     """Normalises one trace: events in emission order, then responses, then the history.
 
@@ -87,13 +120,17 @@ class Normaliser:
                 for b in content
                 if isinstance(b, Mapping) and b.get("type") == "toolCall"
             ]
-            return {
+            out: dict[str, Any] = {
                 "role": "assistant",
                 "text": _text(content),
                 "tool_calls": calls,
                 "stop_reason": str(raw.get("stop_reason")),
                 "error_message": None if raw.get("error_message") is None else ERROR_MESSAGE,
             }
+            usage = usage_counts(raw.get("usage"))
+            if usage is not None:
+                out["usage"] = usage
+            return out
         details = dict(raw.get("details") or {})
         kind = details.pop("error_kind", None)
         return {
@@ -106,6 +143,104 @@ class Normaliser:
             "details": details,
             "added_tool_names": list(raw.get("added_tool_names") or []),
         }
+
+    def _spec_message(self, raw: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+        role = raw.get("role")
+        text = _spec_text(raw.get("content"))
+        if role == "assistant":
+            calls = [
+                {
+                    "id": self.call_id(c.get("id")),
+                    "name": str((c.get("function") or {}).get("name", "")),
+                    "arguments": _spec_arguments((c.get("function") or {}).get("arguments")),
+                }
+                for c in raw.get("tool_calls") or []
+                if isinstance(c, Mapping)
+            ]
+            return {"role": "assistant", "text": text, "tool_calls": calls}
+        if role == "tool":
+            raw_id = str(raw.get("tool_call_id"))
+            typed = results.get(raw_id, {})
+            kind = (typed.get("details") or {}).get("error_kind")
+            return {
+                "role": "toolResult",
+                "tool_call_id": self.call_id(raw_id),
+                "text": text,
+                "is_error": bool(typed.get("is_error")),
+                "error_kind": kind if isinstance(kind, str) else None,
+            }
+        return {"role": "user", "text": text}
+
+    def request(
+        self, spec: Mapping[str, Any], typed_messages: Iterable[Mapping[str, Any]], session_id: Any
+    ) -> dict[str, Any]:
+        """A request's normalised form, from its spec view (``{"messages": [...], "tools":
+        [...]}`` in OpenAI's chat shape, the system prompt as its first message) and the typed
+        messages' ``to_dict()`` (which say whether a tool result is an error, and its kind)."""
+        results = {
+            str(m.get("tool_call_id")): m for m in typed_messages if m.get("role") == "toolResult"
+        }
+        system = ""
+        messages: list[dict[str, Any]] = []
+        for raw in spec.get("messages") or []:
+            if not isinstance(raw, Mapping):
+                continue
+            if raw.get("role") == "system":
+                system = _spec_text(raw.get("content"))
+                continue
+            messages.append(self._spec_message(raw, results))
+        tools = []
+        for raw in spec.get("tools") or []:
+            function = raw.get("function") if isinstance(raw, Mapping) else None
+            if isinstance(function, Mapping):
+                tools.append(
+                    {
+                        "name": str(function.get("name", "")),
+                        "description": str(function.get("description") or ""),
+                        "input_schema": dict(function.get("parameters") or {}),
+                    }
+                )
+        tools.sort(key=lambda t: t["name"])
+        return {
+            "type": "llm_request",
+            "run": max(self.run, 1),
+            "turn": self.turn,
+            "system_prompt": system,
+            "messages": messages,
+            "tools": tools,
+            "session_id": None if session_id is None else str(session_id),
+        }
+
+    def hook(
+        self,
+        kind: str,
+        call: Mapping[str, Any],
+        args: Any,
+        history: Iterable[Any],
+        result: Mapping[str, Any] | None = None,
+        is_error: bool = False,
+    ) -> dict[str, Any]:
+        """A hook call's normalised form: ``call`` is the tool call's ``to_dict()``, ``history``
+        the context's messages (anything with a ``role``), ``result`` (after hooks) the
+        result's ``to_dict()``."""
+        out: dict[str, Any] = {
+            "type": "hook",
+            "run": max(self.run, 1),
+            "turn": self.turn,
+            "hook": kind,
+            "tool_call_id": self.call_id(call.get("id")),
+            "tool_name": str(call.get("name", "")),
+            "arguments": self.arguments(args),
+            "history": [str(getattr(m, "role", None) or m.get("role")) for m in history],
+        }
+        if result is not None:
+            kind_of = (result.get("details") or {}).get("error_kind")
+            out.update(
+                is_error=bool(is_error),
+                error_kind=kind_of if isinstance(kind_of, str) else None,
+                text=_text(result.get("content") or []),
+            )
+        return out
 
     def event(self, raw: Mapping[str, Any]) -> dict[str, Any] | None:
         """An event's normalised form, from its ``to_dict()``; ``None`` for ``message_update``

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from importlib import resources
 from pathlib import Path
@@ -36,7 +37,7 @@ __all__ = [
     "validation_problems",
 ]
 
-FORMAT = 1
+FORMAT = 2
 SCHEMA_FILES = {"scenario": "scenario.schema.json", "trace": "trace.schema.json"}
 _BASE = "https://yiemagent.invalid/parity/"
 
@@ -140,10 +141,30 @@ class Scenario:
             return self.data[key]
         return schema("scenario")["properties"][key].get("default")
 
-    def departures(self, implementation: str) -> list[dict[str, Any]]:
-        """The departures declared for ``implementation`` (its name before any version)."""
-        name = implementation.split()[0] if implementation.strip() else implementation
-        return list(self.data.get("departures", {}).get(name, []))
+    @property
+    def suite(self) -> str:
+        """The version of the suite the scenario belongs to (its folder's ``VERSION``)."""
+        return suite_version(str(self.path.parent) if self.path is not None else None)
+
+    @property
+    def profile(self) -> list[str]:
+        """``["core"]``, or the extensions of the design the scenario needs."""
+        return list(self.data["profile"])
+
+    def supplied_texts(self) -> list[str]:
+        """The texts the scenario's own behaviours supply (a block reason, a tool's, hook's or
+        model's failure message, a validator's rejection): an implementation must carry each
+        one into the error result it makes, whatever its own wording around it."""
+        texts: list[str] = []
+        for tool in self.tools:
+            texts += [tool["outcome"].get("fail"), (tool.get("prepare") or {}).get("fail")]
+            texts.append((tool.get("validate") or {}).get("reject"))
+        for rules in self.hooks.values():
+            for rule in rules:
+                block = rule.get("block")
+                texts += [rule.get("fail"), block if isinstance(block, str) else None]
+        texts += [reply.get("fail") for reply in self.replies]
+        return sorted({t for t in texts if isinstance(t, str) and t})
 
     def known_ids(self) -> set[str]:
         """The tool-call ids the scenario gives: in its replies and its history."""
@@ -269,6 +290,26 @@ def load_scenario(path: str | Path) -> Scenario:
         raise ScenarioError(str(file), [(exc.where, str(exc))]) from None
     scenario = parse_scenario(data, str(file), file.stem)
     return attrs.evolve(scenario, path=file)
+
+
+SUITE_VERSION_FILE = "VERSION"
+
+
+@functools.cache
+def suite_version(folder: str | None = None) -> str:
+    """The suite's version (``MAJOR.MINOR.PATCH``): the ``VERSION`` file of ``folder`` (the
+    scenario folder), else of the suite shipped with this checkout; ``"0.0.0"`` when neither has
+    one. A new scenario raises the minor number, a changed expectation the major one."""
+    candidates = [Path(folder)] if folder else []
+    candidates.append(Path(__file__).resolve().parents[3] / "parity" / "scenarios")
+    for candidate in candidates:
+        try:
+            text = (candidate / SUITE_VERSION_FILE).read_text(encoding="utf-8").strip()
+        except OSError:
+            continue
+        if re.fullmatch(r"[0-9]+\.[0-9]+\.[0-9]+", text):
+            return text
+    return "0.0.0"
 
 
 def find_scenarios(paths: Iterable[str | Path]) -> list[Path]:

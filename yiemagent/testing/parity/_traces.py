@@ -11,7 +11,7 @@ from typing import Any
 import attrs
 
 from ._files import FileProblem, parse_json, read_text
-from ._scenario import FORMAT, ScenarioError, json_path, validation_problems
+from ._scenario import FORMAT, ScenarioError, json_path, suite_version, validation_problems
 
 __all__ = ["Trace", "read_trace", "trace_lines", "write_trace"]
 
@@ -25,32 +25,74 @@ class Trace:
     events: list[dict[str, Any]]
     responses: list[dict[str, Any]]
     history: list[dict[str, Any]]
+    requests: list[dict[str, Any]] = attrs.field(factory=list)
+    hooks: list[dict[str, Any]] = attrs.field(factory=list)
+    suite: str = ""
+    problems: list[str] = attrs.field(factory=list)
 
     def expect(self) -> dict[str, list[dict[str, Any]]]:
         """The outcome in the shape of a scenario's ``expect`` section."""
-        return {"events": self.events, "responses": self.responses, "history": self.history}
+        return {
+            "events": self.events,
+            "requests": self.requests,
+            "hooks": self.hooks,
+            "responses": self.responses,
+            "history": self.history,
+        }
+
+    @property
+    def name(self) -> str:
+        """The implementation's name, without the version after it."""
+        words = self.implementation.split()
+        return words[0] if words else self.implementation
+
+    @property
+    def version(self) -> str:
+        """The implementation's version from the header (``""`` when it gives none)."""
+        words = self.implementation.split()
+        return words[1] if len(words) > 1 else ""
 
 
 def trace_lines(
-    scenario: str, implementation: str, outcome: Mapping[str, Sequence[Mapping[str, Any]]]
+    scenario: str,
+    implementation: str,
+    outcome: Mapping[str, Sequence[Mapping[str, Any]]],
+    suite: str = "",
+    problems: Sequence[str] = (),
 ) -> list[dict[str, Any]]:
-    """The lines of a trace: header, events, responses, history."""
-    lines: list[dict[str, Any]] = [
-        {"type": "trace", "format": FORMAT, "scenario": scenario, "implementation": implementation}
-    ]
+    """The lines of a trace: header, events (with the requests and hook calls after them),
+    responses, history."""
+    header: dict[str, Any] = {
+        "type": "trace",
+        "format": FORMAT,
+        "suite": suite or suite_version(),
+        "scenario": scenario,
+        "implementation": implementation,
+    }
+    if problems:
+        header["problems"] = list(problems)
+    lines: list[dict[str, Any]] = [header]
     lines += [dict(e) for e in outcome["events"]]
+    lines += [dict(r) for r in outcome.get("requests", [])]
+    lines += [dict(h) for h in outcome.get("hooks", [])]
     lines += [{"type": "response", "message": dict(m)} for m in outcome["responses"]]
     lines += [{"type": "history", "message": dict(m)} for m in outcome["history"]]
     return lines
 
 
 def write_trace(
-    path: str | Path, scenario: str, implementation: str, outcome: Mapping[str, Sequence[Mapping[str, Any]]]
+    path: str | Path,
+    scenario: str,
+    implementation: str,
+    outcome: Mapping[str, Sequence[Mapping[str, Any]]],
+    problems: Sequence[str] = (),
+    suite: str = "",
 ) -> None:
-    """Write a trace file (UTF-8, one compact JSON object per line)."""
+    """Write a trace file (UTF-8, one compact JSON object per line); ``problems`` are the
+    harness's, ``suite`` the version of the scenarios it ran."""
     text = "".join(
         json.dumps(line, ensure_ascii=False, separators=(",", ":")) + "\n"
-        for line in trace_lines(scenario, implementation, outcome)
+        for line in trace_lines(scenario, implementation, outcome, suite, problems)
     )
     Path(path).write_text(text, encoding="utf-8")
 
@@ -101,10 +143,15 @@ def read_trace(path: str | Path) -> Trace:
     if problems:
         raise ScenarioError(str(file), problems, "trace")
     header = records[0]
+    body = records[1:]
     return Trace(
         scenario=header["scenario"],
         implementation=header["implementation"],
-        events=[r for r in records[1:] if r["type"] not in ("response", "history")],
-        responses=[r["message"] for r in records if r["type"] == "response"],
-        history=[r["message"] for r in records if r["type"] == "history"],
+        events=[r for r in body if r["type"] not in ("response", "history", "llm_request", "hook")],
+        responses=[r["message"] for r in body if r["type"] == "response"],
+        history=[r["message"] for r in body if r["type"] == "history"],
+        requests=[r for r in body if r["type"] == "llm_request"],
+        hooks=[r for r in body if r["type"] == "hook"],
+        suite=header["suite"],
+        problems=list(header.get("problems", [])),
     )
