@@ -21,18 +21,15 @@ from paths import ROOT
 import yiemagent.core._pipeline as agent_core
 import yiemagent.testing.parity._drive as drive
 from yiemagent.testing.parity import (
-    apply_departures,
     compare,
     load_scenario,
     parse_scenario,
     read_trace,
     run_scenario,
     schema,
-    suggest,
     write_trace,
 )
 from yiemagent.testing.parity._cli import main
-from yiemagent.testing.parity._departures import result_messages_inline, turn_start_before_inputs
 
 SCENARIOS = ROOT / "parity" / "scenarios"
 FILES = sorted(SCENARIOS.glob("*.json"))
@@ -134,7 +131,7 @@ def mutated_run(name: str, tmp_path: Path) -> tuple[Any, Any, str, str]:
 def test_a_hook_that_flips_is_error_is_reported_at_the_end_event(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    def flipping(hooks: Any, harness: Any) -> tuple[Any, Any]:
+    def flipping(hooks: Any, harness: Any, observe: Any = None) -> tuple[Any, Any]:
         return None, lambda ctx, _signal: {"is_error": not ctx.is_error}
 
     monkeypatch.setattr(drive, "build_hooks", flipping)
@@ -208,78 +205,13 @@ def test_a_sequential_run_of_a_parallel_batch_diverges(
     assert "end before the last start (preparation failures) differ: expected [], actual ['c1']" in check_out
 
 
-# -- check, record and departures ----------------------------------------------------------
-
-
-def test_check_reports_agreed_departed_and_diverged(tmp_path: Path) -> None:
-    path = SCENARIOS / "raising_tool_is_tool_raised.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    events = data["expect"]["events"]
-    end = index_of(events, type="tool_execution_end")
-    traces = tmp_path / "traces"
-    traces.mkdir()
-    write_trace(traces / f"{data['name']}.jsonl", data["name"], "other 1.0", data["expect"])
-    status, out = cli("check", str(path), str(traces / f"{data['name']}.jsonl"))
-    assert status == 0 and out.startswith("agreed")
-
-    changed = json.loads(json.dumps(data["expect"]))
-    changed["events"][end]["error_kind"] = "invalid_result"
-    write_trace(traces / f"{data['name']}.jsonl", data["name"], "other 1.0", changed)
-    status, out = cli("check", str(path), str(traces))
-    assert status == 1 and "diverged" in out and f"events[{end}]" in out
-
-    documented = dict(
-        data,
-        departures={
-            "other": [
-                {
-                    "rule": "edit",
-                    "reason": "other reports a wrong return type",
-                    "edits": [{"op": "set", "path": f"/events/{end}/error_kind", "value": "invalid_result"}],
-                }
-            ]
-        },
-    )
-    (tmp_path / path.name).write_text(json.dumps(documented), encoding="utf-8")
-    status, out = cli("check", str(tmp_path / path.name), str(traces), "--markdown")
-    assert status == 0 and "| departed | D1 |" in out and "- **D1**: other reports a wrong return type" in out
-    status, out = cli("check", str(tmp_path / path.name), str(traces), "--impl", "third")
-    assert status == 1
-
-
-def test_suggested_departures_turn_one_outcome_into_the_other() -> None:
-    a = load_scenario(SCENARIOS / "before_hook_blocks_only_the_calls_it_matches.json")
-    b = load_scenario(SCENARIOS / "after_hook_runs_only_for_executed_calls.json")
-    edits = suggest(a.expect, b.expect)
-    assert edits and {e["op"] for e in edits} <= {"set", "insert", "remove"}
-    departure = {"rule": "edit", "reason": "test", "edits": edits}
-    assert compare(apply_departures(a.expect, [departure], a), b.expect, b) is None
-
-
-def test_the_reordering_departures() -> None:
-    scenario = load_scenario(SCENARIOS / "sequential_mode_runs_each_call_to_its_end_before_the_next.json")
-    events = scenario.expect["events"]
-    inline = result_messages_inline(events, scenario)
-    kinds = [
-        (e["type"], e.get("tool_call_id") or e.get("message", {}).get("tool_call_id"))
-        for e in inline
-        if e["type"] != "tool_execution_update"
-    ]
-    first = kinds.index(("tool_execution_end", "c1"))
-    assert kinds[first + 1 : first + 4] == [
-        ("message_start", None),
-        ("message_end", "c1"),
-        ("tool_execution_start", "c2"),
-    ]
-    moved = turn_start_before_inputs(events)
-    assert [e["type"] for e in moved[:4]] == ["agent_start", "turn_start", "message_start", "message_end"]
-    assert moved[2]["turn"] == 1 and len(moved) == len(events)
+# -- record ---------------------------------------------------------------------------------
 
 
 def test_record_rewrites_expect_from_current_behaviour(tmp_path: Path) -> None:
     path = tmp_path / "answer_without_tool_calls_ends_the_run.json"
     data = json.loads((SCENARIOS / path.name).read_text(encoding="utf-8"))
-    data["expect"] = {"events": [], "responses": [], "history": []}
+    data["expect"] = {"events": [], "requests": [], "hooks": [], "responses": [], "history": []}
     path.write_text(json.dumps(data), encoding="utf-8")
     assert cli("run", str(path))[0] == 1
     status, out = cli("record", str(path))
@@ -324,7 +256,7 @@ def test_a_malformed_scenario_names_the_file_and_the_field(
 
 def test_a_file_that_is_not_json_is_reported(tmp_path: Path) -> None:
     path = tmp_path / "broken.json"
-    path.write_text('{"format": 1,', encoding="utf-8")
+    path.write_text('{"format": 2,', encoding="utf-8")
     status, out = cli("run", str(path))
     assert status == 1 and f"{path}: not a usable scenario:\n  $: not JSON" in out
 

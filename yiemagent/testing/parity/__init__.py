@@ -9,8 +9,8 @@ yiemagent.parity check`` tells it where it first differs. docs/PARITY.md is the 
 """
 
 from yiemagent.testing.parity._compare import Divergence, Rules, canonical_events, compare, render
-from yiemagent.testing.parity._expectations import PortExpectations, load_expectations
 from yiemagent.testing.parity._drive import IMPLEMENTATION, Outcome, run_scenario
+from yiemagent.testing.parity._expectations import PortExpectations, load_expectations
 from yiemagent.testing.parity._normalise import Normaliser, canonical_json
 from yiemagent.testing.parity._scenario import (
     FORMAT,

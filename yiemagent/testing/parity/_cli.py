@@ -11,8 +11,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TextIO
 
-import attrs
-
 from yiemagent.errors import describe_error
 
 from ._compare import compare, render
@@ -235,7 +233,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
     for scenario, path in pairs:
         profile = tuple(scenario.profile)
         if not (path.exists() or path.is_symlink()):
-            verdicts.append(Verdict(scenario.name, HARNESS_ERROR, profile, f"no trace at {printable(str(path))}"))
+            verdicts.append(
+                Verdict(scenario.name, HARNESS_ERROR, profile, f"no trace at {printable(str(path))}")
+            )
             continue
         try:
             trace = read_trace(path)
@@ -264,7 +264,9 @@ def cmd_check(args: argparse.Namespace, out: TextIO) -> int:
         _print_profiles(verdicts, implementation or "?", suite, out)
     if bad:
         print(f"{bad} unusable files", file=out)
-    if args.report and not _write_report(args.report, verdicts, implementation or "?", [s for s, _ in pairs], out):
+    if args.report and not _write_report(
+        args.report, verdicts, implementation or "?", [s for s, _ in pairs], out
+    ):
         bad += 1
     passed = all(v.passed for v in verdicts)
     return 0 if passed and bad == 0 and verdicts else 1
@@ -307,7 +309,9 @@ def _parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="compare another implementation's traces with the scenarios")
     check.add_argument("scenario", help="a scenario file, or a folder of them")
     check.add_argument("trace", help="its trace file, or a folder of <scenario name>.jsonl files")
-    check.add_argument("--expectations", help="the port's expectations file (what it lacks, where it differs)")
+    check.add_argument(
+        "--expectations", help="the port's expectations file (what it lacks, where it differs)"
+    )
     check.add_argument("--report", help="also write the JSON report (verdicts, counts per profile) here")
     check.set_defaults(handler=cmd_check)
     table = sub.add_parser("table", help="the results table of several reports, as Markdown")

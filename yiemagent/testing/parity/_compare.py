@@ -26,7 +26,16 @@ import attrs
 from ._normalise import canonical_json
 from ._scenario import Scenario
 
-__all__ = ["PARTS", "Divergence", "Rules", "canonical_events", "comparable", "compare", "parallel_sections", "render"]
+__all__ = [
+    "PARTS",
+    "Divergence",
+    "Rules",
+    "canonical_events",
+    "comparable",
+    "compare",
+    "parallel_sections",
+    "render",
+]
 
 Outcome = Mapping[str, Sequence[Mapping[str, Any]]]
 PARTS = ("events", "requests", "hooks", "responses", "history")
@@ -107,7 +116,10 @@ def _user_messages_before_turn_start(events: Sequence[Mapping[str, Any]]) -> lis
             j = i + 1
             moved: list[dict[str, Any]] = []
             while _is_pair(events, j, "user"):
-                moved += [dict(events[j], turn=event["turn"] - 1), dict(events[j + 1], turn=event["turn"] - 1)]
+                moved += [
+                    dict(events[j], turn=event["turn"] - 1),
+                    dict(events[j + 1], turn=event["turn"] - 1),
+                ]
                 j += 2
             out += [*moved, event]
             i = j

@@ -113,7 +113,9 @@ class _Recorder:
         messages = list(ctx.context.messages)
         call = {"id": ctx.tool_call.id, "name": ctx.tool_call.name}
         with self.lock:
-            record = self.normaliser.hook(kind, call, ctx.args, messages, result, getattr(ctx, "is_error", False))
+            record = self.normaliser.hook(
+                kind, call, ctx.args, messages, result, getattr(ctx, "is_error", False)
+            )
             self.hooks.append(record)
 
     def on(self, point: Mapping[str, Any], action: Callable[[], None]) -> None:

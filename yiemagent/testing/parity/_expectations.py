@@ -39,7 +39,9 @@ def matches(item: Any, pattern: Any) -> bool:
     """Whether ``item`` has ``pattern``: an object has every field of the pattern's (each
     matching), a list has as many items as the pattern's, each matching, anything else is equal."""
     if isinstance(pattern, Mapping):
-        return isinstance(item, Mapping) and all(k in item and matches(item[k], v) for k, v in pattern.items())
+        return isinstance(item, Mapping) and all(
+            k in item and matches(item[k], v) for k, v in pattern.items()
+        )
     if isinstance(pattern, list):
         return (
             isinstance(item, list)
@@ -106,9 +108,7 @@ def parse_expectations(data: Any, source: str) -> PortExpectations:
     """Check ``data`` against the expectations schema; raise ``ScenarioError`` naming ``source``
     and the JSON path of every bad field."""
     validator = jsonschema.Draft202012Validator(_schema())
-    problems = sorted(
-        {(json_path(e.absolute_path), e.message[:300]) for e in validator.iter_errors(data)}
-    )
+    problems = sorted({(json_path(e.absolute_path), e.message[:300]) for e in validator.iter_errors(data)})
     if problems:
         raise ScenarioError(source, problems, "expectations file")
     versions = {v: _version(v, entry) for v, entry in data["versions"].items()}

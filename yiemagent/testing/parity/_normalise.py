@@ -144,7 +144,9 @@ class Normaliser:
             "added_tool_names": list(raw.get("added_tool_names") or []),
         }
 
-    def _spec_message(self, raw: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    def _spec_message(
+        self, raw: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]]
+    ) -> dict[str, Any]:
         role = raw.get("role")
         text = _spec_text(raw.get("content"))
         if role == "assistant":
@@ -177,9 +179,7 @@ class Normaliser:
         """A request's normalised form, from its spec view (``{"messages": [...], "tools":
         [...]}`` in OpenAI's chat shape, the system prompt as its first message) and the typed
         messages' ``to_dict()`` (which say whether a tool result is an error, and its kind)."""
-        results = {
-            str(m.get("tool_call_id")): m for m in typed_messages if m.get("role") == "toolResult"
-        }
+        results = {str(m.get("tool_call_id")): m for m in typed_messages if m.get("role") == "toolResult"}
         system = ""
         messages: list[dict[str, Any]] = []
         for raw in spec.get("messages") or []:
@@ -189,7 +189,7 @@ class Normaliser:
                 system = _spec_text(raw.get("content"))
                 continue
             messages.append(self._spec_message(raw, results))
-        tools = []
+        tools: list[dict[str, Any]] = []
         for raw in spec.get("tools") or []:
             function = raw.get("function") if isinstance(raw, Mapping) else None
             if isinstance(function, Mapping):
@@ -200,7 +200,7 @@ class Normaliser:
                         "input_schema": dict(function.get("parameters") or {}),
                     }
                 )
-        tools.sort(key=lambda t: t["name"])
+        tools.sort(key=lambda t: str(t["name"]))
         return {
             "type": "llm_request",
             "run": max(self.run, 1),

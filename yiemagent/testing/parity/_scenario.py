@@ -155,7 +155,7 @@ class Scenario:
         """The texts the scenario's own behaviours supply (a block reason, a tool's, hook's or
         model's failure message, a validator's rejection): an implementation must carry each
         one into the error result it makes, whatever its own wording around it."""
-        texts: list[str] = []
+        texts: list[Any] = []
         for tool in self.tools:
             texts += [tool["outcome"].get("fail"), (tool.get("prepare") or {}).get("fail")]
             texts.append((tool.get("validate") or {}).get("reject"))

@@ -83,7 +83,9 @@ def check_trace(scenario: Scenario, trace: Trace, port: VersionExpectations | No
     if lacked and (found is not None or trace.problems):
         return verdict(NOT_APPLICABLE, reason="; ".join(f"{p}: {port.lacks[p]}" for p in lacked if port))
     if trace.problems:
-        return verdict(HARNESS_ERROR, "the runner failed to drive the scenario:\n" + "\n".join(trace.problems))
+        return verdict(
+            HARNESS_ERROR, "the runner failed to drive the scenario:\n" + "\n".join(trace.problems)
+        )
     entry = port.differs.get(scenario.name) if port is not None else None
     if found is None:
         if entry is not None:
