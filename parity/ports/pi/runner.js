@@ -1,25 +1,59 @@
 // Runs the yiemagent conformance scenarios on pi-agent-core and writes one normalised trace per
-// scenario, for `python -m yiemagent.parity check`. It reads only the scenario files and
-// docs/PARITY.md's rules: the behaviour vocabulary becomes pi tools and hooks, the scripted
-// OpenAI replies become pi assistant messages (as pi-ai's OpenAI provider would make them), and
-// pi's events become trace lines.
+// scenario (trace format 2), for `python -m yiemagent.parity check`. It reads only the scenario
+// files and docs/PARITY.md's rules: the behaviour vocabulary becomes pi tools and hooks, the
+// scripted OpenAI replies become pi assistant messages (as pi-ai's OpenAI provider of that
+// version would make them), and pi's events, model requests and hook calls become trace lines.
 //
-//   node runner.js SCENARIO_DIR_OR_FILE... OUT_DIR
+//   node runner.js --pi VERSION_FOLDER SCENARIO_DIR_OR_FILE... OUT_DIR
+//   node runner.js --pi versions/1.6.0 ../../scenarios out/1.6.0
 //
-// pi has no error kinds, so the runner derives them from what it saw happen to each call (which
-// wrapper threw, whether the before hook was reached), the way docs/PARITY.md describes for an
-// implementation whose error results carry no kind.
+// VERSION_FOLDER holds a package.json naming one pi-agent-core (the @mariozechner packages up to
+// 0.73.x, the @earendil-works packages from 1.x) and its node_modules; the runner loads pi from
+// there. pi has no error kinds: every error_kind in the trace is null (the port's expectations
+// file says so, and check then ignores kinds). Anything that goes wrong in the runner itself (a
+// harness wait that gives up, an input pi refuses, an exception of the runner, a scenario field
+// the runner does not know) goes to the header's "problems", which makes the trace a
+// harness_error instead of evidence.
 
-import { readFileSync, readdirSync, statSync, mkdirSync, writeFileSync } from "node:fs";
-import { basename, join } from "node:path";
-import { createRequire } from "node:module";
-import { Agent } from "@mariozechner/pi-agent-core";
-import { createAssistantMessageEventStream, parseStreamingJson } from "@mariozechner/pi-ai";
+import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from "node:fs";
+import { basename, dirname, join, resolve } from "node:path";
+import { pathToFileURL } from "node:url";
 
-const require = createRequire(import.meta.url);
-const PI_VERSION = require("@mariozechner/pi-agent-core/package.json").version;
-const IMPLEMENTATION = `pi ${PI_VERSION}`;
 const WAIT_MS = Number(process.env.PARITY_WAIT_MS ?? 1500); // how long a harness wait may last
+const IDLE_MS = WAIT_MS * 20; // how long the agent may stay busy after an input
+const DEFAULT_SYSTEM_PROMPT = "You are a test agent.";
+const DEFAULT_SESSION_ID = "parity-session";
+
+// ----------------------------------------------------------------------------- loading pi
+
+const PI_PACKAGES = [
+  { core: "@earendil-works/pi-agent-core", ai: "@earendil-works/pi-ai" },
+  { core: "@mariozechner/pi-agent-core", ai: "@mariozechner/pi-ai" },
+];
+
+function packageEntry(folder, name) {
+  const dir = join(folder, "node_modules", ...name.split("/"));
+  const file = join(dir, "package.json");
+  if (!existsSync(file)) return null;
+  const meta = JSON.parse(readFileSync(file, "utf8"));
+  const dot = typeof meta.exports === "string" ? meta.exports : meta.exports?.["."];
+  const entry = typeof dot === "string" ? dot : dot?.import ?? dot?.default ?? meta.module ?? meta.main ?? "index.js";
+  return { version: meta.version, url: pathToFileURL(join(dir, entry)).href };
+}
+
+// pi-agent-core and pi-ai from the version folder's node_modules (pi-agent-core imports its own
+// pi-ai from there too, so both share one copy).
+async function loadPi(folder) {
+  const wanted = JSON.parse(readFileSync(join(folder, "package.json"), "utf8")).dependencies ?? {};
+  for (const names of PI_PACKAGES) {
+    if (!(names.core in wanted)) continue;
+    const core = packageEntry(folder, names.core);
+    const ai = packageEntry(folder, names.ai);
+    if (!core || !ai) throw new Error(`${names.core} is not installed in ${folder}: run npm ci there`);
+    return { version: core.version, core: await import(core.url), ai: await import(ai.url) };
+  }
+  throw new Error(`${folder}/package.json names no pi-agent-core (${PI_PACKAGES.map((p) => p.core).join(" or ")})`);
+}
 
 // ---------------------------------------------------------------------------------- harness
 
@@ -36,16 +70,14 @@ class Harness {
   latch(name) {
     if (!this.latches.has(name)) {
       let release;
-      const promise = new Promise((resolve) => (release = resolve));
-      this.latches.set(name, { promise, release, released: false });
+      const promise = new Promise((done) => (release = done));
+      this.latches.set(name, { promise, release });
     }
     return this.latches.get(name);
   }
 
   release(name) {
-    const latch = this.latch(name);
-    latch.released = true;
-    latch.release();
+    this.latch(name).release();
   }
 
   fail(problem) {
@@ -55,7 +87,7 @@ class Harness {
 
   async within(promise, what) {
     let timer;
-    const timeout = new Promise((resolve) => (timer = setTimeout(() => resolve("timeout"), WAIT_MS)));
+    const timeout = new Promise((done) => (timer = setTimeout(() => done("timeout"), WAIT_MS)));
     const outcome = await Promise.race([promise.then(() => "done"), timeout]);
     clearTimeout(timer);
     if (outcome === "timeout") this.fail(`${what} did not happen within ${WAIT_MS} ms`);
@@ -72,22 +104,71 @@ class Harness {
     for (const action of actions) await action();
   }
 
+  pendingPoints() {
+    return [...this.points.keys()].sort();
+  }
+
   async runSteps(steps, signal, onUpdate) {
     for (const step of steps ?? []) {
       if (step.do === "partial") onUpdate?.({ content: [{ type: "text", text: step.text }], details: {} });
-      else if (step.do === "wait") await this.within(this.latch(step.latch).promise, `the release of latch ${step.latch}`);
+      else if (step.do === "wait") await this.within(this.latch(step.latch).promise, `the release of latch ${JSON.stringify(step.latch)}`);
       else if (step.do === "release") this.release(step.latch);
       else if (step.do === "reach") await this.reach(step.point);
       else if (step.do === "wait_abort") {
-        const aborted = new Promise((resolve) => {
-          if (!signal || signal.aborted) return resolve();
-          signal.addEventListener("abort", () => resolve(), { once: true });
+        if (!signal) this.fail("a step waits for an abort but pi gave it no abort signal");
+        const aborted = new Promise((done) => {
+          if (signal.aborted) return done();
+          signal.addEventListener("abort", () => done(), { once: true });
         });
-        if (!signal) this.fail("a step waits for an abort but the call has no signal");
         await this.within(aborted, "the abort a step waits for");
       }
     }
   }
+}
+
+// ---------------------------------------------------------------- fields the runner knows
+
+// Every scenario field the runner reads (or knowingly leaves to pi's own behaviour); anything
+// else is a feature this runner does not support, reported as a problem.
+const KNOWN = {
+  scenario: ["$schema", "format", "name", "rule", "covers", "profile", "system_prompt", "session_id", "execution",
+    "max_turns", "steering_mode", "follow_up_mode", "skip_tools_on_steer", "tools", "hooks", "history", "inputs",
+    "replies", "expect"],
+  tool: ["name", "description", "input_schema", "parallel", "timeout_s", "available", "prepare", "validate", "steps", "outcome"],
+  outcome: ["echo", "text", "fail", "invalid_result", "details", "terminate", "register"],
+  before: ["match", "steps", "block", "allow", "fail", "form"],
+  after: ["match", "steps", "override", "fail", "form"],
+  override: ["content", "details", "is_error", "terminate"],
+  reply: ["steps", "message", "finish_reason", "form", "fail", "usage"],
+  step: ["partial", "wait", "release", "reach", "wait_abort"],
+  input: ["user", "follow_up", "resume", "abort", "release"],
+};
+
+function unsupported(scenario) {
+  const found = [];
+  const check = (what, object, where) => {
+    for (const key of Object.keys(object ?? {})) if (!KNOWN[what].includes(key)) found.push(`${where}.${key}`);
+  };
+  const steps = (list, where) => (list ?? []).forEach((s, i) => {
+    if (!KNOWN.step.includes(s.do)) found.push(`${where}[${i}].do = ${JSON.stringify(s.do)}`);
+  });
+  check("scenario", scenario, "$");
+  (scenario.tools ?? []).forEach((t, i) => {
+    check("tool", t, `$.tools[${i}]`);
+    check("outcome", t.outcome, `$.tools[${i}].outcome`);
+    steps(t.steps, `$.tools[${i}].steps`);
+  });
+  (scenario.hooks?.before ?? []).forEach((r, i) => { check("before", r, `$.hooks.before[${i}]`); steps(r.steps, `$.hooks.before[${i}].steps`); });
+  (scenario.hooks?.after ?? []).forEach((r, i) => {
+    check("after", r, `$.hooks.after[${i}]`);
+    check("override", r.override, `$.hooks.after[${i}].override`);
+    steps(r.steps, `$.hooks.after[${i}].steps`);
+  });
+  (scenario.replies ?? []).forEach((r, i) => { check("reply", r, `$.replies[${i}]`); steps(r.steps, `$.replies[${i}].steps`); });
+  (scenario.inputs ?? []).forEach((input, i) => {
+    if (!KNOWN.input.includes(input.do)) found.push(`$.inputs[${i}].do = ${JSON.stringify(input.do)}`);
+  });
+  return found.map((f) => `the runner does not support the scenario field ${f}`);
 }
 
 // ---------------------------------------------------------------------------- normalising
@@ -102,6 +183,11 @@ function canonical(value) {
 }
 
 const isObject = (v) => v !== null && typeof v === "object" && !Array.isArray(v);
+// The roles a trace knows. pi 1.x also keeps "system" messages in the transcript (the system
+// prompt, and the tool changes it declares to the model); the trace format has no such role, so
+// they are left out everywhere, as the system prompt is in the reference.
+const TRACED_ROLES = new Set(["user", "assistant", "toolResult"]);
+const traced = (m) => m && TRACED_ROLES.has(m.role);
 
 function textOf(content) {
   if (typeof content === "string") return content;
@@ -109,15 +195,26 @@ function textOf(content) {
   return content.filter((b) => b && b.type === "text" && typeof b.text === "string").map((b) => b.text).join("\n");
 }
 
+function usageOf(usage) {
+  if (!isObject(usage)) return null;
+  const counts = { input: usage.input, output: usage.output, cache_read: usage.cacheRead, cache_write: usage.cacheWrite };
+  for (const k of Object.keys(counts)) counts[k] = Number.isInteger(counts[k]) ? counts[k] : 0;
+  return Object.values(counts).some((n) => n !== 0) ? counts : null;
+}
+
 // docs/PARITY.md "Normalising a trace": ids the scenario did not give become <id:N>, timestamps
-// go, error messages become "<message>", non-object arguments "<unusable>".
+// go, error messages become "<message>", non-object arguments "<unusable>"; pi has no error
+// kinds, so every error_kind is null.
 class Normaliser {
-  constructor(knownIds, kindOf) {
+  constructor(knownIds) {
     this.known = knownIds;
     this.ids = new Map();
-    this.kindOf = kindOf;
     this.run = 0;
     this.turn = 0;
+  }
+
+  get where() {
+    return { run: Math.max(this.run, 1), turn: this.turn };
   }
 
   callId(raw) {
@@ -137,47 +234,88 @@ class Normaliser {
     return out;
   }
 
+  calls(m) {
+    return (Array.isArray(m.content) ? m.content : []).filter((b) => b && b.type === "toolCall")
+      .map((b) => ({ id: this.callId(b.id), name: String(b.name ?? ""), arguments: this.args(b.arguments) }));
+  }
+
   message(m) {
     if (m.role === "user") return { role: "user", text: textOf(m.content) };
     if (m.role === "assistant") {
-      const calls = (m.content ?? []).filter((b) => b.type === "toolCall")
-        .map((b) => ({ id: this.callId(b.id), name: String(b.name ?? ""), arguments: this.args(b.arguments) }));
-      return {
-        role: "assistant", text: textOf(m.content), tool_calls: calls, stop_reason: String(m.stopReason),
+      const out = {
+        role: "assistant", text: textOf(m.content), tool_calls: this.calls(m), stop_reason: String(m.stopReason),
         error_message: m.errorMessage == null ? null : "<message>",
       };
+      const usage = usageOf(m.usage);
+      if (usage) out.usage = usage;
+      return out;
     }
     return {
       role: "toolResult", tool_call_id: this.callId(m.toolCallId), tool_name: String(m.toolName ?? ""),
-      is_error: Boolean(m.isError), error_kind: this.kindOf(m.toolCallId, m.toolName, m.isError),
-      text: textOf(m.content), details: this.details(m.details), added_tool_names: [],
+      is_error: Boolean(m.isError), error_kind: null, text: textOf(m.content), details: this.details(m.details),
+      // Neither pi version carries added tool names on a result; a version that did would be read here.
+      added_tool_names: Array.isArray(m.addedToolNames) ? m.addedToolNames.map(String) : [],
     };
+  }
+
+  // What the stream function (the model) received: pi 0.x passes systemPrompt and tools in the
+  // context; pi 1.x passes only messages, whose system messages carry the prompt and the tools
+  // (pi-ai's getCurrentSystemPrompt / getCurrentTools replay them).
+  request(context, options, ai) {
+    const messages = Array.isArray(context?.messages) ? context.messages : [];
+    const system = typeof context?.systemPrompt === "string" ? context.systemPrompt
+      : ai.getCurrentSystemPrompt ? ai.getCurrentSystemPrompt(messages) : "";
+    const tools = Array.isArray(context?.tools) ? context.tools : ai.getCurrentTools ? ai.getCurrentTools(messages) : [];
+    return {
+      type: "llm_request", ...this.where, system_prompt: String(system ?? ""),
+      messages: messages.filter(traced).map((m) => {
+        if (m.role === "user") return { role: "user", text: textOf(m.content) };
+        if (m.role === "assistant") return { role: "assistant", text: textOf(m.content), tool_calls: this.calls(m) };
+        return { role: "toolResult", tool_call_id: this.callId(m.toolCallId), text: textOf(m.content), is_error: Boolean(m.isError), error_kind: null };
+      }),
+      tools: tools.map((t) => ({
+        name: String(t.name), description: String(t.description ?? ""),
+        input_schema: isObject(t.parameters) ? JSON.parse(JSON.stringify(t.parameters)) : {},
+      })).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0)),
+      session_id: options?.sessionId == null ? null : String(options.sessionId),
+    };
+  }
+
+  hook(kind, ctx) {
+    const out = {
+      type: "hook", ...this.where, hook: kind, tool_call_id: this.callId(ctx.toolCall?.id),
+      tool_name: String(ctx.toolCall?.name ?? ""), arguments: this.args(ctx.args),
+      history: (ctx.context?.messages ?? []).filter(traced).map((m) => m.role),
+    };
+    if (kind === "after") Object.assign(out, { is_error: Boolean(ctx.isError), error_kind: null, text: textOf(ctx.result?.content) });
+    return out;
   }
 
   event(e) {
     if (e.type === "message_update") return null;
+    if ((e.type === "message_start" || e.type === "message_end") && e.message && !traced(e.message)) return null;
     if (e.type === "agent_start") { this.run += 1; this.turn = 0; }
     if (e.type === "turn_start") this.turn += 1;
-    const out = { type: e.type, run: Math.max(this.run, 1), turn: this.turn };
+    const out = { type: e.type, ...this.where };
     switch (e.type) {
-      case "agent_end": out.messages = e.messages.length; break;
+      case "agent_end": out.messages = (e.messages ?? []).filter(traced).length; break;
       case "turn_end":
-        out.stop_reason = String(e.message.stopReason);
-        out.tool_results = e.toolResults.map((m) => this.callId(m.toolCallId));
+        out.stop_reason = String(e.message?.stopReason);
+        out.tool_results = (e.toolResults ?? []).map((m) => this.callId(m.toolCallId));
         break;
       case "message_start": out.role = e.message?.role ?? "assistant"; break;
       case "message_end": out.message = this.message(e.message); break;
       case "tool_execution_start":
-        Object.assign(out, { tool_call_id: this.callId(e.toolCallId), tool_name: e.toolName, arguments: this.args(e.args) });
+        Object.assign(out, { tool_call_id: this.callId(e.toolCallId), tool_name: String(e.toolName), arguments: this.args(e.args) });
         break;
       case "tool_execution_update":
-        Object.assign(out, { tool_call_id: this.callId(e.toolCallId), tool_name: e.toolName, text: textOf(e.partialResult?.content) });
+        Object.assign(out, { tool_call_id: this.callId(e.toolCallId), tool_name: String(e.toolName), text: textOf(e.partialResult?.content) });
         break;
       case "tool_execution_end":
         Object.assign(out, {
-          tool_call_id: this.callId(e.toolCallId), tool_name: e.toolName, is_error: Boolean(e.isError),
-          error_kind: this.kindOf(e.toolCallId, e.toolName, e.isError), text: textOf(e.result?.content),
-          details: this.details(e.result?.details), terminate: e.result?.terminate === true,
+          tool_call_id: this.callId(e.toolCallId), tool_name: String(e.toolName), is_error: Boolean(e.isError),
+          error_kind: null, text: textOf(e.result?.content), details: this.details(e.result?.details),
+          terminate: e.result?.terminate === true,
         });
         break;
       default: break;
@@ -188,37 +326,51 @@ class Normaliser {
 
 // ------------------------------------------------------------------------------ behaviours
 
-const EMPTY_USAGE = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, totalTokens: 0,
-  cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } };
+const ZERO_COST = { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 };
 
-function assistant(content, stopReason, errorMessage) {
+function piUsage(usage) {
+  const u = { input: usage?.input ?? 0, output: usage?.output ?? 0, cacheRead: usage?.cache_read ?? 0, cacheWrite: usage?.cache_write ?? 0 };
+  return { ...u, totalTokens: u.input + u.output + u.cacheRead + u.cacheWrite, cost: { ...ZERO_COST } };
+}
+
+function assistant(content, stopReason, errorMessage, usage) {
   return { role: "assistant", content, api: "openai-completions", provider: "parity", model: "scripted",
-    usage: EMPTY_USAGE, stopReason, errorMessage, timestamp: Date.now() };
+    usage: piUsage(usage), stopReason, ...(errorMessage !== undefined ? { errorMessage } : {}), timestamp: Date.now() };
+}
+
+// A tool call's arguments as the version's openai-completions provider leaves them once the
+// call is complete: pi-ai 1.x parses the whole text once (parseToolCallArguments: {} and an
+// argumentsError for text that is not a JSON object), 0.x parses it leniently (parseStreamingJson).
+function argumentsOf(ai, text) {
+  if (ai.parseToolCallArguments) return ai.parseToolCallArguments(text);
+  return { arguments: ai.parseStreamingJson(text) };
 }
 
 // A scripted OpenAI reply as pi-ai's openai-completions provider turns it into a message: text,
-// then toolCall blocks whose arguments are parsed leniently (parseStreamingJson) and whose id
-// stays empty when the reply has none. pi reads one tool-call form only, so `form` is ignored.
-function piReply(reply) {
+// then toolCall blocks whose id stays empty when the reply has none. pi reads one tool-call
+// form only, so `form` is ignored. The finish reasons map as pi-ai maps them; content_filter
+// makes the provider fail with stopReason "error".
+function piReply(ai, reply) {
   const m = reply.message;
   const content = [];
   if (m.content) content.push({ type: "text", text: m.content });
   for (const c of m.tool_calls ?? []) {
-    content.push({ type: "toolCall", id: c.id || "", name: c.function.name, arguments: parseStreamingJson(c.function.arguments) });
+    content.push({ type: "toolCall", id: c.id || "", name: c.function.name, ...argumentsOf(ai, c.function.arguments) });
   }
   const finish = reply.finish_reason ?? ((m.tool_calls ?? []).length ? "tool_calls" : "stop");
   const stop = { stop: "stop", length: "length", tool_calls: "toolUse", content_filter: "error" }[finish] ?? "stop";
-  return assistant(content, stop, stop === "error" ? "Provider finish_reason: content_filter" : undefined);
+  return assistant(content, stop, stop === "error" ? `Provider finish_reason: ${finish}` : undefined, reply.usage);
 }
 
 class Aborted extends Error {}
 
 // pi's StreamFn contract: never throw; a failure is an "error" event carrying a message whose
-// stopReason is "error" or "aborted".
-function scriptedStream(replies, harness) {
+// stopReason is "error" or "aborted". Each call is recorded as an llm_request line first.
+function scriptedStream(replies, harness, ai, record) {
   let calls = 0;
-  return (_model, _context, options) => {
-    const stream = createAssistantMessageEventStream();
+  return (_model, context, options) => {
+    record(context, options);
+    const stream = ai.createAssistantMessageEventStream();
     const index = calls++;
     (async () => {
       let message;
@@ -229,7 +381,7 @@ function scriptedStream(replies, harness) {
         const reply = replies[index];
         await harness.runSteps(reply.steps, options?.signal);
         if (options?.signal?.aborted) throw new Aborted();
-        message = reply.fail !== undefined ? assistant([], "error", reply.fail) : piReply(reply);
+        message = reply.fail !== undefined ? assistant([], "error", reply.fail) : piReply(ai, reply);
       } catch (error) {
         message = error instanceof Aborted ? assistant([], "aborted", "the model call was aborted")
           : assistant([], "error", String(error?.message ?? error));
@@ -253,7 +405,7 @@ function firstRule(rules, toolCall) {
 
 function knownIds(scenario) {
   const ids = new Set();
-  for (const r of scenario.replies) for (const c of r.message?.tool_calls ?? []) if (c.id) ids.add(c.id);
+  for (const r of scenario.replies ?? []) for (const c of r.message?.tool_calls ?? []) if (c.id) ids.add(c.id);
   for (const m of scenario.history ?? []) {
     for (const c of m.tool_calls ?? []) ids.add(c.id);
     if (m.role === "toolResult") ids.add(m.tool_call_id);
@@ -261,15 +413,17 @@ function knownIds(scenario) {
   return ids;
 }
 
+// A scenario history message (normalised form) as a pi message. pi results have no error kind
+// and no added tool names, so those are not carried over.
 function historyMessage(m) {
   const text = m.text ? [{ type: "text", text: m.text }] : [];
   if (m.role === "user") return { role: "user", content: text, timestamp: 0 };
   if (m.role === "assistant") {
-    const calls = m.tool_calls.map((c) => ({ type: "toolCall", id: c.id, name: c.name, arguments: c.arguments }));
-    return assistant([...text, ...calls], m.stop_reason, m.error_message ?? undefined);
+    const calls = (m.tool_calls ?? []).map((c) => ({ type: "toolCall", id: c.id, name: c.name, arguments: c.arguments }));
+    return { ...assistant([...text, ...calls], m.stop_reason, m.error_message ?? undefined, m.usage), timestamp: 0 };
   }
   return { role: "toolResult", toolCallId: m.tool_call_id, toolName: m.tool_name, content: text,
-    details: { ...m.details, ...(m.error_kind ? { error_kind: m.error_kind } : {}) }, isError: m.is_error, timestamp: 0 };
+    details: { ...(m.details ?? {}) }, isError: Boolean(m.is_error), timestamp: 0 };
 }
 
 function matches(point, event) {
@@ -277,41 +431,38 @@ function matches(point, event) {
     || (key === "role" && event.role === undefined ? event.message?.role === value : event[key] === value));
 }
 
-async function runScenario(scenario) {
-  const harness = new Harness();
-  const kinds = new Map(); // tool call id -> error kind the runner saw arise
-  const prepared = new Set(); // calls that reached the before hook: their arguments were valid
-  let preparing = null; // the call being prepared: pi prepares one at a time, after its start event
-  let runTools = new Set(); // a run's tools: pi copies state.tools when the run starts
-  let agent;
+function bounded(promise, ms) {
+  let timer;
+  const timeout = new Promise((done) => (timer = setTimeout(() => done(false), ms)));
+  return Promise.race([promise.then(() => true), timeout]).finally(() => clearTimeout(timer));
+}
 
-  const kindOf = (id, name, isError) => {
-    if (kinds.has(id)) return kinds.get(id);
-    if (!isError || prepared.has(id)) return null;
-    return runTools.has(name) ? "schema_violation" : "tool_not_found";
-  };
-  const normaliser = new Normaliser(knownIds(scenario), kindOf);
+// Runs `scenario` and fills `state`: lines (events, llm_request and hook lines, in the order they
+// happened), responses, history and problems. If the runner raises, what `state` holds so far
+// is still written, with the exception among the problems.
+async function runScenario(pi, scenario, state) {
+  const harness = new Harness();
+  harness.problems = state.problems;
+  const { problems, lines, responses } = state;
+  problems.push(...unsupported(scenario));
+  const normaliser = new Normaliser(knownIds(scenario));
+  let agent;
 
   const later = new Map();
   const initial = [];
   for (const spec of scenario.tools ?? []) {
-    const outcome = spec.outcome;
+    const outcome = spec.outcome ?? {};
     const tool = {
       name: spec.name, label: spec.name, description: spec.description ?? "",
       parameters: spec.input_schema ?? { type: "object" },
       executionMode: spec.parallel ? "parallel" : "sequential",
-      execute: async (toolCallId, params, signal, onUpdate) => {
-        try {
-          await harness.runSteps(spec.steps, signal, onUpdate);
-          if (outcome.fail !== undefined) throw new Error(outcome.fail);
-        } catch (error) {
-          kinds.set(toolCallId, "tool_raised");
-          throw error;
-        }
+      execute: async (_toolCallId, params, signal, onUpdate) => {
+        await harness.runSteps(spec.steps, signal, onUpdate);
+        if (outcome.fail !== undefined) throw new Error(outcome.fail);
         if (outcome.invalid_result) return "not a tool result";
         const details = { ...(outcome.details ?? {}) };
         if (outcome.register) {
-          agent.state.tools = [...agent.state.tools, ...outcome.register.map((n) => later.get(n))];
+          agent.state.tools = [...agent.state.tools, ...outcome.register.map((n) => later.get(n)).filter(Boolean)];
           details.addedToolNames = [...outcome.register];
         }
         const text = outcome.echo ? canonical(params) : outcome.text;
@@ -320,54 +471,46 @@ async function runScenario(scenario) {
     };
     if (spec.prepare) {
       tool.prepareArguments = (args) => {
-        if (spec.prepare.fail === undefined) return { ...spec.prepare.defaults, ...args };
-        kinds.set(preparing, "prepare_failed");
-        throw new Error(spec.prepare.fail);
+        if (spec.prepare.fail !== undefined) throw new Error(spec.prepare.fail);
+        return { ...spec.prepare.defaults, ...args };
       };
     }
-    // pi has no custom validator (spec.validate) and no per-call timeout (spec.timeout_s).
+    // pi has no custom validator (spec.validate) and no per-call timeout (spec.timeout_s): the
+    // tool gets pi's own schema check and no time limit.
     if (spec.available === false) later.set(spec.name, tool);
     else initial.push(tool);
   }
 
   const hooks = scenario.hooks ?? {};
-  agent = new Agent({
+  const options = {
     initialState: {
-      systemPrompt: scenario.system_prompt ?? "You are a test agent.",
+      systemPrompt: scenario.system_prompt ?? DEFAULT_SYSTEM_PROMPT,
       tools: initial,
       messages: (scenario.history ?? []).map(historyMessage),
     },
-    streamFn: scriptedStream(scenario.replies, harness),
+    sessionId: scenario.session_id ?? DEFAULT_SESSION_ID,
+    streamFn: scriptedStream(scenario.replies ?? [], harness, pi.ai,
+      (context, opts) => lines.push(normaliser.request(context, opts, pi.ai))),
     toolExecution: scenario.execution ?? "sequential",
     steeringMode: scenario.steering_mode ?? "all",
     followUpMode: scenario.follow_up_mode ?? "one-at-a-time",
-    beforeToolCall: async ({ toolCall }, signal) => {
-      prepared.add(toolCall.id);
-      const rule = firstRule(hooks.before, toolCall);
+    // Both hooks are always installed, so every call of either is recorded; without a matching
+    // rule a hook returns nothing, which changes nothing.
+    beforeToolCall: async (ctx, signal) => {
+      lines.push(normaliser.hook("before", ctx));
+      const rule = firstRule(hooks.before, ctx.toolCall);
       if (!rule) return undefined;
-      try {
-        await harness.runSteps(rule.steps, signal);
-        if (rule.fail !== undefined) throw new Error(rule.fail);
-      } catch (error) {
-        kinds.set(toolCall.id, "hook_failed");
-        throw error;
-      }
-      if (rule.block !== undefined) {
-        kinds.set(toolCall.id, "blocked");
-        return typeof rule.block === "string" ? { block: true, reason: rule.block } : { block: true };
-      }
+      await harness.runSteps(rule.steps, signal);
+      if (rule.fail !== undefined) throw new Error(rule.fail);
+      if (rule.block !== undefined) return typeof rule.block === "string" ? { block: true, reason: rule.block } : { block: true };
       return rule.allow ? { block: false } : undefined;
     },
-    afterToolCall: async ({ toolCall }, signal) => {
-      const rule = firstRule(hooks.after, toolCall);
+    afterToolCall: async (ctx, signal) => {
+      lines.push(normaliser.hook("after", ctx));
+      const rule = firstRule(hooks.after, ctx.toolCall);
       if (!rule) return undefined;
-      try {
-        await harness.runSteps(rule.steps, signal);
-        if (rule.fail !== undefined) throw new Error(rule.fail);
-      } catch (error) {
-        kinds.set(toolCall.id, "hook_failed");
-        throw error;
-      }
+      await harness.runSteps(rule.steps, signal);
+      if (rule.fail !== undefined) throw new Error(rule.fail);
       const o = rule.override;
       if (!o) return undefined;
       return {
@@ -377,7 +520,12 @@ async function runScenario(scenario) {
         ...(o.terminate !== undefined ? { terminate: o.terminate } : {}),
       };
     },
-  });
+  };
+  // pi has no max_turns and no skip_tools_on_steer: those settings reach nothing.
+  agent = new pi.core.Agent(options);
+  // pi 0.x reads the session id from the options too; set it on the agent as well, as both
+  // versions forward agent.sessionId to the stream function.
+  agent.sessionId = options.sessionId;
 
   // Inputs with "at" fire where their point is reached: event points inside the listener
   // (pi awaits listeners, so before the loop goes on), named points inside the step.
@@ -391,46 +539,52 @@ async function runScenario(scenario) {
     else if (input.do === "abort") agent.abort();
     else if (input.do === "release") harness.release(input.latch);
   };
+  // An input fired from inside pi (a listener, a step) must not throw into pi: a refusal is the
+  // runner's problem, not the agent's behaviour.
+  const fire = async (input) => {
+    try {
+      await perform(input);
+    } catch (error) {
+      problems.push(`input ${JSON.stringify(input)} was refused: ${error?.message ?? error}`);
+    }
+  };
   const triggers = [];
-  for (const input of scenario.inputs) {
-    if (typeof input.at === "string") harness.atPoint(input.at, () => perform(input));
+  for (const input of scenario.inputs ?? []) {
+    if (typeof input.at === "string") harness.atPoint(input.at, () => fire(input));
     else if (input.at) triggers.push({ point: input.at, left: input.at.nth ?? 1, input });
   }
 
-  const events = [];
-  const responses = [];
   agent.subscribe(async (event) => {
-    if (event.type === "agent_start") runTools = new Set(agent.state.tools.map((t) => t.name));
-    if (event.type === "tool_execution_start") preparing = event.toolCallId;
     const normal = normaliser.event(event);
     if (normal === null) return;
-    events.push(normal);
+    lines.push(normal);
     if (event.type === "agent_end") {
-      const last = [...event.messages].reverse().find((m) => m.role === "assistant");
+      const last = [...(event.messages ?? [])].reverse().find((m) => m.role === "assistant");
       if (last) responses.push(normaliser.message(last));
     }
     for (const trigger of [...triggers]) {
       if (matches(trigger.point, normal) && --trigger.left === 0) {
         triggers.splice(triggers.indexOf(trigger), 1);
-        await perform(trigger.input);
+        await fire(trigger.input);
       }
     }
   });
 
-  for (const input of scenario.inputs) {
+  for (const input of scenario.inputs ?? []) {
     if (input.at !== undefined) continue;
-    try {
-      await perform(input);
-      await agent.waitForIdle();
-    } catch (error) {
-      harness.problems.push(`input ${JSON.stringify(input)} was refused: ${error?.message ?? error}`);
+    const sent = perform(input).catch((error) => {
+      problems.push(`input ${JSON.stringify(input)} was refused: ${error?.message ?? error}`);
+    });
+    if (!(await bounded(sent.then(() => agent.waitForIdle()), IDLE_MS))) {
+      problems.push(`the agent was still busy ${IDLE_MS} ms after input ${JSON.stringify(input)}`);
+      agent.abort();
+      await bounded(agent.waitForIdle(), WAIT_MS);
+      break;
     }
   }
-  return {
-    events, responses,
-    history: agent.state.messages.map((m) => normaliser.message(m)),
-    problems: harness.problems,
-  };
+  problems.push(...harness.pendingPoints().map((p) => `no step reached point ${JSON.stringify(p)}`));
+  problems.push(...triggers.map((t) => `no event matched ${JSON.stringify({ ...t.point, nth: t.left })}`));
+  state.history = agent.state.messages.filter(traced).map((m) => normaliser.message(m));
 }
 
 // -------------------------------------------------------------------------------------- main
@@ -445,24 +599,56 @@ function scenarioFiles(paths) {
   return files;
 }
 
+// The suite's version: the VERSION file of the scenario's folder.
+function suiteOf(file) {
+  const path = join(dirname(file), "VERSION");
+  return existsSync(path) ? readFileSync(path, "utf8").trim() : null;
+}
+
+function parseArgs(argv) {
+  const rest = [];
+  let piFolder = null;
+  for (let i = 0; i < argv.length; i++) {
+    if (argv[i] === "--pi") piFolder = argv[++i];
+    else if (argv[i].startsWith("--pi=")) piFolder = argv[i].slice(5);
+    else rest.push(argv[i]);
+  }
+  return { piFolder, paths: rest.slice(0, -1), out: rest[rest.length - 1] };
+}
+
 async function main(argv) {
-  if (argv.length < 2) {
-    console.error("usage: node runner.js SCENARIO_DIR_OR_FILE... OUT_DIR");
+  const { piFolder, paths, out } = parseArgs(argv);
+  if (!piFolder || paths.length < 1) {
+    console.error("usage: node runner.js --pi VERSION_FOLDER SCENARIO_DIR_OR_FILE... OUT_DIR");
     return 2;
   }
-  const out = argv[argv.length - 1];
+  const pi = await loadPi(resolve(piFolder));
+  const implementation = `pi ${pi.version}`;
   mkdirSync(out, { recursive: true });
-  for (const file of scenarioFiles(argv.slice(0, -1))) {
-    const scenario = JSON.parse(readFileSync(file, "utf8"));
-    const result = await runScenario(scenario);
-    const lines = [{ type: "trace", format: 1, scenario: scenario.name, implementation: IMPLEMENTATION },
-      ...result.events,
+  let troubled = 0;
+  for (const file of scenarioFiles(paths)) {
+    let scenario = null;
+    const result = { lines: [], responses: [], history: [], problems: [] };
+    try {
+      scenario = JSON.parse(readFileSync(file, "utf8"));
+      await runScenario(pi, scenario, result);
+    } catch (error) {
+      result.problems.push(`the runner raised ${error?.stack ?? error}`);
+    }
+    const suite = suiteOf(file);
+    if (suite === null) result.problems.push(`no VERSION file next to ${file}`);
+    const name = typeof scenario?.name === "string" && scenario.name ? scenario.name : basename(file, ".json");
+    const header = { type: "trace", format: 2, suite: suite ?? "0.0.0", scenario: name, implementation };
+    if (result.problems.length) header.problems = [...result.problems];
+    const lines = [header, ...result.lines,
       ...result.responses.map((message) => ({ type: "response", message })),
       ...result.history.map((message) => ({ type: "history", message }))];
     writeFileSync(join(out, `${basename(file, ".json")}.jsonl`), lines.map((l) => JSON.stringify(l)).join("\n") + "\n");
+    if (result.problems.length) troubled += 1;
     const note = result.problems.length ? ` (harness: ${result.problems.join("; ")})` : "";
-    console.log(`traced ${scenario.name}${note}`);
+    console.log(`traced ${name}${note}`);
   }
+  console.log(`${implementation}: ${troubled} trace(s) with harness problems`);
   return 0;
 }
 
