@@ -286,18 +286,20 @@ def test_schema_prints_both_schemas() -> None:
 # -- the second implementation ---------------------------------------------------------------
 
 PI = ROOT / "parity" / "ports" / "pi"
+PI_VERSIONS = ("0.73.1", "1.6.0")
 PARITY_DOC = ROOT / "docs" / "PARITY.md"
 
 
-@pytest.mark.timeout(900)
-def test_the_pi_port_runs_the_suite_and_departs_only_as_documented(tmp_path: Path) -> None:
+def pi_traces(version: str, out: Path) -> None:
+    """Install pi ``version`` (pinned by its lock file) when needed and run the suite on it."""
     node, npm = shutil.which("node"), shutil.which("npm")
     if node is None or npm is None:
         pytest.skip("node and npm are needed to run the pi-agent-core port")
-    if not (PI / "node_modules" / "@mariozechner" / "pi-agent-core").is_dir():
+    folder = PI / "versions" / version
+    if not (folder / "node_modules").is_dir():
         installed = subprocess.run(
             [npm, "ci", "--ignore-scripts", "--no-audit", "--no-fund"],
-            cwd=PI,
+            cwd=folder,
             capture_output=True,
             text=True,
             timeout=600,
@@ -306,7 +308,7 @@ def test_the_pi_port_runs_the_suite_and_departs_only_as_documented(tmp_path: Pat
         if installed.returncode != 0:
             pytest.skip(f"npm ci failed (no registry?): {installed.stderr[-500:]}")
     ran = subprocess.run(
-        [node, "runner.js", str(SCENARIOS), str(tmp_path)],
+        [node, "runner.js", "--pi", f"versions/{version}", str(SCENARIOS), str(out)],
         cwd=PI,
         capture_output=True,
         text=True,
@@ -314,11 +316,24 @@ def test_the_pi_port_runs_the_suite_and_departs_only_as_documented(tmp_path: Pat
         check=False,
     )
     assert ran.returncode == 0, ran.stderr
-    status, out = cli("check", str(SCENARIOS), str(tmp_path))
+
+
+@pytest.mark.timeout(1200)
+def test_both_pi_versions_pass_with_their_expectations_and_the_table_is_current(tmp_path: Path) -> None:
+    reports = [tmp_path / "yiemagent.json"]
+    status, out = cli("run", str(SCENARIOS), "--report", str(reports[0]))
     assert status == 0, out
-    assert out.strip().endswith("0 diverged")
-    # The report committed in docs/PARITY.md is the one this run gives.
-    status, table = cli("check", str(SCENARIOS), str(tmp_path), "--markdown")
-    doc = PARITY_DOC.read_text(encoding="utf-8")
-    start, end = doc.index("<!-- pi-report:start -->\n"), doc.index("<!-- pi-report:end -->")
-    assert doc[start + len("<!-- pi-report:start -->\n") : end].strip() == table.strip()
+    for version in PI_VERSIONS:
+        traces = tmp_path / version
+        pi_traces(version, traces)
+        report = tmp_path / f"pi-{version}.json"
+        status, out = cli(
+            "check", str(SCENARIOS), str(traces), "--expectations", str(PI / "expectations.json"), "--report", str(report)
+        )
+        assert status == 0, out
+        totals = json.loads(report.read_text(encoding="utf-8"))["totals"]
+        assert totals["diverged"] == totals["stale"] == totals["harness_error"] == 0, totals
+        assert totals["agreed"] >= 40, totals
+        reports.append(report)
+    status, out = cli("table", *map(str, reports), "--update", str(PARITY_DOC), "--check")
+    assert status == 0, out
