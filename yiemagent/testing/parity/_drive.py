@@ -11,8 +11,11 @@ so even the raw trace is the same on every run.
 from __future__ import annotations
 
 import itertools
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -22,10 +25,20 @@ from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.errors import ResponseTimeout
+from yiemagent.tools._store import ToolStore, clear_tools, load_tools
 
-from ._behaviours import Harness, ScriptedModel, build_hooks, build_tools
+from ._behaviours import (
+    Harness,
+    ScriptedModel,
+    build_format_msg_for_llm,
+    build_hooks,
+    build_prepare_context,
+    build_tools,
+    other_store,
+)
 from ._normalise import Normaliser
 from ._scenario import Scenario
+from ._tool_files import CodePlaceholders, materialise
 
 __all__ = ["IMPLEMENTATION", "Outcome", "history_message", "run_scenario"]
 
@@ -113,7 +126,9 @@ class _Recorder:
         messages = list(ctx.context.messages)
         call = {"id": ctx.tool_call.id, "name": ctx.tool_call.name}
         with self.lock:
-            record = self.normaliser.hook(kind, call, ctx.args, messages, result, getattr(ctx, "is_error", False))
+            record = self.normaliser.hook(
+                kind, call, ctx.args, messages, result, getattr(ctx, "is_error", False)
+            )
             self.hooks.append(record)
 
     def on(self, point: Mapping[str, Any], action: Callable[[], None]) -> None:
@@ -147,15 +162,47 @@ def _field(event: Mapping[str, Any], key: str) -> Any:
     return event.get(key)
 
 
-def _agent(scenario: Scenario, harness: Harness, sink: _Recorder, clock: Callable[[], int]) -> YiemAgent:
-    tools, store = build_tools(scenario.tools, harness)
+@attrs.define
+class _World:
+    """What a scenario's agent lives in besides itself: its store, the other store of the same
+    process, the tool folder (if any) and what shutdown handed back."""
+
+    store: ToolStore
+    other: ToolStore
+    folder: Path | None = None
+    handed_back: list[UserMessage] = attrs.field(factory=list)
+
+
+def _world(scenario: Scenario, harness: Harness) -> _World:
+    """The stores: the scenario's tools (and listTools, by hand) in the agent's store, then the
+    tool folder loaded into it (not strict: a bad file never stops the good ones)."""
+    _tools, store = build_tools(scenario.tools, harness, bool(scenario.setting("list_tools")))
+    world = _World(store, other_store(scenario.data.get("other_store", []), harness))
+    files = scenario.data.get("tool_files", [])
+    write_tool = bool(scenario.setting("write_tool"))
+    if files or write_tool:
+        world.folder = Path(tempfile.mkdtemp(prefix="parity-tools-"))
+        materialise(files, world.folder, write_tool)
+        load_tools(store, world.folder, strict=False)
+    return world
+
+
+def _agent(
+    scenario: Scenario,
+    harness: Harness,
+    sink: _Recorder,
+    clock: Callable[[], int],
+    world: _World,
+    codes: CodePlaceholders,
+) -> YiemAgent:
     before, after = build_hooks(scenario.hooks, harness, sink.hook)
     agent = YiemAgent(
-        llm_call=ScriptedModel(scenario.replies, harness, sink.request),
+        llm_call=ScriptedModel(scenario.replies, harness, sink.request, codes),
         session_id=scenario.setting("session_id"),
         system_prompt=scenario.setting("system_prompt"),
-        tools=tools,
-        tool_store=store,
+        tool_store=world.store,
+        prepare_context=build_prepare_context(scenario.data.get("prepare_context")),
+        format_msg_for_llm=build_format_msg_for_llm(scenario.data.get("format_msg_for_llm")),
         messages=[history_message(m, clock()) for m in scenario.history],
         agent_event_sink=sink,
         before_tool_call=before,
@@ -174,9 +221,15 @@ def _agent(scenario: Scenario, harness: Harness, sink: _Recorder, clock: Callabl
     return agent
 
 
-def _perform(agent: YiemAgent, harness: Harness, item: Mapping[str, Any], clock: Callable[[], int]) -> None:
+def _perform(
+    agent: YiemAgent, harness: Harness, item: Mapping[str, Any], clock: Callable[[], int], world: _World
+) -> None:
     action = item["do"]
-    if action == "user":
+    if action == "shutdown":  # from a listener or step too, so the agent is not waited for
+        world.handed_back += agent.shutdown(wait=False, abort=bool(item.get("abort", False)))
+    elif action == "clear_store":
+        clear_tools(world.store if item["store"] == "own" else world.other)
+    elif action == "user":
         agent.run_agent(UserMessage(item["text"], clock()))
     elif action == "follow_up":
         agent.follow_up(UserMessage(item["text"], clock()))
@@ -192,19 +245,38 @@ def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
     """Run ``scenario`` on a fresh ``YiemAgent`` and return its normalised outcome; never
     raises for anything the agent does (harness problems are listed in ``problems``)."""
     harness = Harness()
-    normaliser = Normaliser(scenario.known_ids())
+    codes = CodePlaceholders()
+    normaliser = Normaliser(scenario.known_ids(), codes.restore)
     recorder = _Recorder(normaliser)
     ticks = itertools.count(1)
 
     def clock() -> int:
         return next(ticks)
 
-    agent = _agent(scenario, harness, recorder, clock)
+    world = _world(scenario, harness)
+    try:
+        return _run(scenario, harness, normaliser, recorder, clock, world, codes, wait_s)
+    finally:
+        if world.folder is not None:
+            shutil.rmtree(world.folder, ignore_errors=True)
+
+
+def _run(
+    scenario: Scenario,
+    harness: Harness,
+    normaliser: Normaliser,
+    recorder: _Recorder,
+    clock: Callable[[], int],
+    world: _World,
+    codes: CodePlaceholders,
+    wait_s: float,
+) -> Outcome:
+    agent = _agent(scenario, harness, recorder, clock, world, codes)
     for item in scenario.inputs:
         at = item.get("at")
 
         def action(item: Mapping[str, Any] = item) -> None:
-            _perform(agent, harness, item, clock)
+            _perform(agent, harness, item, clock, world)
 
         if isinstance(at, str):
             harness.at_point(at, action)
@@ -217,7 +289,7 @@ def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
             if "at" in item:
                 continue
             try:
-                _perform(agent, harness, item, clock)
+                _perform(agent, harness, item, clock, world)
             except (TypeError, ValueError) as exc:  # e.g. a resume the agent refuses
                 problems.append(f"input {item} was refused: {exc}")
             if not agent.wait_for_idle(wait_s):
@@ -234,7 +306,8 @@ def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
     problems += [f"no event matched {p}" for p in recorder.pending()]
     return Outcome(
         events=recorder.events,
-        responses=[normaliser.message(r.to_dict()) for r in responses],
+        # What shutdown handed back (the messages it never processed) follows the responses.
+        responses=[normaliser.message(r.to_dict()) for r in [*responses, *world.handed_back]],
         history=[normaliser.message(m.to_dict()) for m in agent.messages],
         requests=recorder.requests,
         hooks=recorder.hooks,
