@@ -24,7 +24,7 @@ from yiemagent.agent._agent import YiemAgent
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.errors import ResponseTimeout
+from yiemagent.errors import ResponseTimeout, ToolLoadError
 from yiemagent.tools._store import ToolStore, clear_tools, load_tools
 
 from ._behaviours import (
@@ -175,7 +175,7 @@ class _World:
 
 def _world(scenario: Scenario, harness: Harness) -> _World:
     """The stores: the scenario's tools (and listTools, by hand) in the agent's store, then the
-    tool folder loaded into it (not strict: a bad file never stops the good ones)."""
+    tool folder loaded into it (a bad file never stops the good ones)."""
     _tools, store = build_tools(scenario.tools, harness, bool(scenario.setting("list_tools")))
     world = _World(store, other_store(scenario.data.get("other_store", []), harness))
     files = scenario.data.get("tool_files", [])
@@ -183,7 +183,10 @@ def _world(scenario: Scenario, harness: Harness) -> _World:
     if files or write_tool:
         world.folder = Path(tempfile.mkdtemp(prefix="parity-tools-"))
         materialise(files, world.folder, write_tool)
-        load_tools(store, world.folder, strict=False)
+        try:  # strict, so the bad files are not logged; the good ones are loaded all the same
+            load_tools(store, world.folder, strict=True)
+        except ToolLoadError:
+            pass
     return world
 
 

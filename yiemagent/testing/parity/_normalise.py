@@ -44,11 +44,12 @@ def builtin_result(
     tool_name: str, is_error: bool, text: str, details: dict[str, Any]
 ) -> tuple[str, dict[str, Any]]:
     """The text and details of a built-in tool's result as compared: a listTools listing keeps
-    every line but the built-in tools' own (their descriptions are each implementation's); a
+    every line but the built-in tools' own (their descriptions are each implementation's), and
+    no details (what they hold is each implementation's own); a
     successful writeTool result is ``<written>`` with only ``addedToolNames`` in its details
     (its wording and the file's path are the implementation's own)."""
     if tool_name == "listTools" and not is_error:
-        return _builtin_lines(text), details
+        return _builtin_lines(text), {}
     if tool_name == "writeTool" and not is_error:
         return WRITTEN, {k: v for k, v in details.items() if k == "addedToolNames"}
     return text, details
