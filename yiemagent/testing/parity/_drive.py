@@ -24,7 +24,7 @@ from yiemagent.agent._agent import YiemAgent
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.errors import ResponseTimeout, ToolLoadError
+from yiemagent.errors import AgentClosedError, ResponseTimeout, ToolLoadError
 from yiemagent.tools._store import ToolStore, clear_tools, load_tools
 
 from ._behaviours import (
@@ -301,7 +301,7 @@ def _run(
         while True:
             try:
                 responses.append(agent.take_response(timeout=0))
-            except ResponseTimeout:
+            except (ResponseTimeout, AgentClosedError):  # closed: shut down, nothing left
                 break
     finally:
         agent.shutdown(wait=True, abort=True, timeout=wait_s)
