@@ -10,6 +10,7 @@ so even the raw trace is the same on every run.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import shutil
 import tempfile
@@ -183,10 +184,9 @@ def _world(scenario: Scenario, harness: Harness) -> _World:
     if files or write_tool:
         world.folder = Path(tempfile.mkdtemp(prefix="parity-tools-"))
         materialise(files, world.folder, write_tool)
-        try:  # strict, so the bad files are not logged; the good ones are loaded all the same
+        # Strict, so the bad files are not logged; the good ones are loaded all the same.
+        with contextlib.suppress(ToolLoadError):
             load_tools(store, world.folder, strict=True)
-        except ToolLoadError:
-            pass
     return world
 
 
