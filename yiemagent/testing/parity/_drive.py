@@ -203,6 +203,10 @@ def _agent(
         llm_call=ScriptedModel(scenario.replies, harness, sink.request, codes),
         session_id=scenario.setting("session_id"),
         system_prompt=scenario.setting("system_prompt"),
+        # The store's tools as a list, not the store's own mapping: the agent then takes up a
+        # tool added to the store only when a result names it (added_tool_names), which the
+        # suite must be able to see, rather than every change of the store.
+        tools=list(world.store.tools.values()),
         tool_store=world.store,
         prepare_context=build_prepare_context(scenario.data.get("prepare_context")),
         format_msg_for_llm=build_format_msg_for_llm(scenario.data.get("format_msg_for_llm")),
