@@ -350,9 +350,13 @@ def run_suite(copy_root: Path, scenarios: Path, timeout: float) -> tuple[bool, s
 
 
 def copy_package(into: Path) -> Path:
-    """A copy of the package under ``into``, as the suite will import it; return its folder."""
+    """A copy of the package under ``into``, as the suite will import it, with the example tools
+    next to it as in a checkout (the writeTool scenarios load writeTool from there); return the
+    package's folder."""
     package = into / "yiemagent"
     shutil.copytree(ROOT / "yiemagent", package, ignore=shutil.ignore_patterns("__pycache__"))
+    if (ROOT / "tools").is_dir():
+        shutil.copytree(ROOT / "tools", into / "tools", ignore=shutil.ignore_patterns("__pycache__"))
     return package
 
 

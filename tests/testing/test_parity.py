@@ -328,7 +328,13 @@ def test_both_pi_versions_pass_with_their_expectations_and_the_table_is_current(
         pi_traces(version, traces)
         report = tmp_path / f"pi-{version}.json"
         status, out = cli(
-            "check", str(SCENARIOS), str(traces), "--expectations", str(PI / "expectations.json"), "--report", str(report)
+            "check",
+            str(SCENARIOS),
+            str(traces),
+            "--expectations",
+            str(PI / "expectations.json"),
+            "--report",
+            str(report),
         )
         assert status == 0, out
         totals = json.loads(report.read_text(encoding="utf-8"))["totals"]

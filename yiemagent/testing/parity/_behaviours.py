@@ -14,23 +14,37 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
-from yiemagent.core._messages import AssistantMessage, LlmUsage
+from yiemagent.core._context import prepare_context as default_prepare_context
+from yiemagent.core._messages import AssistantMessage, LlmUsage, UserMessage
+from yiemagent.core._request import LlmRequest
 from yiemagent.core._tool_calls import parse_arguments
 from yiemagent.core._tools import (
     AbortSignal,
     AfterToolCallContext,
     AfterToolCallResult,
+    AgentContext,
+    AgentState,
     AgentTool,
     AgentToolResult,
     BeforeToolCallContext,
     BeforeToolCallResult,
 )
 from yiemagent.errors import HarnessError, LlmAbortedError
-from yiemagent.tools._store import ToolStore, register_tool
+from yiemagent.tools._store import ToolStore, list_tool, register_tool
 
 from ._normalise import USAGE_FIELDS, canonical_json
+from ._tool_files import CodePlaceholders
 
-__all__ = ["Harness", "HarnessError", "ScriptedModel", "build_hooks", "build_tools"]
+__all__ = [
+    "Harness",
+    "HarnessError",
+    "ScriptedModel",
+    "build_format_msg_for_llm",
+    "build_hooks",
+    "build_prepare_context",
+    "build_tools",
+    "other_store",
+]
 
 WAIT_S = 10.0  # how long any harness wait may last before the scenario fails
 
@@ -129,7 +143,7 @@ def _tool(spec: Mapping[str, Any], harness: Harness, register: Callable[[Sequenc
 
     return AgentTool(
         spec["name"],
-        spec["name"],
+        spec.get("label", spec["name"]),
         spec.get("description", ""),
         dict(spec.get("input_schema", {"type": "object"})),
         execute,
@@ -162,10 +176,12 @@ def _validate(spec: Mapping[str, Any] | None) -> Callable[[dict[str, Any]], str 
 
 
 def build_tools(
-    scenario_tools: Sequence[Mapping[str, Any]], harness: Harness
+    scenario_tools: Sequence[Mapping[str, Any]], harness: Harness, list_tools: bool = False
 ) -> tuple[list[AgentTool], ToolStore]:
-    """The scenario's tools: the ones available from the start (all registered in the returned
-    store, which also holds the later ones for ``register`` outcomes to add)."""
+    """The scenario's tools: the ones available from the start, registered in the returned
+    store in the scenario's order (then ``listTools``, registered by hand, when
+    ``list_tools``); ``register`` outcomes add the later ones (a later tool with the name of an
+    available one replaces it in place)."""
     store = ToolStore("parity")
     later: dict[str, AgentTool] = {}
 
@@ -181,7 +197,57 @@ def build_tools(
             initial.append(tool)
         else:
             later[tool.name] = tool
+    if list_tools:
+        initial.append(register_tool(store, list_tool(store)))
     return initial, store
+
+
+def other_store(scenario_tools: Sequence[Mapping[str, Any]], harness: Harness) -> ToolStore:
+    """A second store in the same process, holding ``scenario_tools`` and its own
+    ``listTools``: no agent of the scenario uses it."""
+    store = ToolStore("parity-other")
+
+    def register(_names: Sequence[str]) -> None:
+        return None
+
+    for spec in scenario_tools:
+        register_tool(store, _tool(spec, harness, register))
+    register_tool(store, list_tool(store))
+    return store
+
+
+def build_prepare_context(spec: Mapping[str, Any] | None) -> Callable[[AgentState], AgentContext] | None:
+    """A ``prepare_context`` that changes the default context as ``spec`` says: ``keep_last``
+    (only the last N messages), ``append_user`` (a user message added at the end),
+    ``system_prompt`` (another prompt), ``hide_tools`` (tools left out)."""
+    if spec is None:
+        return None
+
+    def prepare(state: AgentState) -> AgentContext:
+        ctx = default_prepare_context(state)
+        messages = list(ctx.messages)
+        if "keep_last" in spec:
+            messages = messages[-int(spec["keep_last"]) :]
+        if "append_user" in spec:
+            messages.append(UserMessage(spec["append_user"], 0))
+        hidden = set(spec.get("hide_tools", []))
+        tools = {n: t for n, t in ctx.tools.items() if n not in hidden}
+        return AgentContext(spec.get("system_prompt", ctx.system_prompt), messages, tools)
+
+    return prepare
+
+
+def build_format_msg_for_llm(spec: Mapping[str, Any] | None) -> Callable[[AgentContext], LlmRequest] | None:
+    """A ``format_msg_for_llm`` that makes the default request, but with no tools
+    (``no_tools``) or another system prompt (``system_prompt``)."""
+    if spec is None:
+        return None
+
+    def format_request(ctx: AgentContext) -> LlmRequest:
+        tools = {} if spec.get("no_tools") else ctx.tools
+        return LlmRequest(spec.get("system_prompt", ctx.system_prompt), ctx.messages, tools, context=ctx)
+
+    return format_request
 
 
 def _first_rule(rules: Sequence[Mapping[str, Any]], call: AgentToolCall) -> Mapping[str, Any] | None:
@@ -266,11 +332,19 @@ def _stop_reason(reason: Any, has_tool_calls: bool) -> str:
     return "toolUse" if has_tool_calls and mapped == "stop" else mapped
 
 
-def reply_message(reply: Mapping[str, Any]) -> AssistantMessage:
+def reply_message(reply: Mapping[str, Any], codes: CodePlaceholders | None = None) -> AssistantMessage:
     """The ``AssistantMessage`` a provider client would make of a scripted OpenAI reply, with
-    its tool calls in the form the reply asks for (docs/design.md, decision 2)."""
+    its tool calls in the form the reply asks for (docs/design.md, decision 2); ``codes`` turns
+    writeTool's code placeholders into code first."""
     message = reply["message"]
     wire = list(message.get("tool_calls", []))
+    if codes is not None:
+        wire = [
+            dict(
+                c, function=dict(c["function"], arguments=codes.expand_arguments(c["function"]["arguments"]))
+            )
+            for c in wire
+        ]
     stop = _stop_reason(reply.get("finish_reason", "tool_calls" if wire else "stop"), bool(wire))
     content: list[ContentBlock] = [TextContent(message["content"])] if message.get("content") else []
     form = reply.get("form", "typed")
@@ -318,8 +392,10 @@ class ScriptedModel:
         replies: Sequence[Mapping[str, Any]],
         harness: Harness,
         observe: Callable[[Any], None] | None = None,
+        codes: CodePlaceholders | None = None,
     ) -> None:
         self.replies = list(replies)
+        self.codes = codes
         self.harness = harness
         self.observe = observe
         self.calls = 0
@@ -340,4 +416,4 @@ class ScriptedModel:
             raise LlmAbortedError("the model call was aborted")
         if "fail" in reply:
             raise ToolFailure(reply["fail"])
-        return reply_message(reply)
+        return reply_message(reply, self.codes)

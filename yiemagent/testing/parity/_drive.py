@@ -10,9 +10,13 @@ so even the raw trace is the same on every run.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
+import shutil
+import tempfile
 import threading
 from collections.abc import Callable, Mapping
+from pathlib import Path
 from typing import Any
 
 import attrs
@@ -21,11 +25,21 @@ from yiemagent.agent._agent import YiemAgent
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.errors import ResponseTimeout
+from yiemagent.errors import AgentClosedError, ResponseTimeout, ToolLoadError
+from yiemagent.tools._store import ToolStore, clear_tools, load_tools
 
-from ._behaviours import Harness, ScriptedModel, build_hooks, build_tools
+from ._behaviours import (
+    Harness,
+    ScriptedModel,
+    build_format_msg_for_llm,
+    build_hooks,
+    build_prepare_context,
+    build_tools,
+    other_store,
+)
 from ._normalise import Normaliser
 from ._scenario import Scenario
+from ._tool_files import CodePlaceholders, materialise
 
 __all__ = ["IMPLEMENTATION", "Outcome", "history_message", "run_scenario"]
 
@@ -149,15 +163,53 @@ def _field(event: Mapping[str, Any], key: str) -> Any:
     return event.get(key)
 
 
-def _agent(scenario: Scenario, harness: Harness, sink: _Recorder, clock: Callable[[], int]) -> YiemAgent:
-    tools, store = build_tools(scenario.tools, harness)
+@attrs.define
+class _World:
+    """What a scenario's agent lives in besides itself: its store, the other store of the same
+    process, the tool folder (if any) and what shutdown handed back."""
+
+    store: ToolStore
+    other: ToolStore
+    folder: Path | None = None
+    handed_back: list[UserMessage] = attrs.field(factory=list)
+
+
+def _world(scenario: Scenario, harness: Harness) -> _World:
+    """The stores: the scenario's tools (and listTools, by hand) in the agent's store, then the
+    tool folder loaded into it (a bad file never stops the good ones)."""
+    _tools, store = build_tools(scenario.tools, harness, bool(scenario.setting("list_tools")))
+    world = _World(store, other_store(scenario.data.get("other_store", []), harness))
+    files = scenario.data.get("tool_files", [])
+    write_tool = bool(scenario.setting("write_tool"))
+    if files or write_tool:
+        world.folder = Path(tempfile.mkdtemp(prefix="parity-tools-"))
+        materialise(files, world.folder, write_tool)
+        # Strict, so the bad files are not logged; the good ones are loaded all the same.
+        with contextlib.suppress(ToolLoadError):
+            load_tools(store, world.folder, strict=True)
+    return world
+
+
+def _agent(
+    scenario: Scenario,
+    harness: Harness,
+    sink: _Recorder,
+    clock: Callable[[], int],
+    world: _World,
+    codes: CodePlaceholders,
+) -> YiemAgent:
     before, after = build_hooks(scenario.hooks, harness, sink.hook)
     agent = YiemAgent(
-        llm_call=ScriptedModel(scenario.replies, harness, sink.request),
+        llm_call=ScriptedModel(scenario.replies, harness, sink.request, codes),
         session_id=scenario.setting("session_id"),
         system_prompt=scenario.setting("system_prompt"),
-        tools=tools,
-        tool_store=store,
+        # The store's tools as a list, not the store's own mapping: the agent then takes up a
+        # tool added to the store only when a result names it (added_tool_names), which the
+        # suite must be able to see, rather than every change of the store.
+        tools=list(world.store.tools.values()),
+        tool_store=world.store,
+        prepare_context=build_prepare_context(scenario.data.get("prepare_context")),
+        format_msg_for_llm=build_format_msg_for_llm(scenario.data.get("format_msg_for_llm")),
         messages=[history_message(m, clock()) for m in scenario.history],
         agent_event_sink=sink,
         before_tool_call=before,
@@ -176,9 +228,15 @@ def _agent(scenario: Scenario, harness: Harness, sink: _Recorder, clock: Callabl
     return agent
 
 
-def _perform(agent: YiemAgent, harness: Harness, item: Mapping[str, Any], clock: Callable[[], int]) -> None:
+def _perform(
+    agent: YiemAgent, harness: Harness, item: Mapping[str, Any], clock: Callable[[], int], world: _World
+) -> None:
     action = item["do"]
-    if action == "user":
+    if action == "shutdown":  # from a listener or step too, so the agent is not waited for
+        world.handed_back += agent.shutdown(wait=False, abort=bool(item.get("abort", False)))
+    elif action == "clear_store":
+        clear_tools(world.store if item["store"] == "own" else world.other)
+    elif action == "user":
         agent.run_agent(UserMessage(item["text"], clock()))
     elif action == "follow_up":
         agent.follow_up(UserMessage(item["text"], clock()))
@@ -194,19 +252,38 @@ def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
     """Run ``scenario`` on a fresh ``YiemAgent`` and return its normalised outcome; never
     raises for anything the agent does (harness problems are listed in ``problems``)."""
     harness = Harness()
-    normaliser = Normaliser(scenario.known_ids())
+    codes = CodePlaceholders()
+    normaliser = Normaliser(scenario.known_ids(), codes.restore)
     recorder = _Recorder(normaliser)
     ticks = itertools.count(1)
 
     def clock() -> int:
         return next(ticks)
 
-    agent = _agent(scenario, harness, recorder, clock)
+    world = _world(scenario, harness)
+    try:
+        return _run(scenario, harness, normaliser, recorder, clock, world, codes, wait_s)
+    finally:
+        if world.folder is not None:
+            shutil.rmtree(world.folder, ignore_errors=True)
+
+
+def _run(
+    scenario: Scenario,
+    harness: Harness,
+    normaliser: Normaliser,
+    recorder: _Recorder,
+    clock: Callable[[], int],
+    world: _World,
+    codes: CodePlaceholders,
+    wait_s: float,
+) -> Outcome:
+    agent = _agent(scenario, harness, recorder, clock, world, codes)
     for item in scenario.inputs:
         at = item.get("at")
 
         def action(item: Mapping[str, Any] = item) -> None:
-            _perform(agent, harness, item, clock)
+            _perform(agent, harness, item, clock, world)
 
         if isinstance(at, str):
             harness.at_point(at, action)
@@ -219,7 +296,7 @@ def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
             if "at" in item:
                 continue
             try:
-                _perform(agent, harness, item, clock)
+                _perform(agent, harness, item, clock, world)
             except (TypeError, ValueError) as exc:  # e.g. a resume the agent refuses
                 problems.append(f"input {item} was refused: {exc}")
             if not agent.wait_for_idle(wait_s):
@@ -228,7 +305,7 @@ def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
         while True:
             try:
                 responses.append(agent.take_response(timeout=0))
-            except ResponseTimeout:
+            except (ResponseTimeout, AgentClosedError):  # closed: shut down, nothing left
                 break
     finally:
         agent.shutdown(wait=True, abort=True, timeout=wait_s)
@@ -236,7 +313,8 @@ def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
     problems += [f"no event matched {p}" for p in recorder.pending()]
     return Outcome(
         events=recorder.events,
-        responses=[normaliser.message(r.to_dict()) for r in responses],
+        # What shutdown handed back (the messages it never processed) follows the responses.
+        responses=[normaliser.message(r.to_dict()) for r in [*responses, *world.handed_back]],
         history=[normaliser.message(m.to_dict()) for m in agent.messages],
         requests=recorder.requests,
         hooks=recorder.hooks,

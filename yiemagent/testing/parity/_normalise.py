@@ -10,7 +10,7 @@ gets the run and turn it belongs to. docs/PARITY.md states the same rules for ot
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 __all__ = [
@@ -23,6 +23,36 @@ __all__ = [
 
 UNUSABLE = "<unusable>"
 ERROR_MESSAGE = "<message>"
+BUILTIN = "<builtin>"
+WRITTEN = "<written>"
+# The tools every implementation brings itself (spec sections 4 and 15): their descriptions,
+# schemas and writeTool's wording and paths are each implementation's own.
+BUILTIN_TOOLS = ("listTools", "writeTool")
+
+
+def _builtin_lines(text: str) -> str:
+    """A listTools listing with the lines of the built-in tools reduced to their names."""
+    lines = text.split("\n")
+    for i, line in enumerate(lines):
+        for name in BUILTIN_TOOLS:
+            if line.startswith(f"- {name}:"):
+                lines[i] = f"- {name}: {BUILTIN}"
+    return "\n".join(lines)
+
+
+def builtin_result(
+    tool_name: str, is_error: bool, text: str, details: dict[str, Any]
+) -> tuple[str, dict[str, Any]]:
+    """The text and details of a built-in tool's result as compared: a listTools listing keeps
+    every line but the built-in tools' own (their descriptions are each implementation's), and
+    no details (what they hold is each implementation's own); a
+    successful writeTool result is ``<written>`` with only ``addedToolNames`` in its details
+    (its wording and the file's path are the implementation's own)."""
+    if tool_name == "listTools" and not is_error:
+        return _builtin_lines(text), {}
+    if tool_name == "writeTool" and not is_error:
+        return WRITTEN, {k: v for k, v in details.items() if k == "addedToolNames"}
+    return text, details
 
 
 def generated_id(number: int) -> str:
@@ -85,8 +115,10 @@ class Normaliser:
     from one place (the driver calls it from its serialised event sink).
     """
 
-    def __init__(self, known_ids: Iterable[str]) -> None:
+    def __init__(self, known_ids: Iterable[str], restore: Callable[[Any], Any] | None = None) -> None:
         self.known = frozenset(known_ids)
+        # Turns writeTool code this implementation made from a placeholder back into it.
+        self.restore: Callable[[Any], Any] = restore if restore is not None else (lambda args: args)
         self.ids: dict[str, str] = {}
         self.run = 0
         self.turn = 0
@@ -102,7 +134,7 @@ class Normaliser:
 
     def arguments(self, raw: Any) -> Any:
         """Arguments as compared: the object itself, or ``<unusable>`` for anything else."""
-        return raw if isinstance(raw, Mapping) else UNUSABLE
+        return self.restore(raw) if isinstance(raw, Mapping) else UNUSABLE
 
     def message(self, raw: Mapping[str, Any]) -> dict[str, Any]:
         """A message's normalised form, from its ``to_dict()``."""
@@ -133,16 +165,21 @@ class Normaliser:
             return out
         details = dict(raw.get("details") or {})
         kind = details.pop("error_kind", None)
+        tool_name = str(raw.get("tool_name", ""))
+        text, details = builtin_result(tool_name, bool(raw.get("is_error")), _text(content), details)
         return {
             "role": "toolResult",
             "tool_call_id": self.call_id(raw.get("tool_call_id")),
-            "tool_name": str(raw.get("tool_name", "")),
+            "tool_name": tool_name,
             "is_error": bool(raw.get("is_error")),
             "error_kind": kind if isinstance(kind, str) else None,
-            "text": _text(content),
+            "text": text,
             "details": details,
             "added_tool_names": list(raw.get("added_tool_names") or []),
         }
+
+    def _restored(self, args: Any) -> Any:
+        return self.restore(args) if isinstance(args, Mapping) else args
 
     def _spec_message(
         self, raw: Mapping[str, Any], results: Mapping[str, Mapping[str, Any]]
@@ -154,7 +191,7 @@ class Normaliser:
                 {
                     "id": self.call_id(c.get("id")),
                     "name": str((c.get("function") or {}).get("name", "")),
-                    "arguments": _spec_arguments((c.get("function") or {}).get("arguments")),
+                    "arguments": self._restored(_spec_arguments((c.get("function") or {}).get("arguments"))),
                 }
                 for c in raw.get("tool_calls") or []
                 if isinstance(c, Mapping)
@@ -164,6 +201,7 @@ class Normaliser:
             raw_id = str(raw.get("tool_call_id"))
             typed = results.get(raw_id, {})
             kind = (typed.get("details") or {}).get("error_kind")
+            text, _ = builtin_result(str(typed.get("tool_name", "")), bool(typed.get("is_error")), text, {})
             return {
                 "role": "toolResult",
                 "tool_call_id": self.call_id(raw_id),
@@ -193,11 +231,13 @@ class Normaliser:
         for raw in spec.get("tools") or []:
             function = raw.get("function") if isinstance(raw, Mapping) else None
             if isinstance(function, Mapping):
+                name = str(function.get("name", ""))
+                builtin = name in BUILTIN_TOOLS
                 tools.append(
                     {
-                        "name": str(function.get("name", "")),
-                        "description": str(function.get("description") or ""),
-                        "input_schema": dict(function.get("parameters") or {}),
+                        "name": name,
+                        "description": BUILTIN if builtin else str(function.get("description") or ""),
+                        "input_schema": {} if builtin else dict(function.get("parameters") or {}),
                     }
                 )
         tools.sort(key=lambda t: str(t["name"]))
@@ -235,10 +275,11 @@ class Normaliser:
         }
         if result is not None:
             kind_of = (result.get("details") or {}).get("error_kind")
+            text, _ = builtin_result(out["tool_name"], bool(is_error), _text(result.get("content") or []), {})
             out.update(
                 is_error=bool(is_error),
                 error_kind=kind_of if isinstance(kind_of, str) else None,
-                text=_text(result.get("content") or []),
+                text=text,
             )
         return out
 
@@ -275,10 +316,13 @@ class Normaliser:
                 result = raw.get("result") or {}
                 details = dict(result.get("details") or {})
                 details.pop("error_kind", None)
+                text, details = builtin_result(
+                    out["tool_name"], bool(raw["is_error"]), str(raw.get("text", "")), details
+                )
                 out.update(
                     is_error=bool(raw["is_error"]),
                     error_kind=raw.get("error_kind"),
-                    text=str(raw.get("text", "")),
+                    text=text,
                     details=details,
                     terminate=bool(result.get("terminate")),
                 )

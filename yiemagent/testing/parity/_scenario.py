@@ -155,16 +155,36 @@ class Scenario:
         """The texts the scenario's own behaviours supply (a block reason, a tool's, hook's or
         model's failure message, a validator's rejection): an implementation must carry each
         one into the error result it makes, whatever its own wording around it."""
-        texts: list[Any] = []
-        for tool in self.tools:
+        texts: list[Any] = list(self.data.get("error_texts", []))
+        file_tools = [f["tool"] for f in self.data.get("tool_files", []) if "tool" in f]
+        for tool in [*self.tools, *self.data.get("other_store", []), *file_tools]:
             texts += [tool["outcome"].get("fail"), (tool.get("prepare") or {}).get("fail")]
             texts.append((tool.get("validate") or {}).get("reject"))
+        for behaviour in self.code_placeholders():
+            texts += [behaviour.get("fail"), behaviour.get("reject")]
         for rules in self.hooks.values():
             for rule in rules:
                 block = rule.get("block")
                 texts += [rule.get("fail"), block if isinstance(block, str) else None]
         texts += [reply.get("fail") for reply in self.replies]
         return sorted({t for t in texts if isinstance(t, str) and t})
+
+    def code_placeholders(self) -> list[dict[str, Any]]:
+        """The behaviours of the ``{"$code": behaviour}`` placeholders in the replies' calls."""
+        found: list[dict[str, Any]] = []
+        for reply in self.replies:
+            for call in reply.get("message", {}).get("tool_calls", []):
+                try:
+                    args = json.loads(call["function"]["arguments"])
+                except ValueError:
+                    continue
+                if isinstance(args, dict):
+                    found += [
+                        v["$code"]
+                        for v in args.values()
+                        if isinstance(v, dict) and isinstance(v.get("$code"), dict)
+                    ]
+        return found
 
     def known_ids(self) -> set[str]:
         """The tool-call ids the scenario gives: in its replies and its history."""
@@ -215,10 +235,25 @@ def _rule_problems(data: Mapping[str, Any], stem: str | None) -> list[Problem]:
     if stem is not None and data["name"] != stem:
         problems.append(("$.name", f"{data['name']!r} must equal the file name {stem!r}"))
     tools = data.get("tools", [])
-    names = [t["name"] for t in tools]
-    for i, name in enumerate(names):
-        if name in names[:i]:
-            problems.append((json_path(["tools", i, "name"]), f"tool {name!r} is defined twice"))
+    # A name may be given twice only as an available tool and a later one (with "available":
+    # false) that a call registers in its place.
+    keys = [(t["name"], t.get("available", True) is not False) for t in tools]
+    for i, key in enumerate(keys):
+        if key in keys[:i]:
+            problems.append((json_path(["tools", i, "name"]), f"tool {key[0]!r} is defined twice"))
+    files = [f["file"] for f in data.get("tool_files", [])]
+    for i, file in enumerate(files):
+        if file in files[:i]:
+            problems.append((json_path(["tool_files", i, "file"]), f"tool file {file!r} is given twice"))
+        if data.get("write_tool") and file == "writetool":
+            problems.append((json_path(["tool_files", i, "file"]), "writeTool's own file takes that name"))
+    prepare = data.get("prepare_context") or {}
+    everything = {t["name"] for t in tools} | {
+        f["tool"]["name"] for f in data.get("tool_files", []) if "tool" in f
+    }
+    for j, name in enumerate(prepare.get("hide_tools", [])):
+        if name not in everything and name not in ("listTools", "writeTool"):
+            problems.append((json_path(["prepare_context", "hide_tools", j]), f"no tool is named {name!r}"))
     for i, tool in enumerate(tools):
         problem = _schema_problem(tool.get("input_schema", {"type": "object"}))
         if problem is not None:
