@@ -76,7 +76,14 @@ def test_a_fault_of_each_area_is_caught() -> None:
     report = json.loads(done.stdout)
     assert report["caught_share"] == 1.0
     assert {f["name"]: f["verdict"] for f in report["faults"]} == dict.fromkeys(SUBSET, "caught")
-    assert {f["area"] for f in report["faults"]} == {"request", "hooks", "texts", "stores", "results", "channels"}
+    assert {f["area"] for f in report["faults"]} == {
+        "request",
+        "hooks",
+        "texts",
+        "stores",
+        "results",
+        "channels",
+    }
 
 
 @pytest.mark.parametrize(

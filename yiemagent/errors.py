@@ -17,7 +17,6 @@ __all__ = [
     "AgentClosedError",
     "CliError",
     "ClusterError",
-    "DepartureError",
     "FileProblem",
     "HarnessError",
     "LlmAbortedError",
@@ -215,10 +214,6 @@ class FileProblem(YiemAgentError, ValueError):
     def __init__(self, message: str, where: str = "$") -> None:
         super().__init__(message)
         self.where = where
-
-
-class DepartureError(YiemAgentError, ValueError):
-    """A departure that does not apply (its pointer names nothing)."""
 
 
 class HarnessError(YiemAgentError):

@@ -74,9 +74,9 @@ def test_every_scenario_passes_on_yiemagent(path: Path) -> None:
 
 def test_the_suite_covers_every_rule_it_must() -> None:
     scenarios = [load_scenario(f) for f in FILES]
-    assert len(scenarios) >= 60
+    assert len(scenarios) >= 130
     covered = {c for s in scenarios for c in s.data["covers"]}
-    wanted = {f"spec {n}" for n in range(6, 13)} | {f"DESIGN {n}" for n in (2, 3, 7, 8, 10, 11)}
+    wanted = {f"spec {n}" for n in (1, 4, *range(6, 16), 17)} | {f"DESIGN {n}" for n in (2, 3, 7, 8, 10, 11)}
     assert {c.split(".")[0] for c in covered} >= wanted
     assert {"spec 8.1", "spec 8.2", "spec 8.3"} <= covered
     kinds = {e.get("error_kind") for s in scenarios for e in s.expect["events"]} - {None}
@@ -93,11 +93,15 @@ def test_the_suite_covers_every_rule_it_must() -> None:
         "invalid_result",
         "timeout",
         "skipped",
+        "repeated_call",
     }
+    profiles = {p for s in scenarios for p in s.profile}
+    assert profiles == set(schema("scenario")["properties"]["profile"]["items"]["enum"])
+    assert any(r.get("usage") for s in scenarios for r in s.replies)
     forms = {r.get("form", "typed") for s in scenarios for r in s.replies}
     assert forms == {"typed", "wire", "tool_calls", "tool_call"}
     inputs = {i["do"] for s in scenarios for i in s.inputs}
-    assert inputs == {"user", "follow_up", "resume", "abort"}
+    assert inputs == {"user", "follow_up", "resume", "abort", "clear_store", "shutdown"}
 
 
 def test_the_cli_runs_the_whole_suite() -> None:

@@ -104,7 +104,7 @@ def test_a_changed_block_reason_is_reported_at_the_end_event(tmp_path: Path) -> 
     outcome["events"][at]["text"] = "Tool execution was blocked"
     status, out = check(tmp_path, "before_hook_blocks_with_its_reason", outcome)
     assert status == 1 and f"first divergence at events[{at}] (run 1, turn 1)" in out
-    assert "text: must carry the scenario's texts ['Deleting files needs approval.'], carries []" in out
+    assert 'text: must carry the scenario\'s texts ["Deleting files needs approval."], carries []' in out
 
 
 def test_an_exception_text_replaced_is_reported_and_other_wording_is_free(tmp_path: Path) -> None:

@@ -23,6 +23,7 @@ from yiemagent.core._content import TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.errors import ToolLoadError
+from yiemagent.tools import _examples as examples
 from yiemagent.tools._store import ToolStore, get_tools, is_tool_file_name, load_tools
 
 __all__ = [
@@ -44,7 +45,7 @@ __all__ = [
 ]
 
 DEFAULT_SYSTEM_PROMPT = "You are a concise, helpful assistant. If you cannot do something, say so."
-EXAMPLE_TOOL = "writeTool.py"  # a file every example tools folder has: tells it from others
+EXAMPLE_TOOL = examples.EXAMPLE_TOOL
 _LINE = re.compile(r"\bat line (\d+)\b")
 
 Sink = Callable[[AgentEvent], None]
@@ -56,17 +57,12 @@ Sink = Callable[[AgentEvent], None]
 
 
 def example_tools_folder() -> Path:
-    """The example tools: ``yiemagent/example_tools`` in an installed package (setuptools copies
-    ``tools/`` there), else ``tools/`` next to the package in a checkout or editable install.
-    Raises ``CliError`` when neither is there."""
-    package = Path(__file__).resolve().parent.parent  # yiemagent/, above cli/
-    for folder in (package / "example_tools", package.parent / "tools"):
-        if (folder / EXAMPLE_TOOL).is_file():
-            return folder
-    raise CliError(
-        "the example tools are not installed with this copy of yiemagent; give a "
-        "folder of tool files with --tools FOLDER"
-    )
+    """The example tools (see ``tools._examples``); raises ``CliError`` when they are not
+    installed with this copy."""
+    try:
+        return examples.example_tools_folder()
+    except FileNotFoundError as exc:
+        raise CliError(str(exc)) from None
 
 
 def shown_path(path: str | os.PathLike[str]) -> str:

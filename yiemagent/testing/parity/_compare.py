@@ -364,7 +364,10 @@ def _field_notes(
         if isinstance(a.get(key), Mapping) and isinstance(b.get(key), Mapping):
             notes += _field_notes(a[key], b[key], rules, f"{prefix}{key}.")
         elif key == "text" and isinstance(a.get(key), list):
-            notes.append(f"{prefix}text: must carry the scenario's texts {a[key]}, carries {b.get(key)}")
+            notes.append(
+                f"{prefix}text: must carry the scenario's texts {canonical_json(a[key])}, "
+                f"carries {canonical_json(b.get(key))}"
+            )
         else:
             notes.append(
                 f"{prefix}{key}: expected {_short(a.get(key), key in a)}, "

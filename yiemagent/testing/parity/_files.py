@@ -29,7 +29,7 @@ __all__ = [
 
 MAX_FILE_BYTES = 16 * 1024 * 1024  # a scenario is a few kB, a trace rarely more than 100 kB
 # Levels of objects and arrays: the deepest shipped scenario has 79 (tool arguments nested past
-# the library's own limit of 64, inside a departure's edit).
+# the library's own limit of 64, inside a port's expectations).
 MAX_DEPTH = 200
 # Integers every JSON implementation reads exactly (JavaScript's Number.MAX_SAFE_INTEGER): a
 # larger one would compare equal here and differ in a port, or not parse at all.

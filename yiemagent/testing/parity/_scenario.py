@@ -61,7 +61,7 @@ def schema(name: str) -> dict[str, Any]:
 @functools.cache
 def _validator(name: str) -> jsonschema.Draft202012Validator:
     """The validator for ``name``: a shipped schema, or ``"expect"`` (a scenario's expected
-    outcome alone, which departures must leave valid)."""
+    outcome alone)."""
     registry: referencing.Registry[Any] = referencing.Registry().with_resources(
         (_BASE + file, referencing.Resource.from_contents(schema(key))) for key, file in SCHEMA_FILES.items()
     )
@@ -367,10 +367,7 @@ def _compact(value: Any) -> str:
 
 
 def _dump_row(row: Any, indent: int) -> str:
-    """One item of a list on its own line; a departure's ``edits`` get a line each."""
-    if isinstance(row, Mapping) and isinstance(row.get("edits"), list):
-        head = ", ".join(f"{json.dumps(k)}: {_compact(v)}" for k, v in row.items() if k != "edits")
-        return "{" + head + ', "edits": ' + _dump_rows(row["edits"], indent) + "}"
+    """One item of a list on its own line."""
     return _compact(row)
 
 
@@ -396,6 +393,6 @@ def _dump_value(value: Any, indent: int) -> str:
 
 def dump_scenario(data: Mapping[str, Any]) -> str:
     """The text of a scenario file: each top-level field on its own line, its lists (and those of
-    ``hooks``, ``expect`` and ``departures``) one compact item per line."""
+    ``hooks`` and ``expect``) one compact item per line."""
     parts = [f"  {json.dumps(key)}: {_dump_value(value, 2)}" for key, value in data.items()]
     return "{\n" + ",\n".join(parts) + "\n}\n"

@@ -106,7 +106,7 @@ def render_tool_file(entry: Mapping[str, Any]) -> str:
 
 def write_tool_source() -> Path:
     """The example folder's ``writeTool.py`` (the one the installed package ships)."""
-    from yiemagent.cli._session import example_tools_folder
+    from yiemagent.tools._examples import example_tools_folder
 
     return Path(example_tools_folder()) / "writeTool.py"
 
