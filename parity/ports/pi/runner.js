@@ -133,7 +133,9 @@ class Harness {
 const KNOWN = {
   scenario: ["$schema", "format", "name", "rule", "covers", "profile", "system_prompt", "session_id", "execution",
     "max_turns", "steering_mode", "follow_up_mode", "skip_tools_on_steer", "tools", "hooks", "history", "inputs",
-    "replies", "expect"],
+    "replies", "expect", "prepare_context", "format_msg_for_llm"],
+  prepare_context: ["keep_last", "append_user", "system_prompt", "hide_tools"],
+  format_msg_for_llm: ["no_tools", "system_prompt"],
   tool: ["name", "description", "input_schema", "parallel", "timeout_s", "available", "prepare", "validate", "steps", "outcome"],
   outcome: ["echo", "text", "fail", "invalid_result", "details", "terminate", "register"],
   before: ["match", "steps", "block", "allow", "fail", "form"],
@@ -153,6 +155,8 @@ function unsupported(scenario) {
     if (!KNOWN.step.includes(s.do)) found.push(`${where}[${i}].do = ${JSON.stringify(s.do)}`);
   });
   check("scenario", scenario, "$");
+  check("prepare_context", scenario.prepare_context, "$.prepare_context");
+  check("format_msg_for_llm", scenario.format_msg_for_llm, "$.format_msg_for_llm");
   (scenario.tools ?? []).forEach((t, i) => {
     check("tool", t, `$.tools[${i}]`);
     check("outcome", t.outcome, `$.tools[${i}].outcome`);
@@ -396,6 +400,78 @@ function scriptedStream(replies, harness, ai, record) {
   };
 }
 
+// ---------------------------------------------------------------------------- context hooks
+
+// The vocabulary's prepare_context and format_msg_for_llm (docs/PARITY.md "Context hooks") as
+// pi's own hooks: prepare_context becomes transformContext (the transcript before each model
+// call; what it returns is sent, never stored), format_msg_for_llm becomes convertToLlm (that
+// transcript -> the messages the model gets). pi 1.x carries the system prompt and the tools in
+// the transcript's system messages, so both hooks can change them there. pi 0.x hands
+// state.systemPrompt and state.tools to the model beside the messages, outside what either hook
+// sees or returns: there the system_prompt, hide_tools and no_tools parts have nothing to act
+// on, the requests show what pi sends, and the port's expectations declare the difference.
+const isSystem = (m) => m?.role === "system";
+
+// Only the last n messages of the conversation; pi 1.x's system messages (the prompt, the tool
+// declarations) are not conversation and stay.
+function keepLast(messages, n) {
+  const others = messages.filter((m) => !isSystem(m));
+  const kept = new Set(n > 0 ? others.slice(-n) : []);
+  return messages.filter((m) => isSystem(m) || kept.has(m));
+}
+
+// pi-ai 1.x's current prompt joins the content (and sections) of every system message: `prompt`
+// goes on the first, the later ones keep only their tool changes.
+function withPrompt(messages, prompt) {
+  let first = true;
+  const out = messages.map((m) => {
+    if (!isSystem(m)) return m;
+    const { sections: _sections, ...rest } = m;
+    const content = first ? prompt : "";
+    first = false;
+    return { ...rest, content };
+  });
+  return first ? [{ role: "system", content: prompt, timestamp: 0 }, ...out] : out;
+}
+
+// The system messages without the declarations of the tools named in `names` (all when null).
+function withoutTools(messages, names) {
+  return messages.map((m) => {
+    if (!isSystem(m) || !Array.isArray(m.toolsAdded)) return m;
+    const { toolsAdded, ...rest } = m;
+    const left = names === null ? [] : toolsAdded.filter((t) => !names.has(t.name));
+    return left.length ? { ...rest, toolsAdded: left } : rest;
+  });
+}
+
+function contextHooks(scenario, inTranscript) {
+  const hooks = {};
+  const prepare = scenario.prepare_context;
+  if (prepare) {
+    hooks.transformContext = async (messages) => {
+      let out = messages.slice();
+      if (prepare.keep_last !== undefined) out = keepLast(out, prepare.keep_last);
+      if (prepare.append_user !== undefined) {
+        out.push({ role: "user", content: [{ type: "text", text: prepare.append_user }], timestamp: 0 });
+      }
+      if (inTranscript && prepare.system_prompt !== undefined) out = withPrompt(out, prepare.system_prompt);
+      if (inTranscript && prepare.hide_tools) out = withoutTools(out, new Set(prepare.hide_tools));
+      return out;
+    };
+  }
+  const format = scenario.format_msg_for_llm;
+  if (format && inTranscript) {
+    // pi 1.x's default convertToLlm keeps the system, user, assistant and toolResult messages.
+    hooks.convertToLlm = (messages) => {
+      let out = messages.filter((m) => isSystem(m) || traced(m));
+      if (format.no_tools) out = withoutTools(out, null);
+      if (format.system_prompt !== undefined) out = withPrompt(out, format.system_prompt);
+      return out;
+    };
+  }
+  return hooks;
+}
+
 function firstRule(rules, toolCall) {
   return (rules ?? []).find((r) => (r.match?.tool ?? toolCall.name) === toolCall.name
     && (r.match?.tool_call_id ?? toolCall.id) === toolCall.id);
@@ -494,6 +570,8 @@ async function runScenario(pi, scenario, state) {
     toolExecution: scenario.execution ?? "sequential",
     steeringMode: scenario.steering_mode ?? "all",
     followUpMode: scenario.follow_up_mode ?? "one-at-a-time",
+    // pi 1.x keeps the prompt and the tools in the transcript (pi-ai has getCurrentTools).
+    ...contextHooks(scenario, typeof pi.ai.getCurrentTools === "function"),
     // Both hooks are always installed, so every call of either is recorded; without a matching
     // rule a hook returns nothing, which changes nothing.
     beforeToolCall: async (ctx, signal) => {
