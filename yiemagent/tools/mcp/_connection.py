@@ -48,7 +48,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
 from yiemagent.core._content import ContentBlock, ImageContent, TextContent
-from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult
+from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult, NeedsApproval
 from yiemagent.errors import McpToolError, describe_error
 from yiemagent.tools._store import ToolStore, register_tool, unregister_tool
 from yiemagent.tools.mcp._bounds import RESULT_TOO_LARGE
@@ -92,6 +92,7 @@ def load_mcp_tools(
     name: str | None = None,
     on_tools_changed: ToolsChanged | None = None,
     options: McpOptions | None = None,
+    needs_approval: NeedsApproval = False,
 ) -> McpConnection:
     """Connect to the MCP server ``server``, register its tools in ``store`` and return the open
     connection (a context manager; the store's ``close()`` closes it too).
@@ -100,9 +101,11 @@ def load_mcp_tools(
     as a child process spoken to over stdio, or an ``http://``/``https://`` URL of a streamable
     HTTP endpoint. ``options`` (an ``McpOptions``) holds the connection settings: timeouts, the
     size limit, ``env``/``cwd``/``errlog`` of a command, ``headers`` of a URL, ...; see
-    ``McpConnection`` for the rest. Raises ``McpToolError`` when the server cannot be reached or
-    listed within ``connect_timeout_s``, or (with ``strict``) when a tool cannot be registered;
-    nothing is left registered or running then.
+    ``McpConnection`` for the rest. ``needs_approval`` (``True`` or ``fn(args, context) ->
+    bool``) is given to every tool of the server: its calls wait for a decision. Raises
+    ``McpToolError`` when the server cannot be reached or listed within ``connect_timeout_s``,
+    or (with ``strict``) when a tool cannot be registered; nothing is left registered or
+    running then.
     """
     return McpConnection(
         store,
@@ -112,6 +115,7 @@ def load_mcp_tools(
         name=name,
         on_tools_changed=on_tools_changed,
         options=options,
+        needs_approval=needs_approval,
     )
 
 
@@ -279,11 +283,13 @@ class McpConnection:
         name: str | None = None,
         on_tools_changed: ToolsChanged | None = None,
         options: McpOptions | None = None,
+        needs_approval: NeedsApproval = False,
     ) -> None:
         if not isinstance(store, ToolStore):
             raise TypeError(f"load_mcp_tools expects a ToolStore, got {type(store).__name__}")
         options = _options(options)
         self.options = options
+        self.needs_approval = needs_approval
         self.max_result_bytes = options.max_result_bytes
         self.prefix = check_prefix(prefix)
         self._url = server if isinstance(server, str) and server.startswith(("http://", "https://")) else None
@@ -898,6 +904,7 @@ class McpConnection:
             execute=execute,
             parallel_tool_execute=self.options.parallel,
             untrusted_schema=True,  # the server chose the schema: no pattern RE2 cannot bound
+            needs_approval=self.needs_approval,
         )
 
     def _discard(self, session: _Session) -> None:
