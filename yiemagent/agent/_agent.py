@@ -25,7 +25,7 @@ from yiemagent.agent._channels import MessageChannel, OutputChannel
 from yiemagent.agent._session import SessionData, check_session_id, load_session, save_session
 from yiemagent.agent._tool_sync import ToolSync
 from yiemagent.agent._worker import AgentWorker, SteeringMode
-from yiemagent.core._approval import Approve, Deny, Edit, PendingApproval, paused_batch_from_dict
+from yiemagent.core._approval import Approve, Deny, Edit, PendingApproval
 from yiemagent.core._emit import Emit, SafeEmitter
 from yiemagent.core._loop import RunConfig
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
@@ -221,9 +221,8 @@ class YiemAgent:
         self._state = state
         self.session_file = None if session_file is None else os.fspath(session_file)
         if self.session_file is not None:
-            saver = _session_saver(core, self.session_file)
-            core.after_run = saver
-            core.config = attrs.evolve(core.config, approval_checkpoint=saver)
+            core.session_file = self.session_file
+            core.config = attrs.evolve(core.config, approval_checkpoint=core.save_session)
         self._cond = core.cond
         self.input_channel: MessageChannel = core.input_channel
         self.follow_up_channel: MessageChannel = core.follow_up_channel
@@ -538,7 +537,7 @@ class YiemAgent:
     def session_data(self) -> SessionData:
         """The session as plain data (what ``save`` writes): during a run, with the history as it
         was before the run began; with the batch waiting for approval, if any."""
-        return _session_data(self._worker_core)
+        return self._worker_core.session_data()
 
     def history_snapshot(self) -> list[AgentMessage]:
         """A copy of the history at a run boundary: during a run, the history as it was before
@@ -550,28 +549,6 @@ class YiemAgent:
             f"YiemAgent(session_id={self.session_id!r}, tools={list(self.tools)}, "
             f"messages={len(self._state.messages)}, running={self.is_running})"
         )
-
-
-def _session_data(core: AgentWorker) -> SessionData:
-    """The worker's session as plain data (see ``YiemAgent.session_data``)."""
-    state = core.state
-    with core.cond:
-        paused = state.paused_batch
-        stored = None if paused is None else paused_batch_from_dict(paused.to_dict())
-    return SessionData(
-        core.config.session_id or "", state.system_prompt, state.model, core.history_snapshot(), stored
-    )
-
-
-def _session_saver(core: AgentWorker, path: str) -> Callable[[], None]:
-    """Saves the worker's session to ``path``: after every run, and while a paused batch runs
-    (before a call starts and after it ends). Holds the worker, not the agent, so an agent
-    dropped without ``shutdown()`` can still be collected."""
-
-    def save() -> None:
-        save_session(_session_data(core), path)
-
-    return save
 
 
 def _check_prompt(value: Any) -> str:

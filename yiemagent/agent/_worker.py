@@ -17,9 +17,11 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from yiemagent.agent._approvals import check_decisions
+from yiemagent.agent._session import SessionData
+from yiemagent.agent._session import save_session as save_session_file
 from yiemagent.agent._channels import ChannelHub, MessageChannel, OutputChannel, Queued
 from yiemagent.agent._tool_sync import ToolSync
-from yiemagent.core._approval import Decision, PausedBatch
+from yiemagent.core._approval import Decision, PausedBatch, paused_batch_from_dict
 from yiemagent.core._emit import SafeEmitter
 from yiemagent.core._loop import RunConfig, resume_problem, run_loop
 from yiemagent.core._messages import AgentMessage, AssistantMessage, UserMessage
@@ -86,7 +88,7 @@ class AgentWorker:
         self.follow_up_mode = follow_up_mode
         self.resumes: collections.deque[int] = collections.deque()  # arrival numbers
         self.resume_jobs: dict[int, tuple[Mapping[str, Decision] | None, bool]] = {}  # approvals, abort
-        self.after_run: Callable[[], None] | None = None  # called once each run's response is out
+        self.session_file: str | None = None  # saved after every run and at approval checkpoints
         self.pending: dict[str, Callable[[], None]] = {}  # state settings made during a run
         self.history_mark: int | None = None  # history length when the active run began
         self.run_opened = 0  # arrival number from which messages may join the active run
@@ -124,8 +126,8 @@ class AgentWorker:
                         self.has_joining_input,
                         job.approvals,
                     )
+                self.save_session(full=True)
                 self.deliver(response)
-                self.call_after_run()
         finally:
             self.close()
             for callback in self.after_stop:
@@ -134,14 +136,32 @@ class AgentWorker:
                 except Exception:  # the thread is ending: log, never raise from here
                     logger.exception("a callback run after the agent stopped raised")
 
-    def call_after_run(self) -> None:
-        """Call ``after_run`` (the session's autosave); a failure is logged, the worker goes on."""
-        if self.after_run is None:
+    def session_data(self, full: bool = False) -> SessionData:
+        """The session as plain data: during a run with the history as it was before the run
+        began (unless ``full``), and the batch waiting for approval, if any (a copy)."""
+        state = self.state
+        with self.cond:
+            paused = state.paused_batch
+            stored = None if paused is None else paused_batch_from_dict(paused.to_dict())
+            messages = list(state.messages)
+            mark = None if full else self.history_mark
+        history = messages if mark is None else messages[:mark]
+        return SessionData(self.config.session_id or "", state.system_prompt, state.model, history, stored)
+
+    def save_session(self, full: bool = False) -> None:
+        """Save the session to ``session_file`` when one is set: at the end of every run (before
+        its response is out, so whoever takes it finds the file current; ``full``), and as the
+        approval checkpoint while a paused batch runs. A failure at the end of a run is logged."""
+        path = self.session_file
+        if path is None:
+            return
+        if not full:
+            save_session_file(self.session_data(), path)  # a checkpoint's failure is the caller's
             return
         try:
-            self.after_run()
+            save_session_file(self.session_data(full=True), path)
         except Exception:
-            logger.exception("saving the session after a run failed")
+            logger.exception("saving the session to %s after a run failed", path)
 
     def next_job(self) -> _Job | None:
         """Block until a message or resume starts a run (the earliest arrival, whichever channel
@@ -180,7 +200,8 @@ class AgentWorker:
             number = self.resumes.popleft()
             approvals, abort = self.resume_jobs.pop(number, (None, False))
             if self._paused() is not None:
-                return _Job([], {number}, None, approvals if approvals is not None else {}, abort)
+                decisions = None if abort else (approvals if approvals is not None else {})
+                return _Job([], {number}, None, decisions, abort)
             return _Job([], {number}, resume_problem(self.state.messages))
         if kind == "input":
             number, msg = self.input_channel.take()
