@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
 from yiemagent.agent._approvals import check_decisions
+from yiemagent.agent._channels import ChannelHub, MessageChannel, OutputChannel, Queued
 from yiemagent.agent._session import SessionData
 from yiemagent.agent._session import save_session as save_session_file
-from yiemagent.agent._channels import ChannelHub, MessageChannel, OutputChannel, Queued
 from yiemagent.agent._tool_sync import ToolSync
 from yiemagent.core._approval import Decision, PausedBatch, paused_batch_from_dict
 from yiemagent.core._emit import SafeEmitter

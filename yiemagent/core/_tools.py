@@ -123,7 +123,7 @@ def _check_callable(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
 NeedsApproval = bool | Callable[[dict[str, Any], Any], bool]
 
 
-def _check_needs_approval(_inst: Any, _attr: Any, value: Any) -> None:
+def check_needs_approval(_inst: Any, _attr: Any, value: Any) -> None:
     if not (isinstance(value, bool) or callable(value)):
         raise TypeError(
             "needs_approval must be True, False or a function (args, context) -> bool, "
@@ -160,7 +160,7 @@ class AgentTool:
     parallel_tool_execute: bool = False
     timeout_s: float | None = None
     untrusted_schema: bool = attrs.field(default=False, kw_only=True)
-    needs_approval: NeedsApproval = attrs.field(default=False, kw_only=True, validator=_check_needs_approval)
+    needs_approval: NeedsApproval = attrs.field(default=False, kw_only=True, validator=check_needs_approval)
     schema_validator: Validator = attrs.field(init=False, repr=False)
     fast_check: Callable[[Any], bool] | None = attrs.field(init=False, repr=False)
 

@@ -22,6 +22,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -48,7 +49,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
 from yiemagent.core._content import ContentBlock, ImageContent, TextContent
-from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult, NeedsApproval
+from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult, NeedsApproval, check_needs_approval
 from yiemagent.errors import McpToolError, describe_error
 from yiemagent.tools._store import ToolStore, register_tool, unregister_tool
 from yiemagent.tools.mcp._bounds import RESULT_TOO_LARGE
@@ -81,6 +82,9 @@ _MAX_LIST_PAGES = 100  # a server whose tools/list pages never end must not hang
 _SESSION_LOST = frozenset({mcp_types.CONNECTION_CLOSED, mcp_types.INVALID_REQUEST})
 
 ToolsChanged = Callable[[list[str]], None]
+_NEEDS_APPROVAL: contextvars.ContextVar[NeedsApproval] = contextvars.ContextVar(
+    "needs_approval", default=False
+)
 
 
 def load_mcp_tools(
@@ -107,16 +111,20 @@ def load_mcp_tools(
     or (with ``strict``) when a tool cannot be registered; nothing is left registered or
     running then.
     """
-    return McpConnection(
-        store,
-        server,
-        prefix=prefix,
-        strict=strict,
-        name=name,
-        on_tools_changed=on_tools_changed,
-        options=options,
-        needs_approval=needs_approval,
-    )
+    check_needs_approval(None, None, needs_approval)
+    token = _NEEDS_APPROVAL.set(needs_approval)
+    try:
+        return McpConnection(
+            store,
+            server,
+            prefix=prefix,
+            strict=strict,
+            name=name,
+            on_tools_changed=on_tools_changed,
+            options=options,
+        )
+    finally:
+        _NEEDS_APPROVAL.reset(token)
 
 
 class _Session:
@@ -283,13 +291,14 @@ class McpConnection:
         name: str | None = None,
         on_tools_changed: ToolsChanged | None = None,
         options: McpOptions | None = None,
-        needs_approval: NeedsApproval = False,
     ) -> None:
         if not isinstance(store, ToolStore):
             raise TypeError(f"load_mcp_tools expects a ToolStore, got {type(store).__name__}")
         options = _options(options)
         self.options = options
-        self.needs_approval = needs_approval
+        # Given to load_mcp_tools, not to this constructor: its keywords stay those of the
+        # options object's callers (tests/test_public_api.py).
+        self.needs_approval: NeedsApproval = _NEEDS_APPROVAL.get()
         self.max_result_bytes = options.max_result_bytes
         self.prefix = check_prefix(prefix)
         self._url = server if isinstance(server, str) and server.startswith(("http://", "https://")) else None
