@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import select
 import shlex
 import subprocess
 import sys
@@ -58,6 +59,7 @@ REASON_PROMPT = "Reason (optional, Enter for none): "
 JSON_PROMPT = "json> "
 _MAX_SHOWN_LINES = 60
 _PASTE_MARKS = ("\x1b[200~", "\x1b[201~")  # bracketed paste, as the chat turns it on
+_POLL_S = 0.1  # how often a read from the terminal lets Ctrl-C (a Python signal handler) act
 
 
 def approval_policy(approve_all: bool, ask: Collection[str] = ASK_TOOLS) -> Callable[..., bool]:
@@ -121,7 +123,8 @@ class _Retry(Exception):
 
 class Approver:
     """Asks about the calls that wait for approval. ``say(text)`` shows text (through the
-    command's renderer); ``read_line(prompt)`` reads one answer (``input``: it raises
+    command's renderer; ``line_ended()`` tells it that the Enter typed on the terminal ended
+    the line). Answers are read from stdin (``read_line(prompt)`` when given; it raises
     ``EOFError`` at the end of the input). ``yes`` approves every call without asking
     (``--yes``; ``quiet`` then leaves out the line each approval shows). ``record`` gets each
     decision as an ``ApprovalDecisionEvent`` (the ``--events jsonl`` writer)."""
@@ -132,7 +135,8 @@ class Approver:
         *,
         yes: bool = False,
         quiet: bool = False,
-        read_line: Callable[[str], str] = input,
+        line_ended: Callable[[], None] | None = None,
+        read_line: Callable[[str], str] | None = None,
         stdin: TextIO | None = None,
         record: Callable[[AgentEvent], None] | None = None,
         environ: Mapping[str, str] | None = None,
@@ -140,6 +144,7 @@ class Approver:
         self.say = say
         self.yes = yes
         self.quiet = quiet
+        self.line_ended = line_ended
         self.read_line = read_line
         self.stdin = stdin
         self.record = record
@@ -214,17 +219,42 @@ class Approver:
 
     def _line(self, prompt: str) -> str:
         """One line of input (without paste marks); ``_NoAnswer`` at its end or on Ctrl-C."""
+        terminal = self._is_terminal()
         try:
-            line = self.read_line(prompt)
+            if self.read_line is not None:
+                line = self.read_line(prompt)
+            elif terminal:
+                line = self._terminal_line(prompt)
+            else:  # a pipe or a file: the prompt through the renderer, the line from stdin
+                self.say(prompt)
+                line = input()
         except EOFError:
             raise _NoAnswer("the input ended") from None
         except KeyboardInterrupt:
             raise _NoAnswer("interrupted") from None
         for mark in _PASTE_MARKS:
             line = line.replace(mark, "")
-        if not self._is_terminal():  # nothing echoed it: show it, for a readable transcript
+        if not terminal:  # nothing echoed it: show it, for a readable transcript
             self.say(printable(line) + "\n")
         return line
+
+    def _terminal_line(self, prompt: str) -> str:
+        """One line typed on the terminal (stdin), after showing ``prompt``. Waits in short
+        steps rather than in one blocking read: a Ctrl-C that comes just before the read, or
+        that the kernel hands to another thread, must still stop the question at once."""
+        self.say(prompt)
+        stdin = self.stdin if self.stdin is not None else sys.stdin
+        fd = stdin.fileno()
+        while True:
+            ready, _, _ = select.select([fd], [], [], _POLL_S)
+            if ready:
+                break
+        data = os.read(fd, 65536)  # a terminal in line mode gives one line per read
+        if not data:
+            raise EOFError
+        if self.line_ended is not None and data.endswith(b"\n"):
+            self.line_ended()
+        return data.decode(getattr(stdin, "encoding", None) or "utf-8", "replace").rstrip("\r\n")
 
     def _is_terminal(self) -> bool:
         stdin = self.stdin if self.stdin is not None else sys.stdin

@@ -107,16 +107,17 @@ def _answer(
         sinks: list[Sink] = []
         writer: JsonlEventWriter | None = None
         say = _write_to_stderr
+        line_ended: Callable[[], None] | None = None
         if not args.quiet:
             renderer = Renderer(sys.stderr, show_text=False, status=sys.stderr)
             sinks.append(renderer)
-            say = renderer.write
+            say, line_ended = renderer.write, renderer.line_typed
         if events is not None:
             writer = JsonlEventWriter(events)
             sinks.append(writer)
         agent = build_agent(args, choice, tools.store, sinks)
         stack.push(shutdown_on_exit(agent))
-        approver = Approver(say, yes=args.yes, quiet=args.quiet, record=writer)
+        approver = Approver(say, yes=args.yes, quiet=args.quiet, line_ended=line_ended, record=writer)
         agent.run_agent(prompt)
 
         def wait() -> AssistantMessage:
@@ -287,5 +288,5 @@ def cmd_chat(args: argparse.Namespace) -> int:
         renderer = Renderer(sys.stdout, status=sys.stderr)
         agent = build_agent(args, choice, tools.store, [renderer])
         stack.push(shutdown_on_exit(agent))
-        approver = Approver(renderer.write, yes=args.yes)
+        approver = Approver(renderer.write, yes=args.yes, line_ended=renderer.line_typed)
         return run_chat(agent, renderer, choice, tools, args.max_turns, approver)

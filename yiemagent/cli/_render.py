@@ -151,6 +151,11 @@ class Renderer:
             if not self._at_line_start:
                 self.write("\n")
 
+    def line_typed(self) -> None:
+        """Note that the person ended the open line (the Enter of a typed answer)."""
+        with self._lock:
+            self._at_line_start = True
+
     def width(self) -> int:
         """How many characters a line of tool activity may use: the terminal's width (100
         when it cannot be told) less the indent, and at least 40."""
