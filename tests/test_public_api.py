@@ -88,6 +88,12 @@ ROOT = [
     "LlmRequest",
     "RunConfig",
     "run_loop",
+    # approval before a tool runs
+    "Approve",
+    "ApprovalRequestedEvent",
+    "Deny",
+    "Edit",
+    "PendingApproval",
     # the tour: error kinds, the exception root, a model from one string, a decorated tool
     "ERROR_KINDS",
     "error_kind",

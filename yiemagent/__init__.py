@@ -34,6 +34,7 @@ _EXPORTS = Exports(
         ),
         "yiemagent.core._events": (
             "AgentEndEvent",
+            "ApprovalRequestedEvent",
             "AgentEvent",
             "AgentStartEvent",
             "MessageEndEvent",
@@ -63,6 +64,7 @@ _EXPORTS = Exports(
             "PreparedToolCall",
         ),
         "yiemagent.core._error_kinds": ("ERROR_KINDS", "error_kind"),
+        "yiemagent.core._approval": ("Approve", "Deny", "Edit", "PendingApproval"),
         "yiemagent.core._arguments": (
             "prepare_tool_call_arguments",
             "validate_required_args",
@@ -117,6 +119,10 @@ if TYPE_CHECKING:
     from yiemagent.agent._agent import resume as resume
     from yiemagent.agent._agent import run_agent as run_agent
     from yiemagent.agent._agent import take_response as take_response
+    from yiemagent.core._approval import Approve as Approve
+    from yiemagent.core._approval import Deny as Deny
+    from yiemagent.core._approval import Edit as Edit
+    from yiemagent.core._approval import PendingApproval as PendingApproval
     from yiemagent.core._arguments import prepare_tool_call_arguments as prepare_tool_call_arguments
     from yiemagent.core._arguments import validate_required_args as validate_required_args
     from yiemagent.core._arguments import validate_tool_arguments as validate_tool_arguments
@@ -133,6 +139,7 @@ if TYPE_CHECKING:
     from yiemagent.core._events import AgentEndEvent as AgentEndEvent
     from yiemagent.core._events import AgentEvent as AgentEvent
     from yiemagent.core._events import AgentStartEvent as AgentStartEvent
+    from yiemagent.core._events import ApprovalRequestedEvent as ApprovalRequestedEvent
     from yiemagent.core._events import MessageEndEvent as MessageEndEvent
     from yiemagent.core._events import MessageStartEvent as MessageStartEvent
     from yiemagent.core._events import MessageUpdateEvent as MessageUpdateEvent

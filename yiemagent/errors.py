@@ -15,6 +15,7 @@ from typing import Any
 __all__ = [
     "AgentActorDiedError",
     "AgentClosedError",
+    "ApprovalError",
     "CliError",
     "ClusterError",
     "FileProblem",
@@ -81,6 +82,11 @@ class ResponseTimeout(YiemAgentError, queue.Empty, TimeoutError):
 
 class RunError(YiemAgentError):
     """A step of a run failed; the message says which step and why."""
+
+
+class ApprovalError(YiemAgentError, ValueError):
+    """Decisions for calls waiting for approval that cannot be used (a missing or unknown id,
+    an edit that breaks the tool's schema, an agent not waiting for them); nothing ran."""
 
 
 class SessionError(YiemAgentError, ValueError):

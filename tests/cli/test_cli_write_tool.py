@@ -1,7 +1,8 @@
 """``writeTool`` in the ``yiemagent`` command: offered only with ``--allow-write-tool`` (or a
-``--tools`` folder that holds it), and then asked about before every call: ``[y/N]`` on the
-terminal, blocked with a reason when there is no terminal to ask on, allowed by ``--yes``. Every
-test runs the real command as a subprocess with a scripted model; the terminal ones on a pty."""
+``--tools`` folder that holds it), and then every call of it waits for approval: ``[y]es / [n]o /
+[e]dit`` on the terminal, denied when the input ends without an answer (a pipe, an empty stdin),
+approved by ``--yes``. Every test runs the real command as a subprocess with a scripted model;
+the terminal ones on a pty."""
 
 from __future__ import annotations
 
@@ -49,7 +50,7 @@ def test_writetool_is_not_offered_by_default(tmp_path: Path) -> None:
     assert 'Tool \\"shout\\" not found' in done.stdout  # nothing was written
 
 
-def test_without_a_terminal_a_writetool_call_is_blocked_and_says_why(tmp_path: Path) -> None:
+def test_without_an_answer_a_writetool_call_is_denied_and_says_why(tmp_path: Path) -> None:
     script = script_file(tmp_path / "replies.json", WRITE_THEN_CALL)
     done = run_cli(
         "run",
@@ -62,9 +63,8 @@ def test_without_a_terminal_a_writetool_call_is_blocked_and_says_why(tmp_path: P
         cwd=tmp_path,
     )
     assert done.returncode == 0, done.stderr
-    assert (
-        "needs the user's yes, and there is no terminal to ask on (run yiemagent with --yes to allow it)"
-    ) in done.stdout
+    assert 'Tool \\"writeTool\\" was not run: no answer (the input ended).' in done.stdout
+    assert "no answer (the input ended): denied 1 call waiting for approval" in done.stderr
     assert 'Tool \\"shout\\" not found' in done.stdout  # never written, so never callable
 
 
@@ -81,6 +81,7 @@ def test_yes_allows_writetool_without_asking(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "Done.\n"
+    assert "approved (--yes): writeTool" in done.stderr  # one line says what was approved
     assert "✓ shout" in done.stderr and "HI!" in done.stderr
 
 
@@ -97,10 +98,13 @@ def _chat_with_writetool(tmp_path: Path, answer: str) -> tuple[str, Path]:
         term.send("/tools\n")
         assert "writeTool: Write Tool" in term.expect("you> ")
         term.send("Make a shout tool\n")
-        question = term.expect("Allow it? [y/N] ")
+        question = term.expect("Run it? [y]es / [n]o / [e]dit ")
         assert "The model wants to call writeTool with:" in question
         assert "\"executeCode\": \"return args['text'].upper() + '!'\"" in question  # the code
         term.send(answer + "\n")
+        if answer == "n":
+            term.expect("Reason (optional, Enter for none): ")
+            term.send("\n")
         shown = term.expect("you> ")
         term.send(f"/save {saved}\n/exit\n")
         assert term.wait() == 0
@@ -118,8 +122,8 @@ def test_chat_asks_before_writetool_and_yes_runs_it(tmp_path: Path) -> None:
 
 @posix_terminal
 def test_chat_asks_before_writetool_and_no_blocks_it(tmp_path: Path) -> None:
-    shown, saved = _chat_with_writetool(tmp_path, "")  # Enter alone is the default: no
-    assert 'Tool "writeTool" was not run: the user said no.' in shown
+    shown, saved = _chat_with_writetool(tmp_path, "n")
+    assert "writeTool error: The user denied this tool call." in shown
     assert 'Tool "shout" not found' in shown
     results = [m for m in load_session(saved).messages if m.role == "toolResult"]
     assert [r.is_error for r in results] == [True, True]  # type: ignore[attr-defined]

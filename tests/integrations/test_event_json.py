@@ -20,10 +20,12 @@ from yiemagent import (
     AgentTool,
     AgentToolCall,
     AgentToolResult,
+    ApprovalRequestedEvent,
     AssistantMessage,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
+    PendingApproval,
     TextContent,
     ToolExecEndEvent,
     ToolExecStartEvent,
@@ -115,6 +117,13 @@ SHAPES: list[tuple[AgentEvent, dict[str, Any]]] = [
     (
         AgentEndEvent([USER, REPLY]),
         {"type": "agent_end", "messages": [USER.to_dict(), REPLY.to_dict()], "response": None},
+    ),
+    (
+        ApprovalRequestedEvent([PendingApproval("c1", "echo", {"text": "a"})]),
+        {
+            "type": "approval_requested",
+            "pending": [{"tool_call_id": "c1", "tool_name": "echo", "arguments": {"text": "a"}}],
+        },
     ),
 ]
 

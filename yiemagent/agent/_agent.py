@@ -25,6 +25,7 @@ from yiemagent.agent._channels import MessageChannel, OutputChannel
 from yiemagent.agent._session import SessionData, check_session_id, load_session, save_session
 from yiemagent.agent._tool_sync import ToolSync
 from yiemagent.agent._worker import AgentWorker, SteeringMode
+from yiemagent.core._approval import Approve, Deny, Edit, PendingApproval
 from yiemagent.core._emit import Emit, SafeEmitter
 from yiemagent.core._loop import RunConfig
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
@@ -173,6 +174,8 @@ class YiemAgent:
         skip_tools_on_steer: bool = False,
         name: str = "yiemagent",
         close_tool_store: bool = False,
+        needs_approval: Callable[[AgentTool, dict[str, Any], Any], bool] | None = None,
+        session_file: str | os.PathLike[str] | None = None,
     ) -> None:
         if llm_call is None or not callable(llm_call):
             raise TypeError(
@@ -201,6 +204,7 @@ class YiemAgent:
             max_retry_delay_ms=max_retry_delay_ms,
             skip_tools_on_steer=skip_tools_on_steer,
             sync_tools=tool_sync.sync if tool_sync is not None else None,
+            needs_approval=needs_approval,
             **_formatters(prepare_context, format_msg_for_llm),
         )
         self.tool_store = tool_store
@@ -215,6 +219,10 @@ class YiemAgent:
         )
         self._worker_core = core
         self._state = state
+        self.session_file = None if session_file is None else os.fspath(session_file)
+        if self.session_file is not None:
+            core.session_file = self.session_file
+            core.config = attrs.evolve(core.config, approval_checkpoint=core.save_session)
         self._cond = core.cond
         self.input_channel: MessageChannel = core.input_channel
         self.follow_up_channel: MessageChannel = core.follow_up_channel
@@ -374,14 +382,28 @@ class YiemAgent:
         input forms and errors as ``run_agent``; same as ``follow_up_channel.put(msg)``."""
         self.follow_up_channel.put(msg)
 
-    def resume(self) -> None:
+    def resume(self, approvals: Mapping[str, Approve | Deny | Edit] | None = None) -> None:
         """Start a run from the existing history with no new message; it puts one response on
         the output channel like any run. This finishes an async handoff after a ``terminate``
         or retries after an error response. Tool calls of the last reply that have no result
         yet run first. When idle, a history that is empty or ends with the model's answer (no
         tool call left unanswered) raises ``ValueError`` here; a resume queued behind a run is
-        checked when its turn comes, and gives an error response then."""
-        self._worker_core.request_resume()
+        checked when its turn comes, and gives an error response then.
+
+        While calls wait for approval (``pending_approvals``), ``approvals`` maps each waiting
+        call's id to ``Approve()``, ``Deny(reason)`` or ``Edit(arguments)``; the paused batch
+        then runs with them, and the run goes on as after any batch. A missing or unknown id,
+        or an edit that breaks the tool's schema, raises ``ApprovalError`` here, and nothing
+        runs."""
+        self._worker_core.request_resume(approvals)
+
+    @property
+    def pending_approvals(self) -> list[PendingApproval]:
+        """The calls waiting for a decision, in call order (empty when none waits): each with
+        the arguments that will execute if it is approved."""
+        with self._cond:
+            paused = self._state.paused_batch
+            return [] if paused is None or paused.settled else paused.pending()
 
     def take_response(self, timeout: float | None = None) -> AssistantMessage:
         """Return the next run's response, waiting up to ``timeout`` seconds (forever if None).
@@ -506,12 +528,16 @@ class YiemAgent:
         kwargs.setdefault("system_prompt", data.system_prompt)
         kwargs.setdefault("model", data.model)
         kwargs.setdefault("messages", data.messages)
-        return cls(**kwargs)
+        agent = cls(**kwargs)
+        if data.paused is not None:
+            with agent._cond:
+                agent._state.paused_batch = data.paused
+        return agent
 
     def session_data(self) -> SessionData:
         """The session as plain data (what ``save`` writes): during a run, with the history as it
-        was before the run began."""
-        return SessionData(self.session_id, self.system_prompt, self.model, self.history_snapshot())
+        was before the run began; with the batch waiting for approval, if any."""
+        return self._worker_core.session_data()
 
     def history_snapshot(self) -> list[AgentMessage]:
         """A copy of the history at a run boundary: during a run, the history as it was before

@@ -1,7 +1,8 @@
 """Saving and restoring an agent's session as versioned JSON, written atomically.
 
-The file holds the session id, system prompt, model description and messages (``to_dict`` form).
-It never holds an API key: clients are not part of a session.
+The file holds the session id, system prompt, model description and messages (``to_dict`` form),
+and a batch of tool calls waiting for approval when there is one (with which of its calls have
+started and how they ended). It never holds an API key: clients are not part of a session.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Any
 
 import attrs
 
+from yiemagent.core._approval import PausedBatch, paused_batch_from_dict
 from yiemagent.core._files import UnreadableFileError, read_regular_file
 from yiemagent.core._messages import AgentMessage, LlmModel
 from yiemagent.core._session_id import check_session_id, check_whole_session_id
@@ -50,6 +52,7 @@ class SessionData:
     system_prompt: str
     model: LlmModel | None
     messages: list[AgentMessage]
+    paused: PausedBatch | None = None  # a batch waiting for approval (its calls' progress too)
 
 
 def session_to_dict(data: SessionData) -> dict[str, Any]:
@@ -62,6 +65,7 @@ def session_to_dict(data: SessionData) -> dict[str, Any]:
         "system_prompt": data.system_prompt,
         "model": None if model is None else model.to_dict(),
         "messages": [m.to_dict() for m in data.messages],
+        **({"paused_batch": data.paused.to_dict()} if data.paused is not None else {}),
     }
 
 
@@ -187,11 +191,13 @@ def session_from_dict(data: Any, name: str = "session") -> SessionData:
         model = data.get("model")
         session_id = str(data["session_id"])
         check_whole_session_id(session_id)  # a file this library never writes, whose id could not be used
+        paused = data.get("paused_batch")
         return SessionData(
             session_id=session_id,
             system_prompt=str(data["system_prompt"]),
             model=None if model is None else LlmModel.from_dict(model),
             messages=[AgentMessage.from_dict(m) for m in data["messages"]],
+            paused=None if paused is None else paused_batch_from_dict(paused),
         )
     except RecursionError as exc:
         raise SessionError(f"{name}: damaged session file (nested too deeply to read)") from exc

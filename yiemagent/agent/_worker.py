@@ -13,16 +13,20 @@ from __future__ import annotations
 import collections
 import logging
 import threading
-from collections.abc import Callable
-from typing import Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
 
+from yiemagent.agent._approvals import check_decisions
 from yiemagent.agent._channels import ChannelHub, MessageChannel, OutputChannel, Queued
+from yiemagent.agent._session import SessionData
+from yiemagent.agent._session import save_session as save_session_file
 from yiemagent.agent._tool_sync import ToolSync
+from yiemagent.core._approval import Decision, PausedBatch, paused_batch_from_dict
 from yiemagent.core._emit import SafeEmitter
 from yiemagent.core._loop import RunConfig, resume_problem, run_loop
 from yiemagent.core._messages import AgentMessage, AssistantMessage, UserMessage
 from yiemagent.core._tools import AbortSignal, AgentState
-from yiemagent.errors import AgentClosedError
+from yiemagent.errors import AgentClosedError, ApprovalError
 
 __all__ = ["FOLLOW_UP_CAPACITY", "INPUT_CAPACITY", "OUTPUT_CAPACITY", "AgentWorker"]
 
@@ -35,14 +39,24 @@ _RESUME = "resume"
 
 class _Job:
     """What the next run starts from: its first messages (none for a resume), the arrival
-    numbers it answers, and the resume problem that makes it an error response instead."""
+    numbers it answers, the resume problem that makes it an error response instead, and for a
+    resume of a paused batch its decisions (``abort``: the batch is ended as aborted)."""
 
-    __slots__ = ("arrivals", "first", "problem")
+    __slots__ = ("abort", "approvals", "arrivals", "first", "problem")
 
-    def __init__(self, first: list[AgentMessage], arrivals: set[int], problem: str | None = None) -> None:
+    def __init__(
+        self,
+        first: list[AgentMessage],
+        arrivals: set[int],
+        problem: str | None = None,
+        approvals: Mapping[str, Decision] | None = None,
+        abort: bool = False,
+    ) -> None:
         self.first = first
         self.arrivals = arrivals
         self.problem = problem
+        self.approvals = approvals
+        self.abort = abort
 
 
 class AgentWorker:
@@ -73,6 +87,8 @@ class AgentWorker:
         self.steering_mode = steering_mode
         self.follow_up_mode = follow_up_mode
         self.resumes: collections.deque[int] = collections.deque()  # arrival numbers
+        self.resume_jobs: dict[int, tuple[Mapping[str, Decision] | None, bool]] = {}  # approvals, abort
+        self.session_file: str | None = None  # saved after every run and at approval checkpoints
         self.pending: dict[str, Callable[[], None]] = {}  # state settings made during a run
         self.history_mark: int | None = None  # history length when the active run began
         self.run_opened = 0  # arrival number from which messages may join the active run
@@ -108,7 +124,9 @@ class AgentWorker:
                         self.signal,
                         self.between_turns,
                         self.has_joining_input,
+                        job.approvals,
                     )
+                self.save_session(full=True)
                 self.deliver(response)
         finally:
             self.close()
@@ -117,6 +135,33 @@ class AgentWorker:
                     callback()
                 except Exception:  # the thread is ending: log, never raise from here
                     logger.exception("a callback run after the agent stopped raised")
+
+    def session_data(self, full: bool = False) -> SessionData:
+        """The session as plain data: during a run with the history as it was before the run
+        began (unless ``full``), and the batch waiting for approval, if any (a copy)."""
+        state = self.state
+        with self.cond:
+            paused = state.paused_batch
+            stored = None if paused is None else paused_batch_from_dict(paused.to_dict())
+            messages = list(state.messages)
+            mark = None if full else self.history_mark
+        history = messages if mark is None else messages[:mark]
+        return SessionData(self.config.session_id or "", state.system_prompt, state.model, history, stored)
+
+    def save_session(self, full: bool = False) -> None:
+        """Save the session to ``session_file`` when one is set: at the end of every run (before
+        its response is out, so whoever takes it finds the file current; ``full``), and as the
+        approval checkpoint while a paused batch runs. A failure at the end of a run is logged."""
+        path = self.session_file
+        if path is None:
+            return
+        if not full:
+            save_session_file(self.session_data(), path)  # a checkpoint's failure is the caller's
+            return
+        try:
+            save_session_file(self.session_data(full=True), path)
+        except Exception:
+            logger.exception("saving the session to %s after a run failed", path)
 
     def next_job(self) -> _Job | None:
         """Block until a message or resume starts a run (the earliest arrival, whichever channel
@@ -130,6 +175,8 @@ class AgentWorker:
                     self.state.active_run = True
                     self.history_mark = len(self.state.messages)
                     self.signal = AbortSignal()
+                    if job.abort:
+                        self.signal.abort("aborted while tool calls waited for approval")
                     self.config_of_run = self.config
                     self.cond.notify_all()
                     return job
@@ -151,6 +198,10 @@ class AgentWorker:
         _, kind = min(heads)
         if kind == _RESUME:
             number = self.resumes.popleft()
+            approvals, abort = self.resume_jobs.pop(number, (None, False))
+            if self._paused() is not None:
+                decisions = None if abort else (approvals if approvals is not None else {})
+                return _Job([], {number}, None, decisions, abort)
             return _Job([], {number}, resume_problem(self.state.messages))
         if kind == "input":
             number, msg = self.input_channel.take()
@@ -238,17 +289,38 @@ class AgentWorker:
             else:
                 apply()
 
-    def request_resume(self) -> None:
+    def _paused(self) -> PausedBatch | None:
+        """The batch waiting for approval decisions, if any (with the lock held)."""
+        paused = self.state.paused_batch
+        return paused if paused is not None and not paused.settled else None
+
+    def request_resume(self, approvals: Mapping[str, Any] | None = None) -> None:
         """Queue a resume behind whatever is active or queued; when nothing is, check it now and
-        raise ``ValueError`` saying why it cannot resume."""
+        raise ``ValueError`` saying why it cannot resume. While a batch waits for approval, the
+        decisions are checked here (``ApprovalError`` names every problem) and nothing runs when
+        they are refused; the agent must be idle then."""
         with self.cond:
             if self.hub.closed:
                 raise AgentClosedError("the agent was shut down; it takes no new messages")
-            if not self.busy():
+            paused = self._paused()
+            decisions: Mapping[str, Decision] | None = None
+            if paused is not None:
+                if self.busy():
+                    raise ApprovalError(
+                        "cannot resume with decisions now: the agent is running or has queued "
+                        "messages, and a message sent during the pause supersedes it"
+                    )
+                decisions = check_decisions(paused, approvals, self.state.tools)
+            elif approvals:
+                raise ApprovalError("no tool calls are waiting for approval; resume() takes no approvals now")
+            elif not self.busy():
                 problem = resume_problem(self.state.messages)
                 if problem is not None:
                     raise ValueError(problem)
-            self.resumes.append(next(self.hub.arrivals))
+            number = next(self.hub.arrivals)
+            self.resumes.append(number)
+            if decisions is not None:
+                self.resume_jobs[number] = (decisions, False)
             self.cond.notify_all()
 
     def busy(self) -> bool:
@@ -268,6 +340,7 @@ class AgentWorker:
         queued = self.input_channel.drain() + self.follow_up_channel.drain()
         self.hub.dropped.update(number for number, _ in queued)
         self.resumes.clear()
+        self.resume_jobs.clear()
         self.cond.notify_all()
         return [msg for _, msg in sorted(queued, key=lambda item: item[0])]
 
@@ -280,9 +353,15 @@ class AgentWorker:
         return messages if mark is None else messages[:mark]
 
     def abort(self, reason: str = "aborted by the caller") -> None:
-        """Abort the active run, if any; never raises."""
+        """Abort the active run, if any; while idle with a batch waiting for approval, end that
+        batch as aborted (in a run of its own, whose response says so). Never raises."""
         with self.cond:
             signal = self.signal
+            if signal is None and self._paused() is not None and not self.busy() and not self.hub.closed:
+                number = next(self.hub.arrivals)
+                self.resumes.append(number)
+                self.resume_jobs[number] = (None, True)
+                self.cond.notify_all()
         if signal is not None:
             signal.abort(reason)
 

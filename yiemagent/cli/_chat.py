@@ -18,9 +18,11 @@ from collections.abc import Callable, Iterator
 
 from yiemagent.agent._agent import YiemAgent
 from yiemagent.agent._session import load_session
+from yiemagent.cli._approve import Approver, settle_approvals
 from yiemagent.cli._model import ModelChoice
 from yiemagent.cli._render import Renderer, one_line
 from yiemagent.cli._session import Tools, answer_text, failure, wait_for_response
+from yiemagent.core._messages import AssistantMessage
 from yiemagent.errors import CliError, SessionError, describe_error
 
 __all__ = ["COMMANDS", "PROMPT", "ChatSession", "read_message", "run_chat"]
@@ -48,22 +50,35 @@ class ChatSession:
     ``command`` runs a slash command and returns ``False`` when the session should end.
     """
 
-    def __init__(self, agent: YiemAgent, renderer: Renderer, max_turns: int, tools: Tools) -> None:
+    def __init__(
+        self,
+        agent: YiemAgent,
+        renderer: Renderer,
+        max_turns: int,
+        tools: Tools,
+        approver: Approver | None = None,
+    ) -> None:
         self.agent = agent
         self.out = renderer
         self.max_turns = max_turns
         self.tools = tools
+        self.approver = approver if approver is not None else Approver(renderer.write)
 
     def note(self, text: str, style: str = "2") -> None:
         """Show a line of the session's own (not the model's), dimmed by default."""
         self.out.line(self.out.style.paint(text, style))
 
     def ask(self, text: str) -> None:
-        """Send ``text`` and wait for the answer; Ctrl-C aborts the run, not the session."""
+        """Send ``text`` and wait for the answer, asking about the calls that wait for
+        approval on the way; Ctrl-C aborts the run, not the session."""
         self.agent.run_agent(text)
-        response = wait_for_response(
-            self.agent, lambda: self.note("stopping the answer (Ctrl-C again quits)", "33")
-        )
+
+        def wait() -> AssistantMessage:
+            return wait_for_response(
+                self.agent, lambda: self.note("stopping the answer (Ctrl-C again quits)", "33")
+            )
+
+        response = settle_approvals(self.agent, wait(), self.approver, wait)
         problem = failure(response, self.max_turns)
         if (
             problem is None
@@ -179,9 +194,16 @@ def _line_editing() -> None:
             import readline  # noqa: F401  (importing it is what enables it)
 
 
-def run_chat(agent: YiemAgent, renderer: Renderer, choice: ModelChoice, tools: Tools, max_turns: int) -> int:
+def run_chat(
+    agent: YiemAgent,
+    renderer: Renderer,
+    choice: ModelChoice,
+    tools: Tools,
+    max_turns: int,
+    approver: Approver | None = None,
+) -> int:
     """Run the chat until ``/exit`` or end of input; return the exit status (0)."""
-    session = ChatSession(agent, renderer, max_turns, tools)
+    session = ChatSession(agent, renderer, max_turns, tools, approver)
     style = renderer.style
     renderer.line(
         style.paint("yiemagent chat", "1")

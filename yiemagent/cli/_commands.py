@@ -11,6 +11,7 @@ import sys
 from collections.abc import Callable
 from typing import Any, TextIO
 
+from yiemagent.cli._approve import Approver, settle_approvals
 from yiemagent.cli._chat import run_chat
 from yiemagent.cli._io import read_prompt, stdout_to_stderr
 from yiemagent.cli._model import CliError, ModelChoice, choose_model
@@ -97,27 +98,33 @@ def _close_quietly(stream: TextIO) -> None:
 def _answer(
     args: argparse.Namespace, choice: ModelChoice, prompt: str, events: TextIO | None
 ) -> tuple[AssistantMessage, JsonlEventWriter | None]:
-    """Run the agent once on ``prompt`` with the model ``choice`` and return its response, with
-    the writer of the events to ``events`` when there is one (its ``broken`` says whether every
-    event was written)."""
+    """Run the agent once on ``prompt`` with the model ``choice`` and return its response (once
+    no call waits for approval: the approver asks), with the writer of the events to
+    ``events`` when there is one (its ``broken`` says whether every event was written)."""
     with contextlib.ExitStack() as stack:
         tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
         warn_problems(tools.problems, sys.stderr)
         sinks: list[Sink] = []
         writer: JsonlEventWriter | None = None
         say = _write_to_stderr
+        line_ended: Callable[[], None] | None = None
         if not args.quiet:
             renderer = Renderer(sys.stderr, show_text=False, status=sys.stderr)
             sinks.append(renderer)
-            say = renderer.write
+            say, line_ended = renderer.write, renderer.line_typed
         if events is not None:
             writer = JsonlEventWriter(events)
             sinks.append(writer)
-        agent = build_agent(args, choice, tools.store, sinks, say)
+        agent = build_agent(args, choice, tools.store, sinks)
         stack.push(shutdown_on_exit(agent))
+        approver = Approver(say, yes=args.yes, quiet=args.quiet, line_ended=line_ended, record=writer)
         agent.run_agent(prompt)
-        # Through the renderer: it erases the status line before the note is written.
-        return wait_for_response(agent, lambda: say(ABORTING)), writer
+
+        def wait() -> AssistantMessage:
+            # Through the renderer: it erases the status line before the note is written.
+            return wait_for_response(agent, lambda: say(ABORTING))
+
+        return settle_approvals(agent, wait(), approver, wait), writer
 
 
 def _write_to_stderr(text: str) -> None:
@@ -279,6 +286,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
         tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))
         warn_problems(tools.problems, sys.stderr)
         renderer = Renderer(sys.stdout, status=sys.stderr)
-        agent = build_agent(args, choice, tools.store, [renderer], renderer.write)
+        agent = build_agent(args, choice, tools.store, [renderer])
         stack.push(shutdown_on_exit(agent))
-        return run_chat(agent, renderer, choice, tools, args.max_turns)
+        approver = Approver(renderer.write, yes=args.yes, line_ended=renderer.line_typed)
+        return run_chat(agent, renderer, choice, tools, args.max_turns, approver)

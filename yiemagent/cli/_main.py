@@ -125,9 +125,17 @@ def build_parser() -> argparse.ArgumentParser:
         "new tools (Python code); every call of it is asked about first",
     )
     group.add_argument(
+        "--approve",
+        action="store_true",
+        help="ask before every tool call: the tool, its arguments as JSON, and "
+        "[y]es / [n]o / [e]dit (tools that declare needs_approval, and writeTool, "
+        "always ask)",
+    )
+    group.add_argument(
         "--yes",
         action="store_true",
-        help="allow every call of a tool that is asked about (writeTool) without asking",
+        help="approve every call that would be asked about without asking (also with "
+        "--approve), showing one line per call",
     )
 
     parser = argparse.ArgumentParser(

@@ -24,6 +24,7 @@ from yiemagent.core._events import (
     AgentEndEvent,
     AgentEvent,
     AgentStartEvent,
+    ApprovalRequestedEvent,
     MessageEndEvent,
     MessageStartEvent,
     MessageUpdateEvent,
@@ -150,6 +151,11 @@ class Renderer:
             if not self._at_line_start:
                 self.write("\n")
 
+    def line_typed(self) -> None:
+        """Note that the person ended the open line (the Enter of a typed answer)."""
+        with self._lock:
+            self._at_line_start = True
+
     def width(self) -> int:
         """How many characters a line of tool activity may use: the terminal's width (100
         when it cannot be told) less the indent, and at least 40."""
@@ -185,6 +191,10 @@ class Renderer:
                 )
             elif isinstance(event, ToolExecEndEvent):
                 self._tool_end(event)
+            elif isinstance(event, ApprovalRequestedEvent):
+                # Waiting for a person is no part of a call's duration: its end shows none.
+                for call in event.pending:
+                    self._started.pop(call.tool_call_id, None)
 
     def _follow(self, event: AgentEvent) -> None:
         """Keep the status line saying what the agent does: thinking (waiting for the model),
@@ -202,6 +212,9 @@ class Renderer:
         elif isinstance(event, ToolExecStartEvent):
             self._running[event.tool_call_id] = event.tool_name
             status.set("running " + ", ".join(printable(n) for n in self._running.values()))
+        elif isinstance(event, ApprovalRequestedEvent):
+            for call in event.pending:
+                self._running.pop(call.tool_call_id, None)
         elif isinstance(event, ToolExecEndEvent):
             self._running.pop(event.tool_call_id, None)
             status.set(

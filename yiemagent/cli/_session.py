@@ -17,7 +17,7 @@ from typing import TextIO
 import attrs
 
 from yiemagent.agent._agent import YiemAgent
-from yiemagent.cli._confirm import Confirmation
+from yiemagent.cli._approve import approval_policy
 from yiemagent.cli._model import CliError, ModelChoice
 from yiemagent.core._content import TextContent
 from yiemagent.core._events import AgentEvent
@@ -247,12 +247,11 @@ def build_agent(
     choice: ModelChoice,
     store: ToolStore,
     sinks: Sequence[Sink],
-    say: Callable[[str], None],
 ) -> YiemAgent:
     """An agent for ``chat``/``run``: the model, the store's tools (followed as the model adds
     some with writeTool), the options, and ``sinks`` subscribed in order. Calls of a tool that
-    writes and runs code are asked about first (``Confirmation``; the question goes to
-    ``say``), unless ``--yes``."""
+    writes and runs code wait for approval, and with ``--approve`` every call does
+    (``approval_policy``; the command asks, see ``settle_approvals``)."""
     agent = YiemAgent(
         llm_call=choice.llm_call,
         tools=get_tools(store),
@@ -260,7 +259,7 @@ def build_agent(
         system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
         tool_execution="parallel" if args.parallel else "sequential",
         max_turns=args.max_turns,
-        before_tool_call=Confirmation(say, yes=args.yes),
+        needs_approval=approval_policy(args.approve),
     )
     for sink in sinks:
         agent.subscribe(sink)
@@ -294,6 +293,8 @@ def failure(message: AssistantMessage, max_turns: int) -> str | None:
         return f"error: {message.error_message or 'the run failed'}"
     if message.stop_reason == "aborted":
         return "aborted"
+    if message.stop_reason == "awaiting_approval":  # settle_approvals asks until none waits
+        return "stopped: tool calls are still waiting for approval"
     if message.stop_reason == "max_turns":
         return f"stopped: no answer within {max_turns} turns (--max-turns); the model kept calling tools"
     return None

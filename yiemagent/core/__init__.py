@@ -33,8 +33,10 @@ _EXPORTS = Exports(
             "ToolResultMessage",
             "UserMessage",
         ),
+        "_approval": ("Approve", "Deny", "Edit", "PausedBatch", "PausedCall", "PendingApproval"),
         "_events": (
             "AgentEndEvent",
+            "ApprovalRequestedEvent",
             "AgentEvent",
             "AgentStartEvent",
             "MessageEndEvent",
@@ -95,6 +97,12 @@ def __dir__() -> list[str]:
 
 
 if TYPE_CHECKING:
+    from yiemagent.core._approval import Approve as Approve
+    from yiemagent.core._approval import Deny as Deny
+    from yiemagent.core._approval import Edit as Edit
+    from yiemagent.core._approval import PausedBatch as PausedBatch
+    from yiemagent.core._approval import PausedCall as PausedCall
+    from yiemagent.core._approval import PendingApproval as PendingApproval
     from yiemagent.core._arguments import prepare_tool_call_arguments as prepare_tool_call_arguments
     from yiemagent.core._arguments import validate_required_args as validate_required_args
     from yiemagent.core._arguments import validate_tool_arguments as validate_tool_arguments
@@ -113,6 +121,7 @@ if TYPE_CHECKING:
     from yiemagent.core._events import AgentEndEvent as AgentEndEvent
     from yiemagent.core._events import AgentEvent as AgentEvent
     from yiemagent.core._events import AgentStartEvent as AgentStartEvent
+    from yiemagent.core._events import ApprovalRequestedEvent as ApprovalRequestedEvent
     from yiemagent.core._events import MessageEndEvent as MessageEndEvent
     from yiemagent.core._events import MessageStartEvent as MessageStartEvent
     from yiemagent.core._events import MessageUpdateEvent as MessageUpdateEvent

@@ -29,6 +29,10 @@ kind                   phase       cause
                                    the floor before the call started
 ``repeated_call``      prepare     the run already made ``max_repeated_calls`` calls of this
                                    tool with the same prepared arguments
+``denied``             approval    the call needed approval and was denied (or a new message
+                                   superseded the batch that waited for it)
+``interrupted``        approval    an approved call had started when the process stopped; its
+                                   outcome is unknown, so it is never run again
 =====================  ==========  ==========================================================
 """
 
@@ -40,9 +44,11 @@ from typing import Any
 __all__ = [
     "ABORTED",
     "BLOCKED",
+    "DENIED",
     "ERROR_KINDS",
     "ERROR_KIND_KEY",
     "HOOK_FAILED",
+    "INTERRUPTED",
     "INVALID_ARGUMENTS",
     "INVALID_JSON",
     "INVALID_RESULT",
@@ -71,6 +77,8 @@ INVALID_RESULT = "invalid_result"
 TIMEOUT = "timeout"
 SKIPPED = "skipped"
 REPEATED_CALL = "repeated_call"
+DENIED = "denied"
+INTERRUPTED = "interrupted"
 
 ERROR_KINDS = (
     ABORTED,
@@ -86,6 +94,8 @@ ERROR_KINDS = (
     TIMEOUT,
     SKIPPED,
     REPEATED_CALL,
+    DENIED,
+    INTERRUPTED,
 )
 
 

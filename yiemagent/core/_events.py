@@ -22,6 +22,7 @@ from typing import Any, ClassVar, Literal
 
 import attrs
 
+from yiemagent.core._approval import PendingApproval
 from yiemagent.core._content import content_text
 from yiemagent.core._error_kinds import error_kind
 from yiemagent.core._json_safety import json_ready
@@ -32,6 +33,7 @@ __all__ = [
     "AgentEndEvent",
     "AgentEvent",
     "AgentStartEvent",
+    "ApprovalRequestedEvent",
     "MessageEndEvent",
     "MessageStartEvent",
     "MessageUpdateEvent",
@@ -243,3 +245,16 @@ class MessageEndEvent(AgentEvent):
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "message"}`` with the message's ``to_dict()``."""
         return {"type": self.event_type, "message": self.message.to_dict()}
+
+
+@attrs.define(frozen=True)
+class ApprovalRequestedEvent(AgentEvent):
+    """A batch paused: ``pending`` are the calls that wait for a decision (with the arguments
+    that will execute if approved); the run ends with ``stop_reason="awaiting_approval"``."""
+
+    pending: list[PendingApproval] = attrs.field(factory=list)
+    event_type: ClassVar[str] = "approval_requested"
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return ``{"type", "pending": [{"tool_call_id", "tool_name", "arguments"}]}``."""
+        return {"type": self.event_type, "pending": [p.to_dict() for p in self.pending]}

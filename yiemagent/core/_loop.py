@@ -11,18 +11,23 @@ shell of channels, a worker thread and settings around it, and tests drive it di
 from __future__ import annotations
 
 import inspect
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
 import attrs
 
+from yiemagent.core._approval import Decision
+from yiemagent.core._approval_batch import may_need_approval, prepare_or_pause, settle_paused_batch
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
 from yiemagent.core._context import prepare_context as default_prepare_context
 from yiemagent.core._context_overflow import with_overflow_hint
 from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
+from yiemagent.core._error_kinds import ABORTED as ABORTED_KIND
+from yiemagent.core._error_kinds import SKIPPED
 from yiemagent.core._events import (
     AgentEndEvent,
     AgentStartEvent,
+    ApprovalRequestedEvent,
     MessageEndEvent,
     MessageStartEvent,
     TurnEndEvent,
@@ -57,6 +62,7 @@ __all__ = [
 ]
 
 ABORTED = "The run was aborted."
+AWAITING_APPROVAL = "awaiting_approval"
 LLM_KEYWORDS = ("on_update", "signal", "max_retry_delay_ms", "session_id")
 ToolSync = Callable[[AgentState, Sequence[str]], None]
 
@@ -114,8 +120,9 @@ class RunConfig:
     the batch. ``clock()`` (milliseconds) stamps the messages the loop makes (tool results, its
     own responses) and ``new_tool_call_id()`` names the tool calls a reply sent without an id;
     they default to ``messages.now_ms`` and ``tool_calls.new_tool_call_id``, and conformance
-    runs replace them to get reproducible traces. Invalid settings raise
-    ``TypeError``/``ValueError`` at construction.
+    runs replace them to get reproducible traces. ``needs_approval(tool, args, context)`` is the
+    agent's approval policy and ``approval_checkpoint()`` saves the session while a paused batch
+    runs (docs/approval.md). Invalid settings raise ``TypeError``/``ValueError`` at construction.
     """
 
     llm_call: Callable[..., AssistantMessage] = attrs.field(validator=_check_callable)
@@ -136,6 +143,8 @@ class RunConfig:
     sync_tools: ToolSync | None = attrs.field(default=None, validator=_check_callable)
     clock: Callable[[], int] = attrs.field(default=now_ms, validator=_check_callable)
     new_tool_call_id: Callable[[], str] = attrs.field(default=new_tool_call_id, validator=_check_callable)
+    needs_approval: Callable[..., bool] | None = attrs.field(default=None, validator=_check_callable)
+    approval_checkpoint: Callable[[], None] | None = attrs.field(default=None, validator=_check_callable)
     llm_keywords: frozenset[str] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -169,6 +178,8 @@ class RunConfig:
             skip_remaining=skip_remaining,
             clock=self.clock,
             repeated_calls=repeated_calls,
+            needs_approval=self.needs_approval,
+            approval_checkpoint=self.approval_checkpoint,
         )
 
 
@@ -350,19 +361,51 @@ class _Run:
         return context
 
     def run_tools(self, response: AssistantMessage, calls: list[AgentToolCall]) -> AgentToolCallBatch:
-        """Step 6: execute the calls and add their results (and note the tools they added)."""
+        """Step 6: execute the calls and add their results (and note the tools they added); or,
+        when calls need approval, pause the batch (``batch.paused``) and announce it."""
         state = self.state
         context = self.hooks_context()
+        config = self.tool_config()
         state.pending_tool_calls = {call.id for call in calls}
         try:
-            batch = execute_tool_calls(context, response, calls, self.tool_config(), self.signal, self.emit)
+            if may_need_approval(calls, context, config):
+                batch = prepare_or_pause(context, response, calls, config, self.signal, self.emit)
+            else:
+                batch = execute_tool_calls(context, response, calls, config, self.signal, self.emit)
         finally:
             state.pending_tool_calls = set()
+        if batch.paused is not None:
+            state.paused_batch = batch.paused
+            if self.emit.active:
+                self.emit.send(ApprovalRequestedEvent(batch.paused.pending()))
+            return batch
+        self.add_results(batch)
+        return batch
+
+    def add_results(self, batch: AgentToolCallBatch) -> None:
+        """Add a batch's result messages to the history, noting the tools they added."""
         for msg in batch.messages:
             self.add(msg)
             if msg.added_tool_names:
                 self.added_tools.extend(msg.added_tool_names)
-        return batch
+
+    def settle(self, approvals: Mapping[str, Decision] | None) -> AssistantMessage | None:
+        """Finish the paused batch, if any, before anything else joins the run: with the
+        decisions, or (none given) as aborted when the run is, else superseded by the messages
+        that start it. Returns the run's response when that ends the run."""
+        paused = self.state.paused_batch
+        if paused is None or paused.settled:
+            return None
+        # No decisions: the run was aborted, or messages that start it supersede the batch.
+        fallback = "" if approvals is not None else (ABORTED_KIND if self.signal.aborted else SKIPPED)
+        batch = settle_paused_batch(
+            self.hooks_context(), paused, approvals, fallback, self.tool_config(), self.signal, self.emit
+        )
+        paused.settled = True  # kept in the state (and the session) until the run has ended
+        self.add_results(batch)
+        if self.emit.active:
+            self.emit.send(TurnEndEvent(paused.message, batch.messages))
+        return _after_batch(self, paused.message, batch) if (batch.terminate or self.signal.aborted) else None
 
 
 def build_terminated_response(
@@ -425,6 +468,8 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
     batch = run.run_tools(response, calls) if has_calls else None
     if run.emit.active:
         run.emit.send(TurnEndEvent(response, batch.messages if batch is not None else []))
+    if batch is not None and batch.paused is not None:
+        return run.made_up(AWAITING_APPROVAL, None)
     return _after_batch(run, response, batch)
 
 
@@ -435,6 +480,10 @@ def _finish_pending_calls(run: _Run) -> AssistantMessage | None:
     if reply is None or not pending:
         return None
     batch = run.run_tools(reply, pending)
+    if batch.paused is not None:
+        if run.emit.active:
+            run.emit.send(TurnEndEvent(reply, []))
+        return run.made_up(AWAITING_APPROVAL, None)
     return _after_batch(run, reply, batch) if (batch.terminate or run.signal.aborted) else None
 
 
@@ -471,6 +520,7 @@ def run_loop(
     signal: AbortSignal | None = None,
     take_input: Callable[[], list[AgentMessage]] = _no_input,
     has_input: Callable[[], bool] | None = None,
+    approvals: Mapping[str, Decision] | None = None,
 ) -> AssistantMessage:
     """Run one run on ``state`` and return its single response; never raises (except a
     ``KeyboardInterrupt``).
@@ -485,22 +535,30 @@ def run_loop(
     messages that join the run there; ``has_input()`` tells whether one is waiting (used by
     ``skip_tools_on_steer``). Every event goes to ``emit`` (wrapped in a ``SafeEmitter``),
     every message the run adds is appended to ``state.messages``, and ``state.error_message``
-    records an error response's message.
+    records an error response's message. A batch whose calls need approval pauses the run
+    (``stop_reason="awaiting_approval"``, the batch in ``state.paused_batch``); the next run
+    first finishes it with ``approvals`` (a resume), as aborted (its signal already aborted), or
+    as superseded by the messages in ``first``.
     """
     run = _Run(state, config, safe_emitter(emit), signal or AbortSignal(), has_input)
     if run.emit.active:
         run.emit.send(AgentStartEvent())
     try:
+        first = list(first)
         for msg in first:
             if not isinstance(msg, AgentMessage):
                 raise TypeError(f"a run starts from messages, got {type(msg).__name__}")
+        ended = run.settle(approvals)
+        for msg in first:
             run.add(msg)
-        response = _turns(run, take_input)
+        response = ended if ended is not None else _turns(run, take_input)
         if run.added_tools and config.sync_tools is not None:  # tools added in the last turn
             config.sync_tools(state, run.added_tools)
     except BaseException as exc:  # defensive: the steps above contain their own failures
         reraise_interrupt(exc)
         response = run.made_up("error", f"the run failed: {describe_error(exc)}")
+    if state.paused_batch is not None and state.paused_batch.settled:
+        state.paused_batch = None
     state.error_message = response.error_message if response.stop_reason == "error" else None
     if run.emit.active:
         run.emit.send(AgentEndEvent(list(run.added), response=response))

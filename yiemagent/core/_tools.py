@@ -120,6 +120,17 @@ def _check_callable(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
         raise TypeError(f'Tool "{inst.name}": {attr.name} must be callable, got {value!r}')
 
 
+NeedsApproval = bool | Callable[[dict[str, Any], Any], bool]
+
+
+def check_needs_approval(_inst: Any, _attr: Any, value: Any) -> None:
+    if not (isinstance(value, bool) or callable(value)):
+        raise TypeError(
+            "needs_approval must be True, False or a function (args, context) -> bool, "
+            f"got {type(value).__name__}"
+        )
+
+
 @attrs.define(frozen=True, eq=False)
 class AgentTool:
     """A tool the model may call (spec ``agentTool``), compared by identity.
@@ -130,7 +141,9 @@ class AgentTool:
     ever fetched). ``timeout_s`` bounds one call (beyond the spec); ``None`` uses the loop's
     default. ``untrusted_schema`` (beyond the spec; MCP tools set it) marks a schema from a
     source you do not control: a pattern in it that RE2 cannot match in linear time is refused
-    here instead of being matched with Python's ``re``.
+    here instead of being matched with Python's ``re``. ``needs_approval`` (beyond the spec):
+    ``True``, or ``fn(args, context) -> bool`` deciding from the prepared arguments, makes a
+    call wait for a decision before it runs (docs/approval.md).
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -147,6 +160,7 @@ class AgentTool:
     parallel_tool_execute: bool = False
     timeout_s: float | None = None
     untrusted_schema: bool = attrs.field(default=False, kw_only=True)
+    needs_approval: NeedsApproval = attrs.field(default=False, kw_only=True, validator=check_needs_approval)
     schema_validator: Validator = attrs.field(init=False, repr=False)
     fast_check: Callable[[Any], bool] | None = attrs.field(init=False, repr=False)
 
@@ -193,10 +207,12 @@ def shared_tool_mapping(tools: Mapping[str, AgentTool] | Iterable[AgentTool] | N
 
 @attrs.define(frozen=True)
 class AgentToolCallBatch:
-    """The result messages of one batch of tool calls and whether the loop should stop."""
+    """The result messages of one batch of tool calls and whether the loop should stop; or,
+    with ``paused`` set, no results yet: the batch waits for approval decisions."""
 
     messages: list[ToolResultMessage]
     terminate: bool = False
+    paused: Any = None  # a PausedBatch (core._approval), which imports this module
 
 
 @attrs.define(frozen=True)
@@ -261,6 +277,7 @@ class AgentState:
     pending_tool_calls: set[str] = attrs.field(factory=set)
     active_run: bool = False
     error_message: str | None = None
+    paused_batch: Any = None  # the PausedBatch waiting for approval decisions (core._approval)
 
 
 @attrs.define(frozen=True)
@@ -330,6 +347,10 @@ class AgentLoopConfig:
     the millisecond timestamps of the result messages (``now_ms`` unless a test fixes it).
     ``repeated_calls``, when set, counts the calls of a run and refuses one made with the same
     tool and prepared arguments more often than its limit (the agent's ``max_repeated_calls``).
+    ``needs_approval(tool, args, context)`` is the agent's policy: a call it (or the tool's own
+    ``needs_approval``) asks about waits for a decision. ``approval_checkpoint()`` is called
+    whenever a resumed batch's calls are about to start or have ended (the agent saves its
+    session there, so a call is never run twice after a crash).
     """
 
     tools: ToolMapping = attrs.field(factory=dict, converter=shared_tool_mapping)
@@ -341,6 +362,10 @@ class AgentLoopConfig:
     skip_remaining: Callable[[], bool] | None = attrs.field(default=None, kw_only=True)
     clock: Callable[[], int] = attrs.field(default=now_ms, kw_only=True)
     repeated_calls: RepeatedCalls | None = attrs.field(default=None, kw_only=True)
+    needs_approval: Callable[[AgentTool, dict[str, Any], AgentContext], bool] | None = attrs.field(
+        default=None, kw_only=True
+    )
+    approval_checkpoint: Callable[[], None] | None = attrs.field(default=None, kw_only=True)
 
     @tool_execution.validator
     def _check_mode(self, _attr: Any, value: str) -> None:

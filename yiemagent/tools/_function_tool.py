@@ -26,7 +26,7 @@ from typing import Any, Literal, overload
 import attrs
 
 from yiemagent.core._content import TextContent
-from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult
+from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult, NeedsApproval
 
 __all__ = ["function_tool", "parse_docstring", "to_tool_result"]
 
@@ -480,6 +480,7 @@ def _make_tool(
     description: str | None,
     parallel: bool,
     timeout_s: float | None,
+    needs_approval: NeedsApproval = False,
 ) -> AgentTool:
     if inspect.isasyncgenfunction(fn):
         raise TypeError(
@@ -507,6 +508,7 @@ def _make_tool(
         execute=execute,
         parallel_tool_execute=parallel,
         timeout_s=timeout_s,
+        needs_approval=needs_approval,
     )
 
 
@@ -524,6 +526,7 @@ def function_tool(
     description: str | None = None,
     parallel: bool = False,
     timeout_s: float | None = None,
+    needs_approval: NeedsApproval = False,
 ) -> Callable[[Callable[..., Any]], AgentTool]: ...
 
 
@@ -536,6 +539,7 @@ def function_tool(
     description: str | None = None,
     parallel: bool = False,
     timeout_s: float | None = None,
+    needs_approval: NeedsApproval = False,
 ) -> AgentTool | Callable[[Callable[..., Any]], AgentTool]:
     """Build an ``AgentTool`` from a function; use as ``@function_tool`` or ``@function_tool(...)``.
 
@@ -544,16 +548,17 @@ def function_tool(
     (see ``to_tool_result``); ``Enum`` arguments arrive as members. An ``async def`` is run to
     completion on the calling thread with ``asyncio.run`` (on a helper thread if that thread
     already runs an event loop); an abort of the call's signal cancels it, which ends the call in
-    ``CancelledError`` unless the coroutine catches it and returns. Raises ``TypeError`` at
-    decoration time, naming the function and parameter, for a missing or unsupported type hint,
-    and for an async generator.
+    ``CancelledError`` unless the coroutine catches it and returns. ``needs_approval`` (``True``
+    or ``fn(args, context) -> bool``) makes its calls wait for a decision (docs/approval.md).
+    Raises ``TypeError`` at decoration time, naming the function and parameter, for a missing or
+    unsupported type hint, and for an async generator.
     """
     if fn is not None:
         if not callable(fn):
             raise TypeError(f"function_tool expects a function, got {type(fn).__name__}")
-        return _make_tool(fn, name, label, description, parallel, timeout_s)
+        return _make_tool(fn, name, label, description, parallel, timeout_s, needs_approval)
 
     def decorate(func: Callable[..., Any]) -> AgentTool:
-        return _make_tool(func, name, label, description, parallel, timeout_s)
+        return _make_tool(func, name, label, description, parallel, timeout_s, needs_approval)
 
     return decorate

@@ -14,12 +14,13 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import ray
 
 from yiemagent.agent._session import SessionData, load_session
+from yiemagent.core._approval import Decision, PendingApproval
 from yiemagent.core._messages import AgentMessage, AssistantMessage, UserMessage
 from yiemagent.errors import AgentClosedError, ClusterError, ResponseTimeout, SessionError, describe_error
 from yiemagent.integrations._session_store import SessionStore
@@ -134,9 +135,14 @@ class AgentHost:
     # -- control (a group of its own: never behind a waiting call) -------------------------
 
     @ray.method(concurrency_group="control")
-    def resume(self) -> None:
+    def resume(self, approvals: Mapping[str, Decision] | None = None) -> None:
         self._check()
-        self._agent.resume()
+        self._agent.resume(approvals)
+
+    @ray.method(concurrency_group="control")
+    def pending_approvals(self) -> list[PendingApproval]:
+        self._check()
+        return self._agent.pending_approvals
 
     @ray.method(concurrency_group="control")
     def abort(self) -> None:

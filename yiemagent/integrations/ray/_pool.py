@@ -13,12 +13,14 @@ from __future__ import annotations
 import logging
 import threading
 import zlib
+from collections.abc import Mapping
 from typing import Any
 
 import ray
 import ray.exceptions
 
 from yiemagent.agent._session import check_session_id
+from yiemagent.core._approval import Decision, PendingApproval
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.errors import AgentActorDiedError, AgentClosedError, ResponseTimeout
 from yiemagent.integrations._session_store import SessionStore
@@ -161,6 +163,49 @@ class AgentPool:
                 "new actor: send the message again"
             )
         return response
+
+    def resume(
+        self,
+        session_id: str,
+        approvals: Mapping[str, Decision] | None = None,
+        timeout: float | None = None,
+    ) -> AssistantMessage:
+        """Resume session ``session_id`` and return the run's response; the session is saved
+        before this returns. While calls of the session wait for approval
+        (``pending_approvals``), ``approvals`` maps each one's id to ``Approve()``,
+        ``Deny(reason)`` or ``Edit(arguments)`` and the paused batch runs with them, on
+        whichever actor serves the session now (the batch is kept in its saves). Unusable
+        decisions raise ``ApprovalError`` here and nothing runs; nothing to resume raises
+        ``ValueError``. An actor that dies during the run gives an error response, as in
+        ``prompt``: the session goes on from its last save, where each call of the batch that
+        had started is marked, so none runs twice."""
+        slot, actor = self._actor(session_id)
+        ref = actor.resume.remote(session_id, None if approvals is None else dict(approvals), timeout)
+        try:
+            response: AssistantMessage = get(
+                ref,
+                None if timeout is None else timeout + GRACE_S,
+                what=f"resume() in session {session_id!r}",
+            )
+        except AgentActorDiedError as exc:
+            cause = exc.__cause__ or exc
+            fresh = self._replace(slot, actor, cause)
+            fresh.preload.remote(session_id)
+            return error_response(
+                f"the agent's actor died during this run ({short_reason(cause)}); "
+                "the session goes on from its last save on a new actor"
+            )
+        return response
+
+    def pending_approvals(self, session_id: str) -> list[PendingApproval]:
+        """The calls of session ``session_id`` waiting for a decision, in call order, each with
+        the arguments that will execute if it is approved (empty when none waits, or the store
+        has no such session)."""
+        _, actor = self._actor(session_id)
+        pending: list[PendingApproval] = get(
+            actor.pending_approvals.remote(session_id), what="pending_approvals()"
+        )
+        return pending
 
     def abort(self, session_id: str) -> bool:
         """Abort the active run of ``session_id``; whether the session was in memory."""

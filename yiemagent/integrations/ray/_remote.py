@@ -15,12 +15,13 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import ray
 
 from yiemagent.agent._session import SessionData
+from yiemagent.core._approval import Decision, PendingApproval
 from yiemagent.core._emit import Emit
 from yiemagent.core._messages import AgentMessage, AssistantMessage, UserMessage
 from yiemagent.errors import AgentActorDiedError, AgentClosedError, ResponseTimeout
@@ -48,12 +49,15 @@ def _grace(timeout: float | None) -> float | None:
 
 class RemoteAgent:
     """A ``YiemAgent`` running in a Ray actor, driven from here with the same synchronous API:
-    ``run_agent``, ``follow_up``, ``resume``, ``take_response``, ``prompt``, ``abort``,
-    ``wait_for_idle``, ``save``, ``shutdown``, ``subscribe``, and ``messages``,
-    ``session_data()``, ``is_running`` to read it. Create it with ``start`` or ``load``.
+    ``run_agent``, ``follow_up``, ``resume`` (with ``approvals=`` for calls waiting for
+    approval), ``take_response``, ``prompt``, ``abort``, ``wait_for_idle``, ``save``,
+    ``shutdown``, ``subscribe``, and ``messages``, ``pending_approvals``, ``session_data()``,
+    ``is_running`` to read it. Create it with ``start`` or ``load`` (a saved session's batch
+    waiting for approval comes back with it).
 
     Errors are the local agent's (``ResponseTimeout``, ``AgentClosedError``, ``ValueError`` from
-    a bad ``resume``...); when the actor dies, every call raises ``AgentActorDiedError``.
+    a bad ``resume``, ``ApprovalError`` from unusable decisions...); when the actor dies, every
+    call raises ``AgentActorDiedError``.
     """
 
     def __init__(self, actor: Any, info: dict[str, Any], listener: Emit | None = None) -> None:
@@ -181,9 +185,20 @@ class RemoteAgent:
         """Queue a follow-up message (see ``YiemAgent.follow_up``)."""
         self._call("follow_up", msg)
 
-    def resume(self) -> None:
-        """Run on from the history (see ``YiemAgent.resume``)."""
-        self._call("resume")
+    def resume(self, approvals: Mapping[str, Decision] | None = None) -> None:
+        """Run on from the history (see ``YiemAgent.resume``); while calls wait for approval
+        (``pending_approvals``), ``approvals`` maps each one's id to ``Approve()``,
+        ``Deny(reason)`` or ``Edit(arguments)`` and the paused batch runs with them (its run
+        puts one response out, for ``take_response``). Decisions that cannot be used raise the
+        agent's ``ApprovalError`` here, and nothing runs."""
+        self._call("resume", None if approvals is None else dict(approvals))
+
+    @property
+    def pending_approvals(self) -> list[PendingApproval]:
+        """The calls waiting for a decision, in call order (empty when none waits), each with
+        the arguments that will execute if it is approved (see ``YiemAgent.pending_approvals``)."""
+        pending: list[PendingApproval] = self._call("pending_approvals")
+        return pending
 
     def take_response(self, timeout: float | None = None) -> AssistantMessage:
         """The next run's response (see ``YiemAgent.take_response``); after ``shutdown``, the

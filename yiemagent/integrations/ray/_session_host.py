@@ -14,13 +14,16 @@ import logging
 import os
 import threading
 import time
+from collections.abc import Mapping
 from typing import Any
 
+import attrs
 import ray
 
 from yiemagent.agent._agent import YiemAgent
+from yiemagent.core._approval import Decision, PendingApproval
 from yiemagent.core._messages import AssistantMessage
-from yiemagent.errors import AgentClosedError, ClusterError, describe_error
+from yiemagent.errors import AgentClosedError, ClusterError, ResponseTimeout, describe_error
 from yiemagent.integrations._session_store import SessionStore
 from yiemagent.integrations.ray._forwarder import SinkForwarder
 from yiemagent.integrations.ray._settings import AgentFactory, AgentSettings
@@ -34,6 +37,29 @@ logger = logging.getLogger("yiemagent.integrations.ray")
 def error_response(message: str) -> AssistantMessage:
     """A made-up response for a run that could not happen or was lost (``stop_reason="error"``)."""
     return AssistantMessage(stop_reason="error", error_message=message)
+
+
+def _drop_untaken(agent: YiemAgent) -> None:
+    """Drop the responses on ``agent``'s output channel (a resume whose caller timed out left
+    its response there), so the next ``take_response`` is the next run's."""
+    while True:
+        try:
+            agent.take_response(0)
+        except ResponseTimeout:
+            return
+
+
+def _checkpoint_to(agent: YiemAgent, store: SessionStore) -> None:
+    """Save ``agent``'s session to ``store`` while a batch approved by ``resume`` runs: before
+    a call starts (a call whose save fails does not start) and after it ends, as an agent with
+    a session file does. So a slot whose actor dies mid-batch takes the session up with the
+    calls that had started marked, and never runs one twice."""
+    core = agent._worker_core
+
+    def checkpoint() -> None:
+        store.save(core.session_data())
+
+    core.config = attrs.evolve(core.config, approval_checkpoint=checkpoint)
 
 
 class _Session:
@@ -119,6 +145,44 @@ class SessionHost:
         finally:
             self._leave(session_id, entry)
 
+    def resume(
+        self, session_id: str, approvals: Mapping[str, Decision] | None, timeout: float | None
+    ) -> AssistantMessage:
+        """Resume session ``session_id`` (loaded from the store when it is not in memory): with
+        ``approvals``, run its batch waiting for approval with those decisions; save the session
+        and return the run's response. Unusable decisions raise ``ApprovalError`` and nothing
+        runs; nothing to resume raises ``ValueError``; a session that cannot be loaded gives an
+        error response; ``ResponseTimeout`` as from ``prompt``."""
+        self._check()
+        entry = self._enter(session_id)
+        try:
+            with entry.lock:
+                agent = self._load_into(session_id, entry)
+                if isinstance(agent, Exception):
+                    return error_response(
+                        f"session {session_id!r} could not be loaded: {describe_error(agent)}"
+                    )
+                _drop_untaken(agent)
+                agent.resume(approvals)
+                response = agent.take_response(timeout)
+                self._count("runs")
+                self._save(session_id, entry)
+                return response
+        finally:
+            self._leave(session_id, entry)
+
+    def pending_approvals(self, session_id: str) -> list[PendingApproval]:
+        """The calls of session ``session_id`` waiting for a decision: from its agent when it
+        is in memory, else from its last save (empty when the store has no such session)."""
+        self._check()
+        with self._lock:
+            entry = self._sessions.get(session_id)
+            agent = None if entry is None else entry.agent
+        if agent is not None:
+            return agent.pending_approvals
+        data = self._store.load(session_id)
+        return [] if data is None or data.paused is None else data.paused.pending()
+
     def preload(self, session_id: str) -> bool:
         """Load session ``session_id`` into memory now (a restarted slot warms the session whose
         run was lost); ``True`` when it is in memory afterwards."""
@@ -169,11 +233,13 @@ class SessionHost:
         data = self._store.load(session_id)
         self._count("loads" if data is not None else "creates")
         forwarder = self._forwarder
-        return self._factory.agent(
+        agent = self._factory.agent(
             session=data,
             session_id=session_id,
             listener=None if forwarder is None else forwarder.listener(session_id),
         )
+        _checkpoint_to(agent, self._store)
+        return agent
 
     def _save(self, session_id: str, entry: _Session) -> None:
         """Save the session; a failure is logged and counted, and the session is kept dirty so

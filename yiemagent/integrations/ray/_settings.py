@@ -18,6 +18,7 @@ import attrs
 
 from yiemagent.agent._agent import DEFAULT_SYSTEM_PROMPT, YiemAgent
 from yiemagent.agent._session import SessionData
+from yiemagent.core._approval import paused_batch_from_dict
 from yiemagent.core._emit import Emit
 from yiemagent.core._messages import AssistantMessage, LlmModel
 from yiemagent.core._tools import AgentTool
@@ -182,7 +183,8 @@ class AgentFactory:
         listener: Emit | None = None,
     ) -> YiemAgent:
         """A new agent from the settings; with ``session``, taking up that saved session (its id,
-        system prompt, model and history); ``listener`` is its first event listener."""
+        system prompt, model, history and the batch waiting for approval, if any, as
+        ``YiemAgent.load`` does); ``listener`` is its first event listener."""
         settings = self.settings
         kwargs: dict[str, Any] = {
             **settings.agent_options,
@@ -204,7 +206,14 @@ class AgentFactory:
                 model=session.model,
                 messages=session.messages,
             )
-        return YiemAgent(**kwargs)
+        agent = YiemAgent(**kwargs)
+        if session is not None and session.paused is not None:
+            # As YiemAgent.load restores it; a copy, as the agent records its calls' progress
+            # in it and ``session`` may be used again.
+            paused = paused_batch_from_dict(session.paused.to_dict())
+            with agent._cond:
+                agent._state.paused_batch = paused
+        return agent
 
 
 def _tools_of(name: str) -> list[AgentTool]:

@@ -22,6 +22,7 @@ import asyncio
 import atexit
 import concurrent.futures
 import contextlib
+import contextvars
 import json
 import logging
 import os
@@ -48,7 +49,7 @@ from mcp.client.subscriptions import ListenNotSupportedError
 from mcp.shared.exceptions import MCPError
 
 from yiemagent.core._content import ContentBlock, ImageContent, TextContent
-from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult
+from yiemagent.core._tools import AbortSignal, AgentTool, AgentToolResult, NeedsApproval, check_needs_approval
 from yiemagent.errors import McpToolError, describe_error
 from yiemagent.tools._store import ToolStore, register_tool, unregister_tool
 from yiemagent.tools.mcp._bounds import RESULT_TOO_LARGE
@@ -81,6 +82,9 @@ _MAX_LIST_PAGES = 100  # a server whose tools/list pages never end must not hang
 _SESSION_LOST = frozenset({mcp_types.CONNECTION_CLOSED, mcp_types.INVALID_REQUEST})
 
 ToolsChanged = Callable[[list[str]], None]
+_NEEDS_APPROVAL: contextvars.ContextVar[NeedsApproval] = contextvars.ContextVar(
+    "needs_approval", default=False
+)
 
 
 def load_mcp_tools(
@@ -92,6 +96,7 @@ def load_mcp_tools(
     name: str | None = None,
     on_tools_changed: ToolsChanged | None = None,
     options: McpOptions | None = None,
+    needs_approval: NeedsApproval = False,
 ) -> McpConnection:
     """Connect to the MCP server ``server``, register its tools in ``store`` and return the open
     connection (a context manager; the store's ``close()`` closes it too).
@@ -100,19 +105,26 @@ def load_mcp_tools(
     as a child process spoken to over stdio, or an ``http://``/``https://`` URL of a streamable
     HTTP endpoint. ``options`` (an ``McpOptions``) holds the connection settings: timeouts, the
     size limit, ``env``/``cwd``/``errlog`` of a command, ``headers`` of a URL, ...; see
-    ``McpConnection`` for the rest. Raises ``McpToolError`` when the server cannot be reached or
-    listed within ``connect_timeout_s``, or (with ``strict``) when a tool cannot be registered;
-    nothing is left registered or running then.
+    ``McpConnection`` for the rest. ``needs_approval`` (``True`` or ``fn(args, context) ->
+    bool``) is given to every tool of the server: its calls wait for a decision. Raises
+    ``McpToolError`` when the server cannot be reached or listed within ``connect_timeout_s``,
+    or (with ``strict``) when a tool cannot be registered; nothing is left registered or
+    running then.
     """
-    return McpConnection(
-        store,
-        server,
-        prefix=prefix,
-        strict=strict,
-        name=name,
-        on_tools_changed=on_tools_changed,
-        options=options,
-    )
+    check_needs_approval(None, None, needs_approval)
+    token = _NEEDS_APPROVAL.set(needs_approval)
+    try:
+        return McpConnection(
+            store,
+            server,
+            prefix=prefix,
+            strict=strict,
+            name=name,
+            on_tools_changed=on_tools_changed,
+            options=options,
+        )
+    finally:
+        _NEEDS_APPROVAL.reset(token)
 
 
 class _Session:
@@ -284,6 +296,9 @@ class McpConnection:
             raise TypeError(f"load_mcp_tools expects a ToolStore, got {type(store).__name__}")
         options = _options(options)
         self.options = options
+        # Given to load_mcp_tools, not to this constructor: its keywords stay those of the
+        # options object's callers (tests/test_public_api.py).
+        self.needs_approval: NeedsApproval = _NEEDS_APPROVAL.get()
         self.max_result_bytes = options.max_result_bytes
         self.prefix = check_prefix(prefix)
         self._url = server if isinstance(server, str) and server.startswith(("http://", "https://")) else None
@@ -898,6 +913,7 @@ class McpConnection:
             execute=execute,
             parallel_tool_execute=self.options.parallel,
             untrusted_schema=True,  # the server chose the schema: no pattern RE2 cannot bound
+            needs_approval=self.needs_approval,
         )
 
     def _discard(self, session: _Session) -> None:

@@ -1,0 +1,298 @@
+"""Running a batch that may need approval: prepare it in full, pause it, and resume it.
+
+A batch where some call may need approval (the agent has a policy, or a tool in it declares
+``needs_approval``) is prepared in full first, in call order, in both execution modes: each
+call's start event, ``prepare_arguments``, validation and ``before_tool_call`` (a blocked call is
+blocked, not asked about). When no prepared call needs approval, the batch then executes as its
+mode says. When one does, nothing of the batch executes: it pauses as a whole (``PausedBatch``),
+and ``settle_paused_batch`` later executes it with the decisions: approved calls with exactly
+the arguments shown, edited ones with the edit, denied ones get an error result; calls that
+needed no approval run then too, in their place. Every call ends with exactly one result.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import copy
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from yiemagent.core._approval import Decision, Deny, Edit, PausedBatch, PausedCall, result_from_dict
+from yiemagent.core._content import AgentToolCall
+from yiemagent.core._emit import Emit, safe_emitter
+from yiemagent.core._error_kinds import ABORTED, DENIED, INTERRUPTED, SKIPPED, TOOL_NOT_FOUND
+from yiemagent.core._messages import AssistantMessage
+from yiemagent.core._pipeline import (
+    _batch,
+    _execute_and_finalize,
+    _outcome,
+    _pool_size,
+    _start_and_prepare,
+    create_error_tool_result,
+    emit_tool_execution_end,
+)
+from yiemagent.core._tools import (
+    AbortSignal,
+    AgentContext,
+    AgentLoopConfig,
+    AgentToolCallBatch,
+    FinalizedOutcome,
+    PreparedToolCall,
+)
+from yiemagent.errors import describe_error, reraise_interrupt
+
+__all__ = ["SUPERSEDED", "may_need_approval", "prepare_or_pause", "settle_paused_batch"]
+
+logger = logging.getLogger("yiemagent")
+SUPERSEDED = "superseded by a new message: the user sent a message while this call waited for approval"
+Entry = PreparedToolCall | FinalizedOutcome
+
+
+def may_need_approval(calls: Sequence[AgentToolCall], context: AgentContext, config: AgentLoopConfig) -> bool:
+    """Whether any call of the batch could need approval: the agent has a policy, or a tool it
+    names declares ``needs_approval`` (a cheap check; the decision is made per prepared call)."""
+    if config.needs_approval is not None:
+        return True
+    tools = context.tools
+    return any((tool := tools.get(c.name)) is not None and tool.needs_approval is not False for c in calls)
+
+
+def _needs_approval(prep: PreparedToolCall, context: AgentContext, config: AgentLoopConfig) -> bool:
+    """Whether the prepared call waits for a decision. A rule that raises asks for approval: a
+    broken policy must not let a call run unasked."""
+    rule, policy = prep.tool.needs_approval, config.needs_approval
+    try:
+        if rule is True or (callable(rule) and rule(copy.deepcopy(prep.args), context)):
+            return True
+        return bool(policy is not None and policy(prep.tool, copy.deepcopy(prep.args), context))
+    except BaseException as exc:
+        reraise_interrupt(exc)
+        logger.warning(
+            'needs_approval for tool "%s" raised %s; the call waits for approval',
+            prep.tool.name,
+            describe_error(exc),
+        )
+        return True
+
+
+def _runs_in_parallel(entries: Sequence[Entry], config: AgentLoopConfig, context: AgentContext) -> bool:
+    """Spec section 9, as ``execute_tool_calls`` decides: parallel mode and no known tool of the
+    batch that may not run in parallel."""
+    if config.tool_execution != "parallel":
+        return False
+    tools = context.tools
+    return all(
+        not (c.name in tools and not tools[c.name].parallel_tool_execute)
+        for c in (e.tool_call for e in entries)
+    )
+
+
+def _run_entries(
+    context: AgentContext,
+    message: AssistantMessage,
+    entries: Sequence[Entry],
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Any,
+    parallel: bool,
+    on_start: Callable[[Sequence[PreparedToolCall]], bool] | None = None,
+    on_end: Callable[[FinalizedOutcome], None] | None = None,
+) -> list[FinalizedOutcome]:
+    """Execute the prepared entries (in order, or at once), keeping the others; call
+    ``on_start`` with the calls about to run (before any runs: each one in sequential mode, all
+    at once in parallel; when it answers false they do not run and get an error result) and
+    ``on_end`` with each call's outcome. Results in call order."""
+    jobs = [e for e in entries if isinstance(e, PreparedToolCall)]
+    if not parallel or len(jobs) <= 1:
+        out: list[FinalizedOutcome] = []
+        for entry in entries:
+            if isinstance(entry, _Refused):
+                emit_tool_execution_end(entry, emit)
+            if isinstance(entry, PreparedToolCall):
+                if on_start is not None and not on_start([entry]):
+                    entry = _unrecorded(entry, emit)
+                else:
+                    entry = _execute_and_finalize(context, message, entry, config, signal, emit)
+                    if on_end is not None:
+                        on_end(entry)
+            out.append(entry)
+        return out
+    for entry in entries:  # as preparation failures do: they end before the others run
+        if isinstance(entry, _Refused):
+            emit_tool_execution_end(entry, emit)
+    if on_start is not None and not on_start(jobs):
+        return [_unrecorded(e, emit) if isinstance(e, PreparedToolCall) else e for e in entries]
+    with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
+        futures = iter(
+            [
+                pool.submit(
+                    contextvars.copy_context().run,
+                    _execute_and_finalize,
+                    context,
+                    message,
+                    j,
+                    config,
+                    signal,
+                    emit,
+                )
+                for j in jobs
+            ]
+        )
+        finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e for e in entries]
+    if on_end is not None:
+        for entry, done in zip(entries, finalized, strict=True):
+            if isinstance(entry, PreparedToolCall):
+                on_end(done)
+    return finalized
+
+
+def _unrecorded(prep: PreparedToolCall, emit: Any) -> FinalizedOutcome:
+    """The outcome of an approved call that could not be recorded as started: not run, since
+    after a crash nothing would tell that it had run."""
+    text = (
+        f'Tool "{prep.tool_call.name}" was not run: the session could not record that it starts, '
+        "and a call must never run twice after a crash."
+    )
+    finalized = FinalizedOutcome(prep.tool_call, create_error_tool_result(text, INTERRUPTED), True)
+    emit_tool_execution_end(finalized, emit)
+    return finalized
+
+
+def prepare_or_pause(
+    context: AgentContext,
+    message: AssistantMessage,
+    calls: Sequence[AgentToolCall],
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Emit | None,
+) -> AgentToolCallBatch:
+    """Prepare every call of the batch, then execute it when no call needs approval, or return
+    a batch with no results whose ``paused`` holds the ``PausedBatch``. Never raises."""
+    sink = safe_emitter(emit)
+    entries: list[Entry] = [_start_and_prepare(context, message, tc, config, signal, sink) for tc in calls]
+    parallel = _runs_in_parallel(entries, config, context)
+    gated = {
+        id(e) for e in entries if isinstance(e, PreparedToolCall) and _needs_approval(e, context, config)
+    }
+    if not gated:
+        return _batch(_run_entries(context, message, entries, config, signal, sink, parallel), config.clock)
+    paused_calls = [
+        PausedCall(e.tool_call, copy.deepcopy(e.args), id(e) in gated)
+        if isinstance(e, PreparedToolCall)
+        else PausedCall(e.tool_call, None, False, (e.result.to_dict(), e.is_error))
+        for e in entries
+    ]
+    return AgentToolCallBatch([], False, paused=PausedBatch(message, paused_calls, parallel))
+
+
+class _Refused(FinalizedOutcome):
+    """An error outcome for a paused call that will not run; its end event is still to be
+    emitted, in the call's place."""
+
+
+def _ended(call: PausedCall, text: str, kind: str, emit: Any) -> FinalizedOutcome:
+    """An error outcome for a paused call that will not run (its end event comes in its place)."""
+    return _Refused(call.tool_call, create_error_tool_result(text, kind), True)
+
+
+def _entry(
+    call: PausedCall,
+    decision: Decision | None,
+    fallback: str,
+    context: AgentContext,
+    emit: Any,
+) -> Entry:
+    """What becomes of one paused call: its outcome, a refusal, or a prepared call to run."""
+    name = call.tool_call.name
+    if call.outcome is not None:
+        result, is_error = call.outcome
+        return FinalizedOutcome(call.tool_call, result_from_dict(result), is_error)
+    if call.started:
+        text = (
+            f'Tool "{name}" had started when the process running it stopped; its outcome is unknown, '
+            "so it was not run again. Check whether it took effect before calling it again."
+        )
+        return _ended(call, text, INTERRUPTED, emit)
+    if fallback == ABORTED:
+        return _ended(call, f'Tool "{name}" was not run: the operation was aborted.', ABORTED, emit)
+    if call.needs_approval:
+        if decision is None:
+            why = SUPERSEDED if fallback == SKIPPED else "no decision was given for it"
+            return _ended(call, f'Tool "{name}" was not run: {why}.', DENIED, emit)
+        if isinstance(decision, Deny):
+            return _ended(call, decision.reason, DENIED, emit)
+    elif fallback == SKIPPED:
+        text = f'Tool "{name}" was skipped: a new message from the user arrived before it ran.'
+        return _ended(call, text, SKIPPED, emit)
+    tool = context.tools.get(name)
+    if tool is None:
+        text = f'Tool "{name}" no longer exists, so the approved call was not run.'
+        return _ended(call, text, TOOL_NOT_FOUND, emit)
+    args = (
+        copy.deepcopy(dict(decision.arguments)) if isinstance(decision, Edit) else dict(call.arguments or {})
+    )
+    return PreparedToolCall(tool, call.tool_call, args)
+
+
+def settle_paused_batch(
+    context: AgentContext,
+    paused: PausedBatch,
+    decisions: Mapping[str, Decision] | None,
+    fallback: str,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Emit | None,
+) -> AgentToolCallBatch:
+    """Execute a paused batch: each waiting call by its decision (``Approve`` when it needed
+    none), or, for calls without one, by ``fallback``: ``"skipped"`` (a new message superseded
+    the batch: waiting calls are denied, the others skipped) or ``"aborted"``. Calls that ended
+    before keep their outcome; one that had started and has none is ``interrupted``. Marks each
+    call started before it runs and records its outcome after, calling the config's
+    ``approval_checkpoint`` each time. Never raises."""
+    sink = safe_emitter(emit)
+    decisions = decisions or {}
+    by_entry: dict[int, PausedCall] = {}
+    entries: list[Entry] = []
+    for call in paused.calls:
+        entry = _entry(call, decisions.get(call.tool_call.id), fallback, context, sink)
+        if isinstance(entry, PreparedToolCall):
+            by_entry[id(entry)] = call
+        elif call.outcome is None:
+            call.outcome = (entry.result.to_dict(), entry.is_error)
+        entries.append(entry)
+    checkpoint = config.approval_checkpoint
+
+    by_call = {id(c.tool_call): c for c in by_entry.values()}
+
+    def started(jobs: Sequence[PreparedToolCall]) -> bool:
+        for job in jobs:
+            by_entry[id(job)].started = True
+        if _checkpoint(checkpoint):
+            return True
+        for job in jobs:
+            by_entry[id(job)].started = False
+        return False
+
+    def ended(done: FinalizedOutcome) -> None:
+        by_call[id(done.tool_call)].outcome = (done.result.to_dict(), done.is_error)
+        _checkpoint(checkpoint)
+
+    finalized = _run_entries(
+        context, paused.message, entries, config, signal, sink, paused.parallel, started, ended
+    )
+    return _batch(finalized, config.clock)
+
+
+def _checkpoint(checkpoint: Callable[[], None] | None) -> bool:
+    """Call the checkpoint; whether it succeeded (logged when not)."""
+    if checkpoint is None:
+        return True
+    try:
+        checkpoint()
+    except BaseException as exc:
+        reraise_interrupt(exc)
+        logger.warning("the approval checkpoint (saving the session) failed: %s", describe_error(exc))
+        return False
+    return True
