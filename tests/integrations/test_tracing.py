@@ -10,6 +10,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
+import attrs
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, gated_tool, reply
 from llm_helpers import fast, openai_client, openai_completion, openai_tool_call
@@ -23,6 +24,7 @@ from yiemagent import (
     AgentTool,
     AgentToolCall,
     AgentToolResult,
+    Approve,
     AssistantMessage,
     LlmUsage,
     TextContent,
@@ -309,3 +311,22 @@ def test_with_record_content_the_statuses_keep_the_error_texts(
         "invoke_agent yiemagent",
         "invoke_agent yiemagent",
     ]
+
+
+def test_a_pause_for_approval_is_an_event_of_the_run_and_no_error(exporter: InMemorySpanExporter) -> None:
+    gated = attrs.evolve(echo_tool(), needs_approval=True)
+    batch = AssistantMessage([AgentToolCall("c1", "echo", {"text": "secret"})], stop_reason="toolUse")
+    llm = ScriptedLLM(batch, AssistantMessage([TextContent("done")]))
+    with traced(YiemAgent(llm_call=llm, tools=[gated], name="helper"), tracer_for(exporter)) as agent:
+        assert agent.prompt("go", WAIT).stop_reason == "awaiting_approval"
+        agent.resume(approvals={"c1": Approve()})
+        assert agent.take_response(timeout=WAIT).stop_reason == "stop"
+    spans = exporter.get_finished_spans()
+    first_run = next(s for s in spans if s.name == "invoke_agent helper")
+    [event] = [e for e in first_run.events if e.name == "approval_requested"]
+    assert tuple(event.attributes["yiemagent.approval.pending"]) == ("echo",)
+    assert "yiemagent.approval.arguments" not in event.attributes  # content is opt-in
+    waiting = next(s for s in spans if s.name == "execute_tool echo")
+    assert waiting.attributes["yiemagent.approval.awaiting"] is True
+    assert all(s.status.status_code is not StatusCode.ERROR for s in spans)
+    assert all("secret" not in str(s.attributes) for s in spans)

@@ -94,6 +94,7 @@ def test_the_suite_covers_every_rule_it_must() -> None:
         "timeout",
         "skipped",
         "repeated_call",
+        "denied",
     }
     profiles = {p for s in scenarios for p in s.profile}
     assert profiles == set(schema("scenario")["properties"]["profile"]["items"]["enum"])
@@ -101,7 +102,7 @@ def test_the_suite_covers_every_rule_it_must() -> None:
     forms = {r.get("form", "typed") for s in scenarios for r in s.replies}
     assert forms == {"typed", "wire", "tool_calls", "tool_call"}
     inputs = {i["do"] for s in scenarios for i in s.inputs}
-    assert inputs == {"user", "follow_up", "resume", "abort", "clear_store", "shutdown"}
+    assert inputs == {"user", "follow_up", "resume", "abort", "clear_store", "shutdown", "decide", "reload"}
 
 
 def test_the_cli_runs_the_whole_suite() -> None:

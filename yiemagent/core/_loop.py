@@ -402,9 +402,9 @@ class _Run:
             self.hooks_context(), paused, approvals, fallback, self.tool_config(), self.signal, self.emit
         )
         paused.settled = True  # kept in the state (and the session) until the run has ended
+        # The batch's turn ended (turn_end) when it paused; its results join this run as
+        # messages do, before its first turn.
         self.add_results(batch)
-        if self.emit.active:
-            self.emit.send(TurnEndEvent(paused.message, batch.messages))
         return _after_batch(self, paused.message, batch) if (batch.terminate or self.signal.aborted) else None
 
 

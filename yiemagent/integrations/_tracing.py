@@ -34,6 +34,7 @@ from yiemagent.core._error_kinds import error_kind
 from yiemagent.core._events import (
     AgentEndEvent,
     AgentStartEvent,
+    ApprovalRequestedEvent,
     MessageEndEvent,
     MessageStartEvent,
     ToolExecEndEvent,
@@ -282,6 +283,21 @@ class TracingListener:
             span.set_attribute("gen_ai.tool.call.result", text)
         span.end()
 
+    def _approval_requested(self, event: ApprovalRequestedEvent) -> None:
+        """The batch paused: the run's span notes which calls wait (their arguments only with
+        content recorded), and the tool spans of the batch end here, waiting; the calls' outcome
+        comes in the run that resumes them."""
+        names = [p.tool_name for p in event.pending]
+        if self._run is not None:
+            attributes: dict[str, Any] = {"yiemagent.approval.pending": names}
+            if self.record_content:
+                attributes["yiemagent.approval.arguments"] = _json([p.to_dict() for p in event.pending])
+            self._run.add_event("approval_requested", attributes)
+        for span in self._tools.values():
+            span.set_attribute("yiemagent.approval.awaiting", True)
+            span.end()
+        self._tools.clear()
+
     # -- helpers ---------------------------------------------------------------------------
 
     def _reply_status(self, reply: AssistantMessage) -> str:
@@ -326,4 +342,5 @@ class TracingListener:
         MessageEndEvent: _end_chat,
         ToolExecStartEvent: _start_tool,
         ToolExecEndEvent: _end_tool,
+        ApprovalRequestedEvent: _approval_requested,
     }

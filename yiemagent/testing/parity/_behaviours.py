@@ -151,6 +151,7 @@ def _tool(spec: Mapping[str, Any], harness: Harness, register: Callable[[Sequenc
         validate_required_args=_validate(spec.get("validate")),
         parallel_tool_execute=bool(spec.get("parallel", False)),
         timeout_s=spec.get("timeout_s"),
+        needs_approval=bool(spec.get("needs_approval", False)),
     )
 
 

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from yiemagent.agent._agent import YiemAgent
+from yiemagent.core._approval import Approve, Deny, Edit
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
@@ -172,6 +173,8 @@ class _World:
     other: ToolStore
     folder: Path | None = None
     handed_back: list[UserMessage] = attrs.field(factory=list)
+    earlier: list[AssistantMessage] = attrs.field(factory=list)  # responses of agents reloaded since
+    reload: Callable[[], None] | None = None
 
 
 def _world(scenario: Scenario, harness: Harness) -> _World:
@@ -197,12 +200,14 @@ def _agent(
     clock: Callable[[], int],
     world: _World,
     codes: CodePlaceholders,
+    model: ScriptedModel,
+    session: Path | None = None,
 ) -> YiemAgent:
+    """The scenario's agent; with ``session``, loaded from that saved session (a reload), with
+    the same model (which goes on with the script) and everything else as the scenario says."""
     before, after = build_hooks(scenario.hooks, harness, sink.hook)
-    agent = YiemAgent(
-        llm_call=ScriptedModel(scenario.replies, harness, sink.request, codes),
-        session_id=scenario.setting("session_id"),
-        system_prompt=scenario.setting("system_prompt"),
+    settings: dict[str, Any] = dict(
+        llm_call=model,
         # The store's tools as a list, not the store's own mapping: the agent then takes up a
         # tool added to the store only when a result names it (added_tool_names), which the
         # suite must be able to see, rather than every change of the store.
@@ -210,7 +215,6 @@ def _agent(
         tool_store=world.store,
         prepare_context=build_prepare_context(scenario.data.get("prepare_context")),
         format_msg_for_llm=build_format_msg_for_llm(scenario.data.get("format_msg_for_llm")),
-        messages=[history_message(m, clock()) for m in scenario.history],
         agent_event_sink=sink,
         before_tool_call=before,
         after_tool_call=after,
@@ -220,6 +224,15 @@ def _agent(
         follow_up_mode=scenario.setting("follow_up_mode"),
         skip_tools_on_steer=scenario.setting("skip_tools_on_steer"),
     )
+    if session is not None:
+        agent = YiemAgent.load(session, **settings)
+    else:
+        agent = YiemAgent(
+            session_id=scenario.setting("session_id"),
+            system_prompt=scenario.setting("system_prompt"),
+            messages=[history_message(m, clock()) for m in scenario.history],
+            **settings,
+        )
     # Settings of the run config, set before the first run: a fixed clock and id maker make
     # the trace reproducible.
     ids = (f"gen_{n}" for n in itertools.count(1))
@@ -242,10 +255,24 @@ def _perform(
         agent.follow_up(UserMessage(item["text"], clock()))
     elif action == "resume":
         agent.resume()
+    elif action == "decide":
+        agent.resume(approvals={i: _decision(d) for i, d in item["decisions"].items()})
+    elif action == "reload":
+        if world.reload is not None:
+            world.reload()
     elif action == "abort":
         agent.abort()
     else:
         harness.release(item["latch"])
+
+
+def _decision(data: Mapping[str, Any]) -> Approve | Deny | Edit:
+    """A decision of the vocabulary (``{"approve": true}``, ``{"deny": reason}``, ``{"edit": args}``)."""
+    if "deny" in data:
+        return Deny(data["deny"])
+    if "edit" in data:
+        return Edit(data["edit"])
+    return Approve()
 
 
 def run_scenario(scenario: Scenario, wait_s: float = 20.0) -> Outcome:
@@ -278,12 +305,31 @@ def _run(
     codes: CodePlaceholders,
     wait_s: float,
 ) -> Outcome:
-    agent = _agent(scenario, harness, recorder, clock, world, codes)
+    model = ScriptedModel(scenario.replies, harness, recorder.request, codes)  # goes on across a reload
+    holder = [_agent(scenario, harness, recorder, clock, world, codes, model)]
+
+    def reload() -> None:
+        """Save the session, shut the agent down (keeping its responses) and go on with an agent
+        loaded from that session, as another process would."""
+        old = holder[0]
+        old.wait_for_idle(wait_s)
+        while True:
+            try:
+                world.earlier.append(old.take_response(timeout=0))
+            except (ResponseTimeout, AgentClosedError):
+                break
+        path = (world.folder or Path(tempfile.mkdtemp(prefix="parity-"))) / "session.json"
+        world.folder = path.parent
+        old.save(path)
+        old.shutdown(wait=True, timeout=wait_s)
+        holder[0] = _agent(scenario, harness, recorder, clock, world, codes, model, path)
+
+    world.reload = reload
     for item in scenario.inputs:
         at = item.get("at")
 
         def action(item: Mapping[str, Any] = item) -> None:
-            _perform(agent, harness, item, clock, world)
+            _perform(holder[0], harness, item, clock, world)
 
         if isinstance(at, str):
             harness.at_point(at, action)
@@ -296,26 +342,26 @@ def _run(
             if "at" in item:
                 continue
             try:
-                _perform(agent, harness, item, clock, world)
+                _perform(holder[0], harness, item, clock, world)
             except (TypeError, ValueError) as exc:  # e.g. a resume the agent refuses
                 problems.append(f"input {item} was refused: {exc}")
-            if not agent.wait_for_idle(wait_s):
+            if not holder[0].wait_for_idle(wait_s):
                 problems.append(f"the agent was still busy {wait_s:g} s after input {item}")
                 break
         while True:
             try:
-                responses.append(agent.take_response(timeout=0))
+                responses.append(holder[0].take_response(timeout=0))
             except (ResponseTimeout, AgentClosedError):  # closed: shut down, nothing left
                 break
     finally:
-        agent.shutdown(wait=True, abort=True, timeout=wait_s)
+        holder[0].shutdown(wait=True, abort=True, timeout=wait_s)
     problems += [f"no step reached point {p!r}" for p in harness.pending_points()]
     problems += [f"no event matched {p}" for p in recorder.pending()]
     return Outcome(
         events=recorder.events,
         # What shutdown handed back (the messages it never processed) follows the responses.
-        responses=[normaliser.message(r.to_dict()) for r in [*responses, *world.handed_back]],
-        history=[normaliser.message(m.to_dict()) for m in agent.messages],
+        responses=[normaliser.message(r.to_dict()) for r in [*world.earlier, *responses, *world.handed_back]],
+        history=[normaliser.message(m.to_dict()) for m in holder[0].messages],
         requests=recorder.requests,
         hooks=recorder.hooks,
         raw_events=recorder.raw,

@@ -305,6 +305,15 @@ class Normaliser:
             out["role"] = message.get("role") if isinstance(message, Mapping) else "assistant"
         elif kind == "message_end":
             out["message"] = self.message(raw["message"])
+        elif kind == "approval_requested":
+            out["pending"] = [
+                {
+                    "tool_call_id": self.call_id(p.get("tool_call_id")),
+                    "tool_name": str(p.get("tool_name", "")),
+                    "arguments": self.arguments(self._restored(p.get("arguments"))),
+                }
+                for p in raw.get("pending") or []
+            ]
         elif kind.startswith("tool_execution_"):
             out["tool_call_id"] = self.call_id(raw["tool_call_id"])
             out["tool_name"] = str(raw["tool_name"])
