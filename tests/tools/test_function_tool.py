@@ -437,3 +437,16 @@ def test_an_exception_becomes_an_error_result() -> None:
 def test_non_callables_are_refused() -> None:
     with pytest.raises(TypeError, match="expects a function"):
         function_tool(42)  # type: ignore[call-overload]
+
+
+def test_needs_approval_is_given_to_the_tool() -> None:
+    def delete(path: str) -> str:
+        """Delete a file."""
+        return f"deleted {path}"
+
+    outside_tmp = lambda args, _context: not args["path"].startswith("/tmp/")  # noqa: E731
+    assert function_tool(delete).needs_approval is False
+    assert function_tool(needs_approval=True)(delete).needs_approval is True
+    assert function_tool(needs_approval=outside_tmp)(delete).needs_approval is outside_tmp
+    with pytest.raises(TypeError, match="needs_approval must be True, False or a function"):
+        function_tool(needs_approval="yes")(delete)  # type: ignore[arg-type]

@@ -178,3 +178,25 @@ def test_env_and_headers_are_read_only_copies_and_the_options_hash_and_pickle() 
     same = McpOptions(env={"TOKEN": "one"}, headers={"Authorization": "Bearer x"}, timeout_s=5)
     assert hash(options) == hash(same) and options == same
     assert pickle.loads(pickle.dumps(options)) == options == copy.deepcopy(options)
+
+
+def test_needs_approval_reaches_every_tool_of_the_server_and_pauses_its_calls(
+    where_server: list[str], no_leaks: None
+) -> None:
+    from agent_helpers import ScriptedLLM, call, reply
+
+    from yiemagent import Approve, YiemAgent
+
+    with ToolStore() as store, load_mcp_tools(store, where_server, needs_approval=True):
+        assert store.tools["where"].needs_approval is True
+        with YiemAgent(llm_call=ScriptedLLM(call("where", {}), reply("here")), tool_store=store) as agent:
+            assert agent.prompt("where?", WAIT).stop_reason == "awaiting_approval"
+            assert [p.tool_name for p in agent.pending_approvals] == ["where"]
+            agent.resume(approvals={agent.pending_approvals[0].tool_call_id: Approve()})
+            assert agent.take_response(timeout=WAIT).stop_reason == "stop"
+            result = next(m for m in agent.messages if m.role == "toolResult")
+            assert not result.is_error and "cwd" in result.content[0].text
+    with ToolStore() as store, load_mcp_tools(store, where_server):
+        assert store.tools["where"].needs_approval is False
+    with pytest.raises(TypeError, match="needs_approval must be True, False or a function"):
+        load_mcp_tools(ToolStore(), where_server, needs_approval="always")  # type: ignore[arg-type]
