@@ -374,3 +374,19 @@ def test_the_session_file_is_saved_before_each_approved_call_runs(tmp_path: Path
         "toolResult",
         "assistant",
     ]
+
+
+def test_reset_or_a_new_history_drops_the_waiting_calls() -> None:
+    for change in ("reset", "history"):
+        ran = Ran()
+        with agent(ran, [calls(("c1", "rm", {"path": "/a"})), "hello"]) as a:
+            a.prompt("go", timeout=WAIT)
+            if change == "reset":
+                a.reset()
+            else:
+                a.messages = []
+            assert a.pending_approvals == []
+            with pytest.raises(ValueError, match="history is empty"):
+                a.resume()
+            assert a.prompt("hi", timeout=WAIT).stop_reason == "stop"
+        assert ran.calls == []

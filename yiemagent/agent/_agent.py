@@ -281,7 +281,9 @@ class YiemAgent:
     @property
     def messages(self) -> list[AgentMessage]:
         """A copy of the conversation history. Setting it replaces the history (messages or
-        their ``to_dict`` forms, checked at the set); during a run, before its next LLM call."""
+        their ``to_dict`` forms, checked at the set); during a run, before its next LLM call.
+        Calls waiting for approval belong to the history they came from: setting it drops them
+        (they never run)."""
         return list(self._state.messages)
 
     @messages.setter
@@ -293,6 +295,9 @@ class YiemAgent:
         """Swap in ``history`` (with the channel lock held). During a run it applies between
         turns, and a save then writes the new history as it was at that point."""
         self._state.messages = history
+        paused = self._state.paused_batch
+        if paused is not None and not paused.settled:
+            self._state.paused_batch = None
         if self._state.active_run:
             self._worker_core.history_mark = len(history)
 
@@ -349,8 +354,8 @@ class YiemAgent:
         return self._worker_core.wait_for_idle(timeout)
 
     def reset(self) -> list[UserMessage]:
-        """Clear the history, the queues and the last error; return the queued messages it
-        dropped. Raises ``RuntimeError`` during a run: ``abort()`` and ``wait_for_idle()``
+        """Clear the history, the queues, the calls waiting for approval and the last error;
+        return the queued messages it dropped. Raises ``RuntimeError`` during a run: ``abort()`` and ``wait_for_idle()``
         first, so that no run writes into the history being cleared."""
         core = self._worker_core
         with self._cond:
