@@ -390,3 +390,98 @@ def test_reset_or_a_new_history_drops_the_waiting_calls() -> None:
                 a.resume()
             assert a.prompt("hi", timeout=WAIT).stop_reason == "stop"
         assert ran.calls == []
+
+
+# -- found in review: each once let a call run undecided, lost a result or a skip -------------
+
+
+def test_a_plain_resume_queued_before_the_pause_decides_nothing() -> None:
+    ran, gate = Ran(), threading.Event()
+    replies = [lambda _r: gate.wait(WAIT) and calls(("c1", "ls", {}), ("c2", "rm", {"path": "/a"})), "done"]
+    with agent(ran, replies) as a:
+        a.run_agent("go")
+        a.resume()  # queued behind the run, which then pauses
+        gate.set()
+        assert a.take_response(timeout=WAIT).stop_reason == "awaiting_approval"
+        refused = a.take_response(timeout=WAIT)
+        assert refused.stop_reason == "error" and "use resume(approvals=...)" in (refused.error_message or "")
+        assert ran.calls == [] and [p.tool_call_id for p in a.pending_approvals] == ["c2"]
+
+
+def test_a_save_during_the_run_that_pauses_holds_no_half_of_it(tmp_path: Path) -> None:
+    ran, path = Ran(), tmp_path / "s.json"
+    holder: list[YiemAgent] = []
+    sink = lambda e: e.event_type == "approval_requested" and holder[0].save(path)  # noqa: E731
+    with agent(ran, [calls(("c1", "rm", {"path": "/a"})), "done"], agent_event_sink=sink) as a:
+        holder.append(a)
+        a.prompt("go", timeout=WAIT)
+    saved = json.loads(path.read_text(encoding="utf-8"))
+    assert "paused_batch" not in saved and saved["messages"] == []  # the run had not ended
+
+
+def test_a_steering_message_still_skips_the_rest_of_a_batch_an_approval_rule_looks_at() -> None:
+    ran, started = Ran(), threading.Event()
+    release = threading.Event()
+
+    def slow(call_id: str, args: dict[str, Any], _s: Any, _u: Any) -> AgentToolResult:
+        ran.calls.append((call_id, args))
+        started.set()
+        release.wait(WAIT)
+        return AgentToolResult("slow done")
+
+    schema = {"type": "object"}
+    tools = [AgentTool("slow", "slow", "slow", schema, slow), ran.tool("ls")]
+    replies = [calls(("c1", "slow", {}), ("c2", "ls", {}), ("c3", "ls", {})), "ok"]
+    policy = lambda *_: False  # noqa: E731  (asked about every call, never gates one)
+    with agent(ran, replies, tools=tools, needs_approval=policy, skip_tools_on_steer=True) as a:
+        a.run_agent("go")
+        assert started.wait(WAIT)
+        a.run_agent("stop")
+        release.set()
+        assert a.take_response(timeout=WAIT).stop_reason == "stop"
+        assert [(r[0], r[2]) for r in results(a)] == [("c1", None), ("c2", "skipped"), ("c3", "skipped")]
+
+
+def test_nothing_is_pending_while_the_decisions_run() -> None:
+    seen: list[list[PendingApproval]] = []
+    holder: list[YiemAgent] = []
+
+    def look(call_id: str, args: dict[str, Any], _s: Any, _u: Any) -> AgentToolResult:
+        seen.append(holder[0].pending_approvals)
+        return AgentToolResult("ok")
+
+    rm = AgentTool("rm", "rm", "rm", {"type": "object"}, look, needs_approval=True)
+    with agent(Ran(), [calls(("c1", "rm", {}), ("c2", "rm", {})), "done"], tools=[rm]) as a:
+        holder.append(a)
+        a.prompt("go", timeout=WAIT)
+        a.resume({"c1": Approve(), "c2": Approve()})
+        a.take_response(timeout=WAIT)
+    assert seen == [[], []]
+
+
+def test_in_parallel_each_outcome_is_saved_as_its_call_ends(tmp_path: Path) -> None:
+    path, release = tmp_path / "s.json", threading.Event()
+
+    def run(call_id: str, args: dict[str, Any], _s: Any, _u: Any) -> AgentToolResult:
+        if call_id == "slow":
+            release.wait(WAIT)
+        return AgentToolResult(call_id)
+
+    tool = AgentTool("t", "t", "t", {"type": "object"}, run, needs_approval=True, parallel_tool_execute=True)
+    replies = [calls(("fast", "t", {}), ("slow", "t", {})), "done"]
+    with YiemAgent(
+        llm_call=ScriptedModel(replies), tools=[tool], tool_execution="parallel", session_file=path
+    ) as a:
+        a.prompt("go", timeout=WAIT)
+        a.resume({"fast": Approve(), "slow": Approve()})
+        deadline = threading.Event()
+        snapshot: dict[str, Any] = {}
+        for _ in range(1000):  # bounded: until the fast call's outcome is in the file
+            progress = json.loads(path.read_text(encoding="utf-8")).get("paused_batch", {}).get("calls", [])
+            snapshot = {c["tool_call"]["id"]: (c["started"], c["outcome"] is not None) for c in progress}
+            if snapshot.get("fast") == (True, True):
+                break
+            deadline.wait(0.01)
+        release.set()
+        assert a.take_response(timeout=WAIT).stop_reason == "stop"
+    assert snapshot == {"fast": (True, True), "slow": (True, False)}

@@ -276,3 +276,26 @@ def test_reports_make_the_table_and_it_can_be_checked(tmp_path: Path) -> None:
     assert cli("table", str(report), "--update", str(page))[0] == 0
     assert "| other 1.0.0 | 2.0.0 | 1/1 |" in page.read_text(encoding="utf-8")
     assert cli("table", str(report), "--update", str(page), "--check")[0] == 0
+
+
+def test_a_result_message_before_its_call_ended_is_not_a_free_ordering(tmp_path: Path) -> None:
+    name = "tool_call_then_final_answer"
+    outcome = expected(name)
+    events = outcome["events"]
+    start = index_of(events, type="tool_execution_start")
+    pair = [
+        i for i, e in enumerate(events) if (e.get("role") or e.get("message", {}).get("role")) == "toolResult"
+    ]
+    moved = [events[i] for i in pair]
+    rest = [e for i, e in enumerate(events) if i not in pair]
+    outcome["events"] = rest[:start] + moved + rest[start:]
+    assert check(tmp_path, name, outcome)[0] == 1
+
+
+def test_an_assertion_tells_true_from_one() -> None:
+    from yiemagent.testing.parity._expectations import matches
+
+    assert matches({"is_error": True}, {"is_error": True})
+    assert not matches({"is_error": 1}, {"is_error": True})
+    assert not matches({"n": True}, {"n": 1}) and not matches(False, 0)
+    assert matches({"n": 2}, {"n": 2.0})

@@ -25,7 +25,7 @@ from yiemagent.agent._channels import MessageChannel, OutputChannel
 from yiemagent.agent._session import SessionData, check_session_id, load_session, save_session
 from yiemagent.agent._tool_sync import ToolSync
 from yiemagent.agent._worker import AgentWorker, SteeringMode
-from yiemagent.core._approval import Approve, Deny, Edit, PendingApproval
+from yiemagent.core._approval import Approve, Deny, Edit, PendingApproval, paused_belongs
 from yiemagent.core._emit import Emit, SafeEmitter
 from yiemagent.core._loop import RunConfig
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
@@ -355,8 +355,9 @@ class YiemAgent:
 
     def reset(self) -> list[UserMessage]:
         """Clear the history, the queues, the calls waiting for approval and the last error;
-        return the queued messages it dropped. Raises ``RuntimeError`` during a run: ``abort()`` and ``wait_for_idle()``
-        first, so that no run writes into the history being cleared."""
+        return the queued messages it dropped. Raises ``RuntimeError`` during a run: call
+        ``abort()`` and ``wait_for_idle()`` first, so that no run writes into the history being
+        cleared."""
         core = self._worker_core
         with self._cond:
             if self._state.active_run:
@@ -404,8 +405,8 @@ class YiemAgent:
 
     @property
     def pending_approvals(self) -> list[PendingApproval]:
-        """The calls waiting for a decision, in call order (empty when none waits): each with
-        the arguments that will execute if it is approved."""
+        """The calls waiting for a decision, in call order (empty when none waits, and while
+        the decisions given run): each with the arguments that will execute if it is approved."""
         with self._cond:
             paused = self._state.paused_batch
             return [] if paused is None or paused.settled else paused.pending()
@@ -534,7 +535,7 @@ class YiemAgent:
         kwargs.setdefault("model", data.model)
         kwargs.setdefault("messages", data.messages)
         agent = cls(**kwargs)
-        if data.paused is not None:
+        if data.paused is not None and paused_belongs(data.paused, agent._state.messages):
             with agent._cond:
                 agent._state.paused_batch = data.paused
         return agent

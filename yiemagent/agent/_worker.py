@@ -21,7 +21,7 @@ from yiemagent.agent._channels import ChannelHub, MessageChannel, OutputChannel,
 from yiemagent.agent._session import SessionData
 from yiemagent.agent._session import save_session as save_session_file
 from yiemagent.agent._tool_sync import ToolSync
-from yiemagent.core._approval import Decision, PausedBatch, paused_batch_from_dict
+from yiemagent.core._approval import Decision, PausedBatch, paused_batch_from_dict, paused_belongs
 from yiemagent.core._emit import SafeEmitter
 from yiemagent.core._loop import RunConfig, resume_problem, run_loop
 from yiemagent.core._messages import AgentMessage, AssistantMessage, UserMessage
@@ -146,6 +146,8 @@ class AgentWorker:
             messages = list(state.messages)
             mark = None if full else self.history_mark
         history = messages if mark is None else messages[:mark]
+        if stored is not None and not paused_belongs(stored, history):
+            stored = None  # saved while the run that paused was still going: not its history yet
         return SessionData(self.config.session_id or "", state.system_prompt, state.model, history, stored)
 
     def save_session(self, full: bool = False) -> None:
@@ -199,7 +201,15 @@ class AgentWorker:
         if kind == _RESUME:
             number = self.resumes.popleft()
             approvals, abort = self.resume_jobs.pop(number, (None, False))
-            if self._paused() is not None:
+            paused = self._paused()
+            if paused is not None:
+                if approvals is None and not abort and paused.pending():
+                    # A plain resume queued before the pause: it decides nothing.
+                    waiting = ", ".join(p.tool_call_id for p in paused.pending())
+                    problem = (
+                        f"cannot resume: tool calls wait for approval ({waiting}); use resume(approvals=...)"
+                    )
+                    return _Job([], {number}, problem)
                 decisions = None if abort else (approvals if approvals is not None else {})
                 return _Job([], {number}, None, decisions, abort)
             return _Job([], {number}, resume_problem(self.state.messages))
@@ -357,10 +367,14 @@ class AgentWorker:
         batch as aborted (in a run of its own, whose response says so). Never raises."""
         with self.cond:
             signal = self.signal
-            if signal is None and self._paused() is not None and not self.busy() and not self.hub.closed:
-                number = next(self.hub.arrivals)
-                self.resumes.append(number)
-                self.resume_jobs[number] = (None, True)
+            if signal is None and self._paused() is not None and not self.hub.closed:
+                if self.resumes:  # decisions queued, not yet running: they give way to the abort
+                    for number in self.resumes:
+                        self.resume_jobs[number] = (None, True)
+                elif not self.busy():
+                    number = next(self.hub.arrivals)
+                    self.resumes.append(number)
+                    self.resume_jobs[number] = (None, True)
                 self.cond.notify_all()
         if signal is not None:
             signal.abort(reason)

@@ -12,14 +12,15 @@ process stopped, and has no outcome, ends as ``interrupted`` and is never run tw
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
 import attrs
 
 from yiemagent.core._content import AgentToolCall, content_from_dict
-from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmUsage
+from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmUsage, ToolResultMessage
+from yiemagent.core._tool_calls import extract_tool_calls
 from yiemagent.core._tools import AgentToolResult, NeedsApproval
 
 __all__ = [
@@ -32,6 +33,7 @@ __all__ = [
     "PausedCall",
     "PendingApproval",
     "paused_batch_from_dict",
+    "paused_belongs",
     "result_from_dict",
 ]
 
@@ -146,6 +148,20 @@ class PausedBatch:
             "calls": [c.to_dict() for c in self.calls],
             "parallel": self.parallel,
         }
+
+
+def paused_belongs(paused: PausedBatch, history: Sequence[AgentMessage]) -> bool:
+    """Whether ``history`` holds the reply that made ``paused``'s calls, and none of their
+    results: only then can the batch be resumed there (a session saved while its run was still
+    going, or a history given anew, does not)."""
+    ids = {c.tool_call.id for c in paused.calls}
+    answered = {m.tool_call_id for m in history if isinstance(m, ToolResultMessage)}
+    if ids & answered:
+        return False
+    return any(
+        isinstance(m, AssistantMessage) and ids <= {c.id for c in extract_tool_calls(m.content)[1]}
+        for m in history
+    )
 
 
 def paused_batch_from_dict(data: Mapping[str, Any]) -> PausedBatch:

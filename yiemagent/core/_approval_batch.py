@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextvars
 import copy
 import logging
+import threading
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -25,6 +26,7 @@ from yiemagent.core._emit import Emit, safe_emitter
 from yiemagent.core._error_kinds import ABORTED, DENIED, INTERRUPTED, SKIPPED, TOOL_NOT_FOUND
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.core._pipeline import (
+    _asks_to_skip,
     _batch,
     _execute_and_finalize,
     _outcome,
@@ -101,50 +103,53 @@ def _run_entries(
     on_end: Callable[[FinalizedOutcome], None] | None = None,
 ) -> list[FinalizedOutcome]:
     """Execute the prepared entries (in order, or at once), keeping the others; call
-    ``on_start`` with the calls about to run (before any runs: each one in sequential mode, all
-    at once in parallel; when it answers false they do not run and get an error result) and
-    ``on_end`` with each call's outcome. Results in call order."""
+    ``on_start`` with each call just before it runs (when it answers false the call does not run
+    and gets an error result) and ``on_end`` with its outcome just after, on the thread that ran
+    it. In sequential mode ``skip_tools_on_steer`` applies as in any batch. Results in call
+    order."""
     jobs = [e for e in entries if isinstance(e, PreparedToolCall)]
+
+    def run_one(job: PreparedToolCall) -> FinalizedOutcome:
+        if on_start is not None and not on_start([job]):
+            return _unrecorded(job, emit)
+        done = _execute_and_finalize(context, message, job, config, signal, emit)
+        if on_end is not None:
+            on_end(done)
+        return done
+
     if not parallel or len(jobs) <= 1:
         out: list[FinalizedOutcome] = []
+        skip = config.skip_remaining
         for entry in entries:
             if isinstance(entry, _Refused):
                 emit_tool_execution_end(entry, emit)
-            if isinstance(entry, PreparedToolCall):
-                if on_start is not None and not on_start([entry]):
-                    entry = _unrecorded(entry, emit)
+            elif isinstance(entry, PreparedToolCall):
+                if out and skip is not None and _asks_to_skip(skip):
+                    entry = _skipped_after_start(entry, emit)
                 else:
-                    entry = _execute_and_finalize(context, message, entry, config, signal, emit)
-                    if on_end is not None:
-                        on_end(entry)
+                    entry = run_one(entry)
             out.append(entry)
         return out
     for entry in entries:  # as preparation failures do: they end before the others run
         if isinstance(entry, _Refused):
             emit_tool_execution_end(entry, emit)
-    if on_start is not None and not on_start(jobs):
-        return [_unrecorded(e, emit) if isinstance(e, PreparedToolCall) else e for e in entries]
+    # Each call is marked started, and its outcome recorded, on its own pool thread as it
+    # starts and ends (``on_start``/``on_end`` serialise their saves), so a crash loses at
+    # most the calls that were running.
     with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
-        futures = iter(
-            [
-                pool.submit(
-                    contextvars.copy_context().run,
-                    _execute_and_finalize,
-                    context,
-                    message,
-                    j,
-                    config,
-                    signal,
-                    emit,
-                )
-                for j in jobs
-            ]
-        )
-        finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e for e in entries]
-    if on_end is not None:
-        for entry, done in zip(entries, finalized, strict=True):
-            if isinstance(entry, PreparedToolCall):
-                on_end(done)
+        futures = iter([pool.submit(contextvars.copy_context().run, run_one, j) for j in jobs])
+        return [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e for e in entries]
+
+
+def _skipped_after_start(prep: PreparedToolCall, emit: Any) -> FinalizedOutcome:
+    """A prepared call of a sequential batch that gives way to a new message
+    (``skip_tools_on_steer``); its start event came when the batch was prepared."""
+    text = (
+        f'Tool "{prep.tool_call.name}" was skipped: a new message from the user arrived before it '
+        "ran. Read the new message, then call the tool again if it is still needed."
+    )
+    finalized = FinalizedOutcome(prep.tool_call, create_error_tool_result(text, SKIPPED), True)
+    emit_tool_execution_end(finalized, emit)
     return finalized
 
 
@@ -265,19 +270,24 @@ def settle_paused_batch(
     checkpoint = config.approval_checkpoint
 
     by_call = {id(c.tool_call): c for c in by_entry.values()}
+    # One mark and its save at a time: a save that began earlier must never overwrite, with an
+    # older picture of the batch, a mark another thread saved since.
+    saving = threading.Lock()
 
     def started(jobs: Sequence[PreparedToolCall]) -> bool:
-        for job in jobs:
-            by_entry[id(job)].started = True
-        if _checkpoint(checkpoint):
-            return True
-        for job in jobs:
-            by_entry[id(job)].started = False
-        return False
+        with saving:
+            for job in jobs:
+                by_entry[id(job)].started = True
+            if _checkpoint(checkpoint):
+                return True
+            for job in jobs:
+                by_entry[id(job)].started = False
+            return False
 
     def ended(done: FinalizedOutcome) -> None:
-        by_call[id(done.tool_call)].outcome = (done.result.to_dict(), done.is_error)
-        _checkpoint(checkpoint)
+        with saving:
+            by_call[id(done.tool_call)].outcome = (done.result.to_dict(), done.is_error)
+            _checkpoint(checkpoint)
 
     finalized = _run_entries(
         context, paused.message, entries, config, signal, sink, paused.parallel, started, ended

@@ -396,12 +396,17 @@ class _Run:
         paused = self.state.paused_batch
         if paused is None or paused.settled:
             return None
-        # No decisions: the run was aborted, or messages that start it supersede the batch.
-        fallback = "" if approvals is not None else (ABORTED_KIND if self.signal.aborted else SKIPPED)
+        # Without decisions, messages that start the run supersede the batch.
+        if self.signal.aborted:  # an abort wins over decisions given just before it
+            fallback = ABORTED_KIND
+        else:
+            fallback = "" if approvals is not None else SKIPPED
+        paused.settled = (
+            True  # decided: no longer pending; kept in the state (and the session) until the run ends
+        )
         batch = settle_paused_batch(
             self.hooks_context(), paused, approvals, fallback, self.tool_config(), self.signal, self.emit
         )
-        paused.settled = True  # kept in the state (and the session) until the run has ended
         # The batch's turn ended (turn_end) when it paused; its results join this run as
         # messages do, before its first turn.
         self.add_results(batch)
@@ -480,9 +485,7 @@ def _finish_pending_calls(run: _Run) -> AssistantMessage | None:
     if reply is None or not pending:
         return None
     batch = run.run_tools(reply, pending)
-    if batch.paused is not None:
-        if run.emit.active:
-            run.emit.send(TurnEndEvent(reply, []))
+    if batch.paused is not None:  # no turn was opened for these calls: none is closed
         return run.made_up(AWAITING_APPROVAL, None)
     return _after_batch(run, reply, batch) if (batch.terminate or run.signal.aborted) else None
 

@@ -133,16 +133,20 @@ def _result_messages_at_turn_end(events: Sequence[Mapping[str, Any]]) -> list[di
     """Tool-result messages of a turn move to just before its turn_end, in their order."""
     out: list[dict[str, Any]] = []
     held: list[dict[str, Any]] = []
+    ended: set[Any] = set()  # the calls of this turn whose tool_execution_end came
     i = 0
     while i < len(events):
-        if _is_pair(events, i, "toolResult"):
+        if _is_pair(events, i, "toolResult") and events[i + 1]["message"].get("tool_call_id") in ended:
             held += [dict(events[i]), dict(events[i + 1])]
             i += 2
             continue
         event = dict(events[i])
+        if event["type"] == "tool_execution_end":
+            ended.add(event.get("tool_call_id"))
         if event["type"] in ("turn_end", "agent_end", "agent_start", "turn_start"):
             out += held
             held = []
+            ended = set()
         out.append(event)
         i += 1
     return out + held
@@ -208,6 +212,8 @@ def _ended_during_preparation(events: Sequence[Mapping[str, Any]]) -> list[str]:
     """The calls whose end comes before the section's last start: only preparation failures
     can, since execution begins once every call of the batch is prepared."""
     last = max((i for i, e in enumerate(events) if e["type"] == "tool_execution_start"), default=-1)
+    if last < 0:  # no start here (a resumed batch's ends): nothing ended during preparation
+        return []
     return [str(e.get("tool_call_id")) for e in events[:last] if e["type"] == "tool_execution_end"]
 
 

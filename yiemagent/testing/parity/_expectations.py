@@ -48,6 +48,8 @@ def matches(item: Any, pattern: Any) -> bool:
             and len(item) == len(pattern)
             and all(matches(a, b) for a, b in zip(item, pattern, strict=True))
         )
+    if isinstance(item, bool) or isinstance(pattern, bool):  # true is not 1
+        return item is pattern
     return bool(item == pattern and type(item) is type(pattern)) or (
         isinstance(item, (int, float)) and isinstance(pattern, (int, float)) and item == pattern
     )
