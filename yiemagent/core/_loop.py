@@ -397,10 +397,8 @@ class _Run:
         if paused is None or paused.settled:
             return None
         # Without decisions, messages that start the run supersede the batch.
-        if self.signal.aborted:  # an abort wins over decisions given just before it
-            fallback = ABORTED_KIND
-        else:
-            fallback = "" if approvals is not None else SKIPPED
+        # An abort wins over decisions given just before it.
+        fallback = ABORTED_KIND if self.signal.aborted else ("" if approvals is not None else SKIPPED)
         paused.settled = (
             True  # decided: no longer pending; kept in the state (and the session) until the run ends
         )
