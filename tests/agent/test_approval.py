@@ -476,10 +476,12 @@ def test_in_parallel_each_outcome_is_saved_as_its_call_ends(tmp_path: Path) -> N
         a.resume({"fast": Approve(), "slow": Approve()})
         deadline = threading.Event()
         snapshot: dict[str, Any] = {}
-        for _ in range(1000):  # bounded: until the fast call's outcome is in the file
+        # Bounded: until the file shows the fast call ended while the slow one (which waits for
+        # the release) has started; before the fix the fast outcome came only with the slow one.
+        for _ in range(1000):
             progress = json.loads(path.read_text(encoding="utf-8")).get("paused_batch", {}).get("calls", [])
             snapshot = {c["tool_call"]["id"]: (c["started"], c["outcome"] is not None) for c in progress}
-            if snapshot.get("fast") == (True, True):
+            if snapshot == {"fast": (True, True), "slow": (True, False)}:
                 break
             deadline.wait(0.01)
         release.set()
