@@ -14,6 +14,7 @@ import os
 import threading
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -84,6 +85,7 @@ def batches(draw: Any) -> tuple[list[tuple[str, str]], list[tuple[int, int]], st
     return tools, calls, mode, decisions
 
 
+@pytest.mark.timeout(1800)
 @settings(
     max_examples=EXAMPLES,
     deadline=None,
