@@ -135,6 +135,7 @@ def test_approve_deny_and_edit_each_do_what_they_say() -> None:
         ({"c1": Approve(), "zz": Approve()}, "not waiting for approval: zz"),
         ({"c1": Edit({"path": 3})}, "args.path: 3 is not of type 'string'"),
         ({"c1": "yes"}, "must be Approve(), Deny(reason) or Edit(arguments), got str"),
+        ({"c1": Edit({"path": float("nan")})}, "args.path is nan, which is not a JSON number"),
     ],
 )
 def test_unusable_decisions_are_refused_at_the_call_and_nothing_runs(

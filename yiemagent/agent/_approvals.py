@@ -13,6 +13,7 @@ from typing import Any
 from yiemagent.core._approval import Approve, Decision, Deny, Edit, PausedBatch
 from yiemagent.core._arguments import validate_tool_arguments
 from yiemagent.core._content import AgentToolCall
+from yiemagent.core._json_safety import argument_problem
 from yiemagent.core._tools import ToolMapping
 from yiemagent.errors import ApprovalError, ToolArgumentError, describe_error
 
@@ -20,6 +21,9 @@ __all__ = ["check_decisions"]
 
 
 def _edit_problem(tool_call_id: str, name: str, edit: Edit, tools: ToolMapping) -> str | None:
+    unusable = argument_problem(dict(edit.arguments))  # NaN, a non-string key, nested too deep
+    if unusable is not None:
+        return f"the edit of {tool_call_id} ({name}) is not usable JSON: {unusable}"
     tool = tools.get(name)
     if tool is None:
         return None  # the call will get an error result saying the tool no longer exists
