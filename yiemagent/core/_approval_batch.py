@@ -31,9 +31,11 @@ from yiemagent.core._pipeline import (
     _execute_and_finalize,
     _outcome,
     _pool_size,
+    _skipped,
     _start_and_prepare,
     create_error_tool_result,
     emit_tool_execution_end,
+    skipped_result,
 )
 from yiemagent.core._tools import (
     AbortSignal,
@@ -125,7 +127,7 @@ def _run_entries(
                 emit_tool_execution_end(entry, emit)
             elif isinstance(entry, PreparedToolCall):
                 if out and skip is not None and _asks_to_skip(skip):
-                    entry = _skipped_after_start(entry, emit)
+                    entry = _skipped(entry.tool_call, emit, started=True)
                 else:
                     entry = run_one(entry)
             out.append(entry)
@@ -139,18 +141,6 @@ def _run_entries(
     with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
         futures = iter([pool.submit(contextvars.copy_context().run, run_one, j) for j in jobs])
         return [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e for e in entries]
-
-
-def _skipped_after_start(prep: PreparedToolCall, emit: Any) -> FinalizedOutcome:
-    """A prepared call of a sequential batch that gives way to a new message
-    (``skip_tools_on_steer``); its start event came when the batch was prepared."""
-    text = (
-        f'Tool "{prep.tool_call.name}" was skipped: a new message from the user arrived before it '
-        "ran. Read the new message, then call the tool again if it is still needed."
-    )
-    finalized = FinalizedOutcome(prep.tool_call, create_error_tool_result(text, SKIPPED), True)
-    emit_tool_execution_end(finalized, emit)
-    return finalized
 
 
 def _unrecorded(prep: PreparedToolCall, emit: Any) -> FinalizedOutcome:
@@ -229,8 +219,7 @@ def _entry(
         if isinstance(decision, Deny):
             return _ended(call, decision.reason, DENIED, emit)
     elif fallback == SKIPPED:
-        text = f'Tool "{name}" was skipped: a new message from the user arrived before it ran.'
-        return _ended(call, text, SKIPPED, emit)
+        return _Refused(call.tool_call, skipped_result(name), True)
     tool = context.tools.get(name)
     if tool is None:
         text = f'Tool "{name}" no longer exists, so the approved call was not run.'

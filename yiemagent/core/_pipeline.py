@@ -94,16 +94,21 @@ def _aborted_outcome(name: str) -> tuple[AgentToolResult, bool]:
     return (create_error_tool_result(f'Tool "{name}" was not run: the operation was aborted.', ABORTED), True)
 
 
-def _skipped(tool_call: AgentToolCall, emit: SafeEmitter) -> FinalizedOutcome:
-    """The outcome of a call skipped for a new message, with its start and end events."""
-    if emit.active:
-        emit.send(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
-    result = create_error_tool_result(
-        f'Tool "{tool_call.name}" was skipped: a new message from the user arrived before it '
+def skipped_result(name: str) -> AgentToolResult:
+    """The error result of a call that gave way to a new message before it ran."""
+    return create_error_tool_result(
+        f'Tool "{name}" was skipped: a new message from the user arrived before it '
         "ran. Read the new message, then call the tool again if it is still needed.",
         SKIPPED,
     )
-    finalized = FinalizedOutcome(tool_call, result, True)
+
+
+def _skipped(tool_call: AgentToolCall, emit: SafeEmitter, started: bool = False) -> FinalizedOutcome:
+    """The outcome of a call skipped for a new message, with its end event, and its start
+    event unless ``started`` (a batch prepared in full already sent it)."""
+    if emit.active and not started:
+        emit.send(ToolExecStartEvent(tool_call.id, tool_call.name, tool_call.arguments))
+    finalized = FinalizedOutcome(tool_call, skipped_result(tool_call.name), True)
     emit_tool_execution_end(finalized, emit)
     return finalized
 
