@@ -145,24 +145,14 @@ class AgentPool:
         return the run's response; the session is saved before this returns. When the actor
         dies during the run, the response is an error response saying so (the session goes on
         from its last save on a new actor); ``ResponseTimeout`` when ``timeout`` passes."""
-        slot, actor = self._actor(session_id)
-        ref = actor.prompt.remote(session_id, text, timeout)
-        try:
-            response: AssistantMessage = get(
-                ref,
-                None if timeout is None else timeout + GRACE_S,
-                what=f"prompt() in session {session_id!r}",
-            )
-        except AgentActorDiedError as exc:
-            cause = exc.__cause__ or exc
-            fresh = self._replace(slot, actor, cause)
-            fresh.preload.remote(session_id)  # warm the session on the new actor; not waited for
-            return error_response(
-                f"the agent's actor died during this run ({short_reason(cause)}); "
-                "the run is lost and the session goes on from its last save on a "
-                "new actor: send the message again"
-            )
-        return response
+        return self._run(
+            session_id,
+            "prompt",
+            (text, timeout),
+            timeout,
+            "the run is lost and the session goes on from its last save on a new actor: "
+            "send the message again",
+        )
 
     def resume(
         self,
@@ -179,22 +169,34 @@ class AgentPool:
         ``ValueError``. An actor that dies during the run gives an error response, as in
         ``prompt``: the session goes on from its last save, where each call of the batch that
         had started is marked, so none runs twice."""
+        decisions = None if approvals is None else dict(approvals)
+        return self._run(
+            session_id,
+            "resume",
+            (decisions, timeout),
+            timeout,
+            "the session goes on from its last save on a new actor",
+        )
+
+    def _run(
+        self, session_id: str, method: str, args: tuple[Any, ...], timeout: float | None, lost: str
+    ) -> AssistantMessage:
+        """Call the session actor's ``method`` (``prompt`` or ``resume``) and return the run's
+        response; when the actor dies during the run, replace it, warm the session on the new
+        one (not waited for) and return an error response saying so, then ``lost``."""
         slot, actor = self._actor(session_id)
-        ref = actor.resume.remote(session_id, None if approvals is None else dict(approvals), timeout)
+        ref = getattr(actor, method).remote(session_id, *args)
         try:
             response: AssistantMessage = get(
                 ref,
                 None if timeout is None else timeout + GRACE_S,
-                what=f"resume() in session {session_id!r}",
+                what=f"{method}() in session {session_id!r}",
             )
         except AgentActorDiedError as exc:
             cause = exc.__cause__ or exc
             fresh = self._replace(slot, actor, cause)
             fresh.preload.remote(session_id)
-            return error_response(
-                f"the agent's actor died during this run ({short_reason(cause)}); "
-                "the session goes on from its last save on a new actor"
-            )
+            return error_response(f"the agent's actor died during this run ({short_reason(cause)}); {lost}")
         return response
 
     def pending_approvals(self, session_id: str) -> list[PendingApproval]:

@@ -14,7 +14,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import attrs
@@ -129,21 +129,7 @@ class SessionHost:
         """Run ``text`` in session ``session_id`` (loaded from the store, or new when the store
         does not have it) and save the session; return the run's response. A session that
         cannot be loaded gives an error response; ``ResponseTimeout`` as from ``prompt``."""
-        self._check()
-        entry = self._enter(session_id)
-        try:
-            with entry.lock:
-                agent = self._load_into(session_id, entry)
-                if isinstance(agent, Exception):
-                    return error_response(
-                        f"session {session_id!r} could not be loaded: {describe_error(agent)}"
-                    )
-                response = agent.prompt(text, timeout)
-                self._count("runs")
-                self._save(session_id, entry)
-                return response
-        finally:
-            self._leave(session_id, entry)
+        return self._run_in(session_id, lambda agent: agent.prompt(text, timeout))
 
     def resume(
         self, session_id: str, approvals: Mapping[str, Decision] | None, timeout: float | None
@@ -153,6 +139,18 @@ class SessionHost:
         and return the run's response. Unusable decisions raise ``ApprovalError`` and nothing
         runs; nothing to resume raises ``ValueError``; a session that cannot be loaded gives an
         error response; ``ResponseTimeout`` as from ``prompt``."""
+
+        def resume(agent: YiemAgent) -> AssistantMessage:
+            _drop_untaken(agent)
+            agent.resume(approvals)
+            return agent.take_response(timeout)
+
+        return self._run_in(session_id, resume)
+
+    def _run_in(self, session_id: str, run: Callable[[YiemAgent], AssistantMessage]) -> AssistantMessage:
+        """``run`` the session's agent (loaded into this slot when needed, one run at a time per
+        session), count the run and save the session; a session that cannot be loaded gives an
+        error response instead."""
         self._check()
         entry = self._enter(session_id)
         try:
@@ -162,9 +160,7 @@ class SessionHost:
                     return error_response(
                         f"session {session_id!r} could not be loaded: {describe_error(agent)}"
                     )
-                _drop_untaken(agent)
-                agent.resume(approvals)
-                response = agent.take_response(timeout)
+                response = run(agent)
                 self._count("runs")
                 self._save(session_id, entry)
                 return response
