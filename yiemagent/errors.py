@@ -16,6 +16,7 @@ __all__ = [
     "AgentActorDiedError",
     "AgentClosedError",
     "ApprovalError",
+    "CassetteError",
     "CliError",
     "ClusterError",
     "FileProblem",
@@ -27,6 +28,7 @@ __all__ = [
     "McpToolError",
     "PatternRefused",
     "RayToolError",
+    "ReplayMismatchError",
     "ResponseTimeout",
     "RunError",
     "ScenarioError",
@@ -220,6 +222,17 @@ class FileProblem(YiemAgentError, ValueError):
     def __init__(self, message: str, where: str = "$") -> None:
         super().__init__(message)
         self.where = where
+
+
+class CassetteError(YiemAgentError, ValueError):
+    """A cassette file (a recorded run) that cannot be used: the text names the file and, for
+    each bad field, its JSON path (``$.interactions[2].reply``), and says what to do."""
+
+
+class ReplayMismatchError(LlmError):
+    """A strict replay got a request the cassette does not hold at that point: the text names the
+    call, the first field that differs and what was recorded there. Raised inside ``llm_call``,
+    so the run ends with an error response that says it."""
 
 
 class HarnessError(YiemAgentError):

@@ -281,11 +281,13 @@ def test_a_malformed_trace_names_the_line_and_the_field(good: dict[str, Any], tm
         read_trace(trace)
 
 
-def test_schema_prints_both_schemas() -> None:
+def test_schema_prints_every_schema() -> None:
     status, out = cli("schema", "trace")
     assert status == 0 and json.loads(out)["$id"].endswith("trace.schema.json")
+    status, out = cli("schema", "cassette")
+    assert status == 0 and json.loads(out)["$id"].endswith("cassette.schema.json")
     status, out = cli("schema")
-    assert status == 0 and out.count('"$id"') == 2
+    assert status == 0 and out.count('"$id"') == 3
 
 
 # -- the second implementation ---------------------------------------------------------------

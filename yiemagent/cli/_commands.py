@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from yiemagent.cli._approve import Approver, settle_approvals
 from yiemagent.cli._chat import run_chat
 from yiemagent.cli._io import read_prompt, stdout_to_stderr
-from yiemagent.cli._model import CliError, ModelChoice, choose_model
+from yiemagent.cli._model import CliError, ModelChoice, choose_model, recorded
 from yiemagent.cli._render import Renderer
 from yiemagent.cli._session import (
     Sink,
@@ -169,6 +169,18 @@ def _deliver(
     )
 
 
+def _model(args: argparse.Namespace) -> ModelChoice:
+    """The model ``--model`` and its options choose, recorded to ``--record``'s cassette when given."""
+    choice = choose_model(
+        args.model,
+        args.base_url,
+        stream=not args.no_stream,
+        temperature=args.temperature,
+        replay_match=args.replay_match,
+    )
+    return recorded(choice, args.record) if args.record else choice
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     """``yiemagent run PROMPT``: one run; see the module docstring for outputs and exit codes.
     Only the command's results reach stdout: whatever tools print goes to stderr."""
@@ -180,9 +192,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         to_file = args.events is not None and not to_stdout
         events = _open_events_file(args, stack) if to_file else None
         out = stack.enter_context(stdout_to_stderr())  # (a model's start-up may print)
-        choice = choose_model(
-            args.model, args.base_url, stream=not args.no_stream, temperature=args.temperature
-        )
+        choice = _model(args)
         stack.callback(choice.close)
         if events is not None:
             _start_afresh(events)
@@ -280,7 +290,7 @@ def cmd_chat(args: argparse.Namespace) -> int:
             "a terminal, or give it input (yiemagent chat < messages.txt), or use "
             "yiemagent run PROMPT"
         )
-    choice = choose_model(args.model, args.base_url, stream=not args.no_stream, temperature=args.temperature)
+    choice = _model(args)
     with contextlib.ExitStack() as stack:
         stack.callback(choice.close)
         tools = stack.enter_context(open_tools(args.tools, args.mcp, args.allow_write_tool))

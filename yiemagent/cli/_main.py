@@ -84,8 +84,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--model",
         metavar="SPEC",
         help="openai:MODEL, anthropic:MODEL, ollama:MODEL, provider:MODEL@URL, "
-        "local (the embedded model), local:FILE.gguf, or scripted:FILE.json "
-        "(replay replies from a file). Default: openai:gpt-4o-mini with "
+        "local (the embedded model), local:FILE.gguf, scripted:FILE.json "
+        "(replay replies from a file), or replay:CASSETTE.json (answer from a run "
+        "recorded with --record, offline). Default: openai:gpt-4o-mini with "
         "OPENAI_API_KEY set, else anthropic:claude-sonnet-4-5 with "
         "ANTHROPIC_API_KEY set, else local",
     )
@@ -94,6 +95,19 @@ def build_parser() -> argparse.ArgumentParser:
         metavar="URL",
         help="an OpenAI-compatible server (with --model NAME), or another base "
         "URL for --model PROVIDER:MODEL",
+    )
+    group.add_argument(
+        "--record",
+        metavar="CASSETTE",
+        help="write every call to the model (request, reply, streamed pieces; never a key) "
+        "to this cassette file, for --model replay:CASSETTE later",
+    )
+    group.add_argument(
+        "--replay-match",
+        choices=["strict", "sequence"],
+        default="strict",
+        help="with --model replay:CASSETTE: strict (each request must be the recorded one; "
+        "the default) or sequence (the recorded replies in order, whatever is asked)",
     )
     group.add_argument("--system", metavar="TEXT", help="the system prompt")
     group.add_argument("--parallel", action="store_true", help="run the tool calls of one reply in parallel")

@@ -13,11 +13,11 @@ from typing import Any
 import attrs
 
 from yiemagent.core._messages import AssistantMessage
-from yiemagent.errors import CliError, describe_error
+from yiemagent.errors import CassetteError, CliError, describe_error
 from yiemagent.llm._factory import PROVIDERS, create_llm_call, parse_llm_spec
 from yiemagent.testing._scripted import ScriptedModel, ScriptError
 
-__all__ = ["INSTALL_LOCAL", "CliError", "ModelChoice", "choose_model", "default_spec"]
+__all__ = ["INSTALL_LOCAL", "CliError", "ModelChoice", "choose_model", "default_spec", "recorded"]
 
 INSTALL_LOCAL = "CMAKE_ARGS=\"-DGGML_NATIVE=OFF\" pip install 'yiemagent[local]'"
 NO_MODEL = f"""no model is available.
@@ -113,6 +113,34 @@ def _scripted(spec: str) -> LlmCall:
         ) from None
 
 
+def _replayed(spec: str, match: str) -> LlmCall:
+    """The replay of the cassette in ``replay:FILE``; ``CliError`` saying what is wrong with it."""
+    # Imported here: replay reads the cassette schema with jsonschema, which other models skip.
+    from yiemagent.testing._replay import replay
+
+    path = spec.partition(":")[2]
+    if not path:
+        raise CliError(
+            "--model replay:FILE needs the path of a cassette written with --record, e.g. "
+            "--model replay:tokyo.json"
+        )
+    try:
+        return replay(os.path.expanduser(path), "sequence" if match == "sequence" else "strict")
+    except CassetteError as exc:
+        raise CliError(f"--model {spec}: {exc}") from None
+
+
+def recorded(choice: ModelChoice, path: str) -> ModelChoice:
+    """``choice`` with its model's calls written to the cassette ``path`` (``--record``);
+    ``CliError`` when the file cannot be written."""
+    from yiemagent.testing._record import record
+
+    try:
+        return attrs.evolve(choice, llm_call=record(choice.llm_call, os.path.expanduser(path)))
+    except CassetteError as exc:
+        raise CliError(f"--record {path}: {exc}") from None
+
+
 def _one_line(text: str) -> str:
     """``text`` on one line: each line break becomes a space (a message is one line on stderr)."""
     return " ".join(text.splitlines())
@@ -174,9 +202,11 @@ def choose_model(
     env: Mapping[str, str] | None = None,
     stream: bool = True,
     temperature: float | None = None,
+    replay_match: str = "strict",
 ) -> ModelChoice:
     """The model for ``--model spec`` and ``--base-url``: ``local``/``local:PATH.gguf`` (the
-    embedded model), ``scripted:FILE.json`` (replies replayed from a file), or any spec of
+    embedded model), ``scripted:FILE.json`` (replies replayed from a file),
+    ``replay:CASSETTE.json`` (a recorded run, matched as ``replay_match`` says), or any spec of
     ``create_llm_call``; without ``spec``, see ``default_spec``. ``stream`` and ``temperature``
     (when given) go to the provider clients; the embedded model takes ``temperature`` (it
     decodes greedily by default). Raises ``CliError`` (exit 2)
@@ -194,10 +224,15 @@ def choose_model(
     else:
         spec, reason = spec.strip(), "--model"
     kind = spec.partition(":")[0].lower()
-    if kind in ("local", "scripted"):
+    if kind in ("local", "scripted", "replay"):
         if base_url is not None:
             raise CliError(f"--base-url does not apply to --model {spec}: it talks to no server")
-        call = _local(spec, temperature) if kind == "local" else _scripted(spec)
+        if kind == "local":
+            call = _local(spec, temperature)
+        elif kind == "scripted":
+            call = _scripted(spec)
+        else:
+            call = _replayed(spec, replay_match)
     else:
         call = _provider(spec, base_url, env, stream, temperature)
     return ModelChoice(call, spec, reason)

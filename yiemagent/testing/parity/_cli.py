@@ -287,8 +287,38 @@ def cmd_table(args: argparse.Namespace, out: TextIO) -> int:
     return update_table(Path(args.update), table, args.check, out)
 
 
+def cmd_capture(args: argparse.Namespace, out: TextIO) -> int:
+    """Draft a scenario from a cassette: written to ``--output`` (or printed), each note on an
+    ``NOTE`` line; 1 when the cassette or the draft cannot be used."""
+    # Imported here: the other commands do not read cassettes.
+    from yiemagent.errors import CassetteError
+    from yiemagent.testing._cassette import read_cassette
+
+    from ._capture import capture_scenario
+
+    try:
+        capture = capture_scenario(read_cassette(args.cassette), args.name)
+    except (CassetteError, ScenarioError, ValueError) as exc:
+        print(f"ERROR {exc}", file=out)
+        return 1
+    text = dump_scenario(capture.data)
+    if args.output:
+        try:
+            Path(args.output).write_text(text, encoding="utf-8")
+        except OSError as exc:
+            why = exc.strerror or exc
+            print(f"ERROR {printable(args.output)}: cannot write the scenario: {why}", file=out)
+            return 1
+        print(f"captured {capture.data['name']} to {printable(args.output)}", file=out)
+    else:
+        out.write(text)
+    for note in capture.notes:
+        print(f"NOTE {note}", file=out)
+    return 0
+
+
 def cmd_schema(args: argparse.Namespace, out: TextIO) -> int:
-    names = [args.which] if args.which else ["scenario", "trace"]
+    names = [args.which] if args.which else ["scenario", "trace", "cassette"]
     for name in names:
         print(schema_text(name).rstrip(), file=out)
     return 0
@@ -322,8 +352,13 @@ def _parser() -> argparse.ArgumentParser:
     record = sub.add_parser("record", help="rewrite the scenarios' expect from what yiemagent does now")
     record.add_argument("paths", nargs="*", help=f"scenario files or folders (default {DEFAULT_SCENARIOS})")
     record.set_defaults(handler=cmd_record)
-    schemas = sub.add_parser("schema", help="print the JSON Schemas of scenarios and traces")
-    schemas.add_argument("which", nargs="?", choices=["scenario", "trace"])
+    capture = sub.add_parser("capture", help="draft a scenario from a run recorded in a cassette")
+    capture.add_argument("cassette", help="a cassette written by record() or yiemagent run --record")
+    capture.add_argument("-o", "--output", help="write the scenario here (default: print it)")
+    capture.add_argument("--name", help="the scenario's name (default: from the cassette's file name)")
+    capture.set_defaults(handler=cmd_capture)
+    schemas = sub.add_parser("schema", help="print the JSON Schemas of scenarios, traces and cassettes")
+    schemas.add_argument("which", nargs="?", choices=["scenario", "trace", "cassette"])
     schemas.set_defaults(handler=cmd_schema)
     return parser
 

@@ -18,6 +18,7 @@ its kinds ignored, and the same rule applies to every error result on both sides
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -33,6 +34,7 @@ __all__ = [
     "canonical_events",
     "comparable",
     "compare",
+    "field_differences",
     "parallel_sections",
     "render",
 ]
@@ -359,21 +361,27 @@ def _line(item: Mapping[str, Any] | None) -> str:
     return "(nothing)" if item is None else canonical_json(item)
 
 
-def _field_notes(
-    want: Mapping[str, Any], got: Mapping[str, Any], rules: Rules, prefix: str = ""
+def field_differences(
+    want: Mapping[str, Any], got: Mapping[str, Any], rules: Rules = DEFAULT_RULES, prefix: str = ""
 ) -> list[str]:
+    """Each field where ``got`` differs from ``want`` (as compared: ``comparable``), as
+    ``path: expected X, actual Y`` with a dotted path into objects and ``[i]`` at the first
+    differing item of a list (``messages[2].text: ...``); the one way the suite and a replay
+    say where two things part."""
     notes: list[str] = []
     a, b = comparable(want, rules), comparable(got, rules)
     for key in [*a, *(k for k in b if k not in a)]:
         if a.get(key) == b.get(key):
             continue
         if isinstance(a.get(key), Mapping) and isinstance(b.get(key), Mapping):
-            notes += _field_notes(a[key], b[key], rules, f"{prefix}{key}.")
+            notes += field_differences(a[key], b[key], rules, f"{prefix}{key}.")
         elif key == "text" and isinstance(a.get(key), list):
             notes.append(
                 f"{prefix}text: must carry the scenario's texts {canonical_json(a[key])}, "
                 f"carries {canonical_json(b.get(key))}"
             )
+        elif isinstance(a.get(key), list) and isinstance(b.get(key), list):
+            notes += _list_differences(a[key], b[key], rules, f"{prefix}{key}")
         else:
             notes.append(
                 f"{prefix}{key}: expected {_short(a.get(key), key in a)}, "
@@ -382,10 +390,31 @@ def _field_notes(
     return notes
 
 
+def _list_differences(want: list[Any], got: list[Any], rules: Rules, where: str) -> list[str]:
+    """The differences at the first item where two lists part (an item one of them lacks is
+    ``(absent)``)."""
+    for i in range(max(len(want), len(got))):
+        a = want[i] if i < len(want) else None
+        b = got[i] if i < len(got) else None
+        if i < len(want) and i < len(got) and a == b:
+            continue
+        if isinstance(a, Mapping) and isinstance(b, Mapping):
+            inner = field_differences(a, b, rules, f"{where}[{i}].")
+            if inner:
+                return inner
+            continue
+        return [f"{where}[{i}]: expected {_short(a, i < len(want))}, actual {_short(b, i < len(got))}"]
+    return []
+
+
 def _short(value: Any, present: bool) -> str:
     if not present:
         return "(absent)"
-    text = canonical_json(value)
+    if isinstance(value, Mapping) and "name" in value:  # a tool or a call: its name first
+        value = {"name": value["name"], **{k: value[k] for k in sorted(value) if k != "name"}}
+        text = json.dumps(value, separators=(",", ":"), ensure_ascii=False)
+    else:
+        text = canonical_json(value)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
@@ -409,5 +438,5 @@ def render(divergence: Divergence, expected: Outcome, context: int = 3, rules: R
     lines.append(f"  - expected {_line(divergence.expected)}")
     lines.append(f"  + actual   {_line(divergence.actual)}")
     if divergence.expected is not None and divergence.actual is not None:
-        lines += [f"    {note}" for note in _field_notes(divergence.expected, divergence.actual, rules)]
+        lines += [f"    {note}" for note in field_differences(divergence.expected, divergence.actual, rules)]
     return "\n".join(lines)

@@ -38,7 +38,11 @@ __all__ = [
 ]
 
 FORMAT = 2
-SCHEMA_FILES = {"scenario": "scenario.schema.json", "trace": "trace.schema.json"}
+SCHEMA_FILES = {
+    "scenario": "scenario.schema.json",
+    "trace": "trace.schema.json",
+    "cassette": "cassette.schema.json",
+}
 _BASE = "https://yiemagent.invalid/parity/"
 
 Problem = tuple[str, str]  # (JSON path, message)

@@ -1,0 +1,178 @@
+"""Cassette files: a recorded run of a model as versioned JSON, checked against the shipped schema.
+
+A cassette is ``{"format": "yiemagent-cassette", "version": 1, "interactions": [...]}``; each
+interaction holds one call's ``request`` (``CassetteForm``'s form) and either its ``reply`` (with
+the streamed ``deltas``, when there were any) or the ``error`` it raised. The text is written the
+same way every time (two-space indents, keys in a fixed order, no timestamps), so two recordings
+of the same run are the same file and a changed run diffs line by line in a review.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any, cast
+
+import attrs
+
+from yiemagent.core._messages import AssistantMessage
+from yiemagent.errors import CassetteError, describe_error
+from yiemagent.testing.parity._files import FileProblem, parse_json, printable, read_text
+from yiemagent.testing.parity._scenario import validation_problems
+
+__all__ = [
+    "CASSETTE_FORMAT",
+    "CASSETTE_VERSION",
+    "Cassette",
+    "Interaction",
+    "dump_cassette",
+    "read_cassette",
+    "write_cassette",
+]
+
+CASSETTE_FORMAT = "yiemagent-cassette"
+CASSETTE_VERSION = 1
+_MAX_PROBLEMS = 20
+
+
+@attrs.frozen
+class Interaction:
+    """One recorded call: the ``request`` in the cassette's form, and the ``reply`` (its dict
+    form, without timestamp) with its streamed ``deltas``, or the ``error`` it raised
+    (``{"type", "message", "status"?}``)."""
+
+    request: dict[str, Any]
+    reply: dict[str, Any] | None = None
+    deltas: list[dict[str, Any]] = attrs.field(factory=list)
+    error: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The interaction as the file holds it (``deltas`` only when there are any)."""
+        data: dict[str, Any] = {"request": self.request}
+        if self.error is not None:
+            data["error"] = self.error
+        else:
+            data["reply"] = self.reply
+            if self.deltas:
+                data["deltas"] = self.deltas
+        return data
+
+    def message(self, timestamp: int) -> AssistantMessage:
+        """The recorded reply as an ``AssistantMessage`` stamped ``timestamp``."""
+        data = {**(self.reply or {}), "role": "assistant", "timestamp": timestamp}
+        return cast(AssistantMessage, AssistantMessage.from_dict(data))
+
+
+@attrs.frozen
+class Cassette:
+    """A whole cassette: its interactions in call order, and the file it came from, if any."""
+
+    interactions: list[Interaction]
+    source: str = "<cassette>"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "format": CASSETTE_FORMAT,
+            "version": CASSETTE_VERSION,
+            "interactions": [i.to_dict() for i in self.interactions],
+        }
+
+
+_EXPANDED_OBJECTS = 3  # objects down to a request or reply get a line per field
+_EXPANDED_LISTS = 4  # lists down to a request's messages get a line per item
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(", ", ": "))
+
+
+def _dump(value: Any, depth: int) -> str:
+    """``value`` as JSON: the outer objects a line per field, the lists in them a line per item
+    (a message, a tool, a delta), anything deeper on one line."""
+    pad = "  " * (depth + 1)
+    end = "  " * depth
+    if isinstance(value, dict) and value and depth <= _EXPANDED_OBJECTS:
+        fields = [f"{pad}{_compact(k)}: {_dump(v, depth + 1)}" for k, v in value.items()]
+        return "{\n" + ",\n".join(fields) + f"\n{end}}}"
+    if isinstance(value, list) and value and depth <= _EXPANDED_LISTS:
+        items = [f"{pad}{_dump(v, depth + 1)}" for v in value]
+        return "[\n" + ",\n".join(items) + f"\n{end}]"
+    return _compact(value)
+
+
+def dump_cassette(cassette: Cassette) -> str:
+    """The cassette's text: the outer objects a line per field, each message, tool, content
+    block and delta on a line of its own (so a changed run diffs line by line), non-ASCII
+    kept, a final newline."""
+    return _dump(cassette.to_dict(), 0) + "\n"
+
+
+def write_cassette(path: str | os.PathLike[str], cassette: Cassette) -> None:
+    """Write ``cassette`` to ``path`` atomically (a file beside it, then renamed), so a reader
+    or a crash never sees half a cassette; ``CassetteError`` naming the path when it cannot."""
+    target = Path(path)
+    try:
+        fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(dump_cassette(cassette))
+            os.replace(temp, target)
+        except BaseException:
+            Path(temp).unlink(missing_ok=True)
+            raise
+    except OSError as exc:
+        raise CassetteError(
+            f"cannot write the cassette {printable(str(target))}: {exc.strerror or exc}; "
+            "give a path in a folder that exists and can be written"
+        ) from None
+
+
+def _refused(source: str, problems: Sequence[tuple[str, str]]) -> CassetteError:
+    shown = "\n".join(f"  {where}: {message}" for where, message in problems[:_MAX_PROBLEMS])
+    more = len(problems) - _MAX_PROBLEMS
+    if more > 0:
+        shown += f"\n  … and {more} more problems"
+    return CassetteError(
+        f"{printable(source)}: not a usable cassette (record it again with record() or "
+        f"yiemagent run --record):\n{shown}"
+    )
+
+
+def _interaction(data: Mapping[str, Any], index: int, source: str) -> Interaction:
+    interaction = Interaction(
+        request=dict(data["request"]),
+        reply=dict(data["reply"]) if "reply" in data else None,
+        deltas=[dict(d) for d in data.get("deltas", [])],
+        error=dict(data["error"]) if "error" in data else None,
+    )
+    if interaction.reply is not None:
+        try:
+            interaction.message(0)
+        except (TypeError, ValueError) as exc:
+            raise _refused(source, [(f"$.interactions[{index}].reply", describe_error(exc))]) from None
+    return interaction
+
+
+def read_cassette(path: str | os.PathLike[str]) -> Cassette:
+    """Read and check the cassette at ``path``: the file (a regular UTF-8 file of at most 16
+    MiB), its JSON, the schema and every reply. Raises ``CassetteError`` naming the file and the
+    JSON path of each bad field, never a bare traceback."""
+    source = os.fspath(path)
+    try:
+        data = parse_json(read_text(source))
+    except FileProblem as exc:
+        raise _refused(source, [(exc.where, str(exc))]) from None
+    if isinstance(data, Mapping) and data.get("format") == CASSETTE_FORMAT:
+        version = data.get("version")
+        if version != CASSETTE_VERSION:
+            raise _refused(
+                source,
+                [("$.version", f"version {version!r} is not one this yiemagent reads ({CASSETTE_VERSION})")],
+            )
+    problems = validation_problems(data, "cassette")
+    if problems:
+        raise _refused(source, problems)
+    return Cassette([_interaction(item, i, source) for i, item in enumerate(data["interactions"])], source)

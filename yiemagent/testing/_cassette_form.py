@@ -1,0 +1,140 @@
+"""The stable form of what passes through an ``llm_call``: requests, replies and streamed pieces
+as a cassette holds them.
+
+A request is written as the conformance trace's ``llm_request`` line (``testing.parity``'s
+``Normaliser``) without its run and turn, which only the events know. Nothing in the form
+changes between two recordings of the same run: tool-call ids become ``call_1``, ``call_2``, …
+and session ids ``session_1``, … in order of first appearance (the requests of one cassette
+share one numbering), and timestamps are left out. Recording and replaying a run see the ids
+in the same order, so both sides number them alike.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from yiemagent.core._events import MessageUpdateEvent
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage
+from yiemagent.testing.parity._normalise import Normaliser, _spec_text
+
+__all__ = ["CassetteForm"]
+
+
+class _StableIds(Normaliser):
+    """The trace normaliser with the cassette's ids: ``call_N`` for every tool-call id, numbered
+    in order of first appearance."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    def call_id(self, raw: Any) -> str:
+        value = str(raw)
+        found = self.ids.get(value)
+        if found is None:
+            found = self.ids[value] = f"call_{len(self.ids) + 1}"
+        return found
+
+
+def _tool_results(messages: Sequence[Any], wanted: set[str]) -> dict[str, dict[str, Any]]:
+    """What the trace normaliser reads of the typed tool results ``wanted`` (whether one is an
+    error, and its kind), looked up from the end of the history, where new results are."""
+    found: dict[str, dict[str, Any]] = {}
+    for m in reversed(messages):
+        if len(found) == len(wanted):
+            break
+        if isinstance(m, ToolResultMessage) and m.tool_call_id in wanted:
+            found[m.tool_call_id] = {"tool_name": m.tool_name, "is_error": m.is_error, "details": m.details}
+    return found
+
+
+def _common_prefix(new: Sequence[Any], old: Sequence[Any]) -> int:
+    """How many leading items ``new`` shares with ``old`` (the same objects, not equal ones)."""
+    size = min(len(new), len(old))
+    i = 0
+    while i < size and new[i] is old[i]:
+        i += 1
+    return i
+
+
+class CassetteForm:
+    """Turns one run's requests, replies and deltas into the cassette's form, numbering ids as
+    it goes. Not thread-safe: a recorder or replayer calls it under its own lock, in call order
+    (the request, then the deltas, then the reply)."""
+
+    def __init__(self) -> None:
+        self._ids = _StableIds()
+        self._sessions: dict[str, str] = {}
+        # The previous request's message dicts and their forms, for the next request to reuse.
+        self._raws: list[Mapping[str, Any]] = []
+        self._forms: list[tuple[str, Any]] = []
+
+    def session_id(self, raw: Any) -> str | None:
+        """``session_N`` for a session id (numbered in order of first appearance), ``None`` for none."""
+        if raw is None:
+            return None
+        value = str(raw)
+        found = self._sessions.get(value)
+        if found is None:
+            found = self._sessions[value] = f"session_{len(self._sessions) + 1}"
+        return found
+
+    def request(self, request: Any) -> dict[str, Any]:
+        """The request's form: ``{"system_prompt", "messages", "tools", "session_id"}`` from its
+        spec view (what any ``llm_call`` reads of it); a request that is no mapping has none.
+
+        Incremental: the messages the previous request shared (the same dicts, as the agent's
+        formatter keeps them from turn to turn) keep their form, so a turn costs the messages
+        added since, not the whole history."""
+        spec = request if isinstance(request, Mapping) else {}
+        raws = [m for m in spec.get("messages") or [] if isinstance(m, Mapping)]
+        kept = _common_prefix(raws, self._raws)
+        added = raws[kept:]
+        wanted = {str(m.get("tool_call_id")) for m in added if m.get("role") == "tool"}
+        typed = _tool_results(getattr(request, "messages", None) or (), wanted) if wanted else {}
+        forms = self._forms[:kept]
+        for raw in added:
+            if raw.get("role") == "system":
+                forms.append(("system", _spec_text(raw.get("content"))))
+            else:
+                forms.append(("message", self._ids._spec_message(raw, typed)))
+        self._raws, self._forms = raws, forms
+        session = getattr(request, "session_id", None)
+        if session is None and isinstance(request, Mapping):
+            session = request.get("session_id")
+        systems = [f for kind, f in forms if kind == "system"]
+        return {
+            "system_prompt": systems[-1] if systems else "",
+            "messages": [f for kind, f in forms if kind == "message"],
+            "tools": self._ids.request({"tools": spec.get("tools") or []}, (), None)["tools"],
+            "session_id": self.session_id(session),
+        }
+
+    def delta(self, event: MessageUpdateEvent) -> dict[str, Any]:
+        """A streamed piece's form: the event's fields, its tool-call id numbered."""
+        data = event.to_dict()
+        del data["type"]
+        if data["tool_call_id"] is not None:
+            data["tool_call_id"] = self._ids.call_id(data["tool_call_id"])
+        return data
+
+    def reply(self, message: AssistantMessage) -> dict[str, Any]:
+        """A reply's form: its ``to_dict()`` without the timestamp, its tool-call ids numbered
+        (a call without an id keeps none: the agent names it, as it did when recording)."""
+        data = message.to_dict()
+        del data["timestamp"]
+        del data["role"]
+        for block in data["content"]:
+            if block.get("type") == "toolCall" and block.get("id"):
+                block["id"] = self._ids.call_id(block["id"])
+        return data
+
+    def note_reply(self, reply: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]) -> None:
+        """Number the ids of a recorded reply and its deltas as ``reply`` and ``delta`` did when
+        it was recorded, so a replay numbers the requests after it alike."""
+        for piece in deltas:
+            if piece.get("tool_call_id") is not None:
+                self._ids.call_id(piece["tool_call_id"])
+        for block in reply.get("content") or []:
+            if isinstance(block, Mapping) and block.get("type") == "toolCall" and block.get("id"):
+                self._ids.call_id(block["id"])
