@@ -72,6 +72,7 @@ SCENARIOS = (
     "tool_loading",
     "ray_pool",
     "local_model",
+    "replay",
 )
 ARGS_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -1118,6 +1119,54 @@ def import_time(sizes: Sizes) -> Scenario:
     return Scenario("import_time", params={"processes": runs}, figures=figures)
 
 
+def replay_turns(llm_call: Callable[..., AssistantMessage], tool: AgentTool, turns: int) -> float:
+    """µs per turn of a run of ``turns`` tool-call turns and a final answer, on ``llm_call``."""
+    agent = YiemAgent(llm_call=llm_call, tools=[tool], max_turns=turns + 5, system_prompt="bench")
+    try:
+        return timed_prompt(agent, "go", "replay") / (turns + 1) * 1e6
+    finally:
+        agent.shutdown()
+
+
+def replay(sizes: Sizes) -> Scenario:
+    """What answering from a cassette costs against the scripted model it was recorded from: a
+    run of ``turns`` tool-call turns recorded once with ``record``, then µs per turn of the same
+    run on a ``ScriptedModel``, on ``replay(match="sequence")`` and on ``replay()`` (strict:
+    every request put in the cassette's form and checked), in interleaved rounds. The target of
+    the sequence replay is the scripted model's median; the strict replay has none: it does
+    what the scripted model does not (it reads each request and compares it), and its figure
+    says what that check costs."""
+    from yiemagent.testing import ScriptedModel, record
+    from yiemagent.testing import replay as replay_cassette
+
+    tool = make_tool("noop")
+    turns = max(2, sizes.turns // 4)
+
+    def scripted() -> ScriptedModel:
+        return ScriptedModel(tool_turns(turns, 1, tool.name), keep_requests=0)
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "bench.json"
+        replay_turns(record(scripted(), path), tool, turns)
+        rounds: dict[str, list[float]] = {"scripted": [], "sequence": [], "strict": []}
+        for n in range(sizes.warmup + sizes.runs):
+            measured = {
+                "scripted": replay_turns(scripted(), tool, turns),
+                "sequence": replay_turns(replay_cassette(path, "sequence"), tool, turns),
+                "strict": replay_turns(replay_cassette(path), tool, turns),
+            }
+            if n >= sizes.warmup:
+                for key, value in measured.items():
+                    rounds[key].append(value)
+    base = statistics.median(rounds["scripted"])
+    figures = [
+        Figure("us_per_turn_scripted", "µs per turn, scripted model", "µs", rounds["scripted"]),
+        Figure("us_per_turn_sequence", "µs per turn, replay (sequence)", "µs", rounds["sequence"], base),
+        Figure("us_per_turn_strict", "µs per turn, replay (strict)", "µs", rounds["strict"]),
+    ]
+    return Scenario("replay", params={"turns": turns}, figures=figures)
+
+
 RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
     "import_time": import_time,
     "turn_overhead": turn_overhead,
@@ -1127,6 +1176,7 @@ RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
     "tool_loading": tool_loading,
     "ray_pool": ray_pool,
     "local_model": local_model,
+    "replay": replay,
 }
 
 

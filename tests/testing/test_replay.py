@@ -16,6 +16,7 @@ import attrs
 import pytest
 
 from yiemagent import (
+    AgentContext,
     AgentTool,
     AgentToolCall,
     AgentToolResult,
@@ -23,6 +24,7 @@ from yiemagent import (
     LlmUsage,
     MessageUpdateEvent,
     TextContent,
+    UserMessage,
     YiemAgent,
 )
 from yiemagent.errors import CassetteError, LlmError, ReplayMismatchError
@@ -266,6 +268,26 @@ def test_a_changed_tool_result_is_named_at_the_call_it_reaches(cassette: Path) -
 def test_a_changed_prompt_is_named(cassette: Path) -> None:
     message = last_response(run(replay(cassette), ("What time is it in Oslo?",))).error_message or ""
     assert 'request.messages[0].text: expected "What time is it in Tokyo?"' in message
+
+
+def test_a_change_early_in_the_history_is_found_at_a_later_call(cassette: Path) -> None:
+    """Only the messages a request shares with the one before (the same objects) are taken as
+    checked; a context hook that rewrites an earlier message is caught."""
+    calls = []
+
+    def rewrite_later(state: Any) -> Any:
+        calls.append(1)
+        messages = list(state.messages)
+        if len(calls) == 2:
+            messages[0] = UserMessage("What time is it in Lima?")
+        return AgentContext(state.system_prompt, messages, state.tools)
+
+    message = last_response(run(replay(cassette), prepare_context=rewrite_later)).error_message or ""
+    assert "call 2 does not match" in message
+    assert (
+        'request.messages[0].text: expected "What time is it in Tokyo?", actual "What time is it in Lima?"'
+        in message
+    )
 
 
 def test_a_sequence_replay_answers_whatever_is_asked(cassette: Path) -> None:

@@ -11,6 +11,7 @@ in the same order, so both sides number them alike.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -50,11 +51,11 @@ def _tool_results(messages: Sequence[Any], wanted: set[str]) -> dict[str, dict[s
 
 def _common_prefix(new: Sequence[Any], old: Sequence[Any]) -> int:
     """How many leading items ``new`` shares with ``old`` (the same objects, not equal ones)."""
-    size = min(len(new), len(old))
-    i = 0
-    while i < size and new[i] is old[i]:
-        i += 1
-    return i
+    same = list(map(operator.is_, new, old))  # at C speed: a turn compares the whole history
+    try:
+        return same.index(False)
+    except ValueError:
+        return len(same)
 
 
 class CassetteForm:
@@ -65,9 +66,13 @@ class CassetteForm:
     def __init__(self) -> None:
         self._ids = _StableIds()
         self._sessions: dict[str, str] = {}
-        # The previous request's message dicts and their forms, for the next request to reuse.
-        self._raws: list[Mapping[str, Any]] = []
-        self._forms: list[tuple[str, Any]] = []
+        # The previous request's message dicts, the forms of its messages (the system prompt's
+        # aside), how many of those forms the first i dicts gave, and its system prompts.
+        self._raws: list[Any] = []
+        self._messages: list[dict[str, Any]] = []
+        self._counts: list[int] = [0]
+        self._systems: list[tuple[int, str]] = []
+        self.reused = 0  # how many messages the latest request shares with the one before
 
     def session_id(self, raw: Any) -> str | None:
         """``session_N`` for a session id (numbered in order of first appearance), ``None`` for none."""
@@ -87,25 +92,32 @@ class CassetteForm:
         formatter keeps them from turn to turn) keep their form, so a turn costs the messages
         added since, not the whole history."""
         spec = request if isinstance(request, Mapping) else {}
-        raws = [m for m in spec.get("messages") or [] if isinstance(m, Mapping)]
+        raws = spec.get("messages") or []
+        if not isinstance(raws, list):
+            raws = list(raws) if isinstance(raws, Sequence) else []
         kept = _common_prefix(raws, self._raws)
-        added = raws[kept:]
+        added = [m for m in raws[kept:] if isinstance(m, Mapping)]
         wanted = {str(m.get("tool_call_id")) for m in added if m.get("role") == "tool"}
         typed = _tool_results(getattr(request, "messages", None) or (), wanted) if wanted else {}
-        forms = self._forms[:kept]
-        for raw in added:
-            if raw.get("role") == "system":
-                forms.append(("system", _spec_text(raw.get("content"))))
+        self.reused = self._counts[kept]
+        messages = self._messages[: self.reused]
+        counts = self._counts[: kept + 1]
+        systems = [s for s in self._systems if s[0] < kept]
+        for index, raw in enumerate(raws[kept:], kept):
+            if not isinstance(raw, Mapping):
+                pass
+            elif raw.get("role") == "system":
+                systems.append((index, _spec_text(raw.get("content"))))
             else:
-                forms.append(("message", self._ids._spec_message(raw, typed)))
-        self._raws, self._forms = raws, forms
+                messages.append(self._ids._spec_message(raw, typed))
+            counts.append(len(messages))
+        self._raws, self._messages, self._counts, self._systems = raws, messages, counts, systems
         session = getattr(request, "session_id", None)
         if session is None and isinstance(request, Mapping):
             session = request.get("session_id")
-        systems = [f for kind, f in forms if kind == "system"]
         return {
-            "system_prompt": systems[-1] if systems else "",
-            "messages": [f for kind, f in forms if kind == "message"],
+            "system_prompt": systems[-1][1] if systems else "",
+            "messages": list(messages),
             "tools": self._ids.request({"tools": spec.get("tools") or []}, (), None)["tools"],
             "session_id": self.session_id(session),
         }

@@ -10,6 +10,7 @@ answers in order whatever the request says. Either way the recorded streamed pie
 
 from __future__ import annotations
 
+import itertools
 import os
 import threading
 from collections.abc import Callable
@@ -35,6 +36,15 @@ _ERRORS: dict[str, type[LlmError]] = {
     "LlmTimeoutError": LlmTimeoutError,
     "LlmStreamError": LlmStreamError,
 }
+
+
+def _shared(before: list[Any], after: list[Any]) -> int:
+    """How many leading items ``after`` shares (equal) with ``before``."""
+    size = min(len(before), len(after))
+    i = 0
+    while i < size and before[i] == after[i]:
+        i += 1
+    return i
 
 
 def _delta(data: dict[str, Any]) -> MessageUpdateEvent:
@@ -69,6 +79,12 @@ class ReplayLlmCall:
         self._form = CassetteForm()
         self._next = 0
         self._lock = threading.Lock()
+        # How many leading messages each recorded request shares with the one before: with the
+        # previous call checked, only the rest of a request needs comparing (a turn then costs
+        # what it added, not the whole history).
+        requests = [i.request["messages"] for i in cassette.interactions]
+        self._shared = [0] + [_shared(a, b) for a, b in itertools.pairwise(requests)]
+        self._checked = -1  # the latest call whose request matched
 
     @property
     def calls(self) -> int:
@@ -89,8 +105,10 @@ class ReplayLlmCall:
             index = self._next
             self._next += 1
             actual = self._form.request(request) if self.match == "strict" else None
+            checked = self._checked == index - 1 and index < len(self._shared)
+            known = min(self._form.reused, self._shared[index]) if checked else 0
             answer = self._answers[index] if index < len(self._answers) else None
-            if answer is not None and answer.reply is not None:
+            if actual is not None and answer is not None and answer.reply is not None:
                 self._form.note_reply(answer.interaction.reply or {}, answer.interaction.deltas)
         if answer is None:
             raise ReplayMismatchError(
@@ -99,7 +117,8 @@ class ReplayLlmCall:
                 "did; record the cassette again"
             )
         if actual is not None:
-            self._check(index, answer.interaction.request, actual)
+            self._check(index, answer.interaction.request, actual, known)
+            self._checked = index
         if signal is not None and signal.aborted:
             raise LlmAbortedError("the call was aborted")
         error = answer.interaction.error
@@ -114,9 +133,15 @@ class ReplayLlmCall:
             raise LlmError(f"call {index + 1} of the cassette holds neither a reply nor an error")
         return attrs.evolve(reply, timestamp=now_ms())
 
-    def _check(self, index: int, expected: dict[str, Any], actual: dict[str, Any]) -> None:
-        """``ReplayMismatchError`` unless ``actual`` is the request recorded as call ``index``."""
-        if actual == expected:
+    def _check(self, index: int, expected: dict[str, Any], actual: dict[str, Any], known: int) -> None:
+        """``ReplayMismatchError`` unless ``actual`` is the request recorded as call ``index``;
+        its first ``known`` messages are known to be the recorded ones already."""
+        want, got = expected["messages"], actual["messages"]
+        if (
+            len(want) == len(got)
+            and want[known:] == got[known:]
+            and all(expected[k] == actual[k] for k in ("system_prompt", "tools", "session_id"))
+        ):
             return
         notes = field_differences(expected, actual)
         first = notes[0] if notes else "the request differs"
