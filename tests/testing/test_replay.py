@@ -29,6 +29,7 @@ from yiemagent import (
 )
 from yiemagent.errors import CassetteError, LlmError, ReplayMismatchError
 from yiemagent.testing import ScriptedModel, read_cassette, record, replay
+from yiemagent.testing._cassette import dump_cassette
 from yiemagent.testing.parity import validation_problems
 from yiemagent.testing.parity._normalise import Normaliser
 
@@ -149,6 +150,8 @@ def test_two_recordings_of_a_run_are_the_same_file_whatever_ids_and_clocks_say(t
         run(record(model_with_fresh_ids, path))
         texts.append(path.read_text(encoding="utf-8"))
     assert texts[0] == texts[1]
+    # The recorder's pieces make the same text as the whole cassette written at once.
+    assert dump_cassette(read_cassette(tmp_path / "run0.json")) == texts[0]
     assert "srv_" not in texts[0] and '"call_1"' in texts[0]
     assert '"usage": {"input": 12, "output": 3' in texts[0]
 

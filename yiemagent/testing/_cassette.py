@@ -28,7 +28,9 @@ __all__ = [
     "CASSETTE_VERSION",
     "Cassette",
     "Interaction",
+    "cassette_text",
     "dump_cassette",
+    "interaction_text",
     "read_cassette",
     "write_cassette",
 ]
@@ -103,22 +105,38 @@ def _dump(value: Any, depth: int) -> str:
     return _compact(value)
 
 
+def interaction_text(interaction: Interaction) -> str:
+    """One interaction's text as ``dump_cassette`` writes it inside the list (a recorder keeps
+    it, so a cassette rewritten after every call serialises each call once)."""
+    return _dump(interaction.to_dict(), 2)
+
+
+def cassette_text(interactions: Sequence[str]) -> str:
+    """The text of a cassette made of ``interaction_text`` pieces."""
+    head = f'{{\n  "format": "{CASSETTE_FORMAT}",\n  "version": {CASSETTE_VERSION},\n  "interactions": '
+    if not interactions:
+        return head + "[]\n}\n"
+    return head + "[\n" + ",\n".join(f"    {t}" for t in interactions) + "\n  ]\n}\n"
+
+
 def dump_cassette(cassette: Cassette) -> str:
     """The cassette's text: the outer objects a line per field, each message, tool, content
     block and delta on a line of its own (so a changed run diffs line by line), non-ASCII
     kept, a final newline."""
-    return _dump(cassette.to_dict(), 0) + "\n"
+    return cassette_text([interaction_text(i) for i in cassette.interactions])
 
 
-def write_cassette(path: str | os.PathLike[str], cassette: Cassette) -> None:
-    """Write ``cassette`` to ``path`` atomically (a file beside it, then renamed), so a reader
-    or a crash never sees half a cassette; ``CassetteError`` naming the path when it cannot."""
+def write_cassette(path: str | os.PathLike[str], cassette: Cassette | str) -> None:
+    """Write ``cassette`` (or a cassette's text) to ``path`` atomically (a file beside it, then
+    renamed), so a reader or a crash never sees half a cassette; ``CassetteError`` naming the
+    path when it cannot."""
     target = Path(path)
+    text = cassette if isinstance(cassette, str) else dump_cassette(cassette)
     try:
         fd, temp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent or ".")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(dump_cassette(cassette))
+                handle.write(text)
             os.replace(temp, target)
         except BaseException:
             Path(temp).unlink(missing_ok=True)

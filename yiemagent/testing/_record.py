@@ -21,7 +21,7 @@ from yiemagent.core._messages import AssistantMessage
 from yiemagent.errors import reraise_interrupt
 from yiemagent.llm._factory import PROVIDERS
 from yiemagent.llm.http._redact import Secret
-from yiemagent.testing._cassette import Cassette, Interaction, write_cassette
+from yiemagent.testing._cassette import Interaction, cassette_text, interaction_text, write_cassette
 from yiemagent.testing._cassette_form import CassetteForm
 
 __all__ = ["RecordingLlmCall", "record"]
@@ -70,8 +70,9 @@ class RecordingLlmCall:
         self._keywords = accepted_keywords(llm_call)
         self._secrets = _secrets(llm_call, secrets)
         self._form = CassetteForm()
-        # Scrubbed once, when a call ends; None while it is in flight (it is not written yet).
-        self._records: list[Interaction | None] = []
+        # Each ended call's text, scrubbed and serialised once; None while a call is in flight
+        # (it is not written yet).
+        self._records: list[str | None] = []
         self._lock = threading.Lock()
         self._save()  # an unwritable path is an error now, not after the first call
 
@@ -113,15 +114,14 @@ class RecordingLlmCall:
 
     def _settle(self, slot: int, interaction: Interaction) -> None:
         """Put the ended call in its place, scrubbed, and write the cassette."""
-        clean = Interaction(**_scrubbed(interaction.to_dict(), self._secrets))
+        clean = interaction_text(Interaction(**_scrubbed(interaction.to_dict(), self._secrets)))
         with self._lock:
             self._records[slot] = clean
         self._save()
 
     def _save(self) -> None:
         with self._lock:
-            done = [r for r in self._records if r is not None]
-            write_cassette(self.path, Cassette(done, str(self.path)))
+            write_cassette(self.path, cassette_text([r for r in self._records if r is not None]))
 
     def close(self) -> None:
         """Close the wrapped ``llm_call`` when it has a ``close`` (the clients do); the cassette

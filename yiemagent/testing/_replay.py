@@ -65,7 +65,8 @@ class _Answer:
 class ReplayLlmCall:
     """The ``llm_call`` ``replay`` returns. ``calls`` counts the calls answered so far;
     ``remaining`` the interactions not yet given. Thread-safe: concurrent calls take distinct
-    interactions, in the order they arrive."""
+    interactions, in the order they arrive (a strict replay reads them as one run's calls, which
+    an agent makes one at a time)."""
 
     def __init__(self, cassette: Cassette, match: Match = "strict") -> None:
         if match not in MATCH_MODES:
@@ -88,10 +89,12 @@ class ReplayLlmCall:
 
     @property
     def calls(self) -> int:
+        """How many calls have been answered (or refused) so far."""
         return self._next
 
     @property
     def remaining(self) -> int:
+        """How many recorded interactions no call has taken yet."""
         return max(0, len(self._answers) - self._next)
 
     def __call__(
@@ -118,7 +121,8 @@ class ReplayLlmCall:
             )
         if actual is not None:
             self._check(index, answer.interaction.request, actual, known)
-            self._checked = index
+            with self._lock:
+                self._checked = max(self._checked, index)
         if signal is not None and signal.aborted:
             raise LlmAbortedError("the call was aborted")
         error = answer.interaction.error
