@@ -4,6 +4,7 @@ first field that differs, cassettes are the same file on every recording, and no
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import json
 import socket
@@ -14,6 +15,8 @@ from typing import Any
 
 import attrs
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from yiemagent import (
     AgentContext,
@@ -422,3 +425,48 @@ def test_ids_are_numbered_in_order_of_first_appearance(tmp_path: Path) -> None:
     second = read_cassette(path).interactions[1].request["messages"]
     assert [c["id"] for c in second[1]["tool_calls"]] == ["call_1", "call_2"]
     assert [m["tool_call_id"] for m in second[2:]] == ["call_1", "call_2"]
+
+
+# -- hostile cassettes ----------------------------------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**60), 2**60)
+    | st.floats(allow_nan=False)
+    | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=30,
+)
+interaction_parts = st.fixed_dictionaries(
+    {"request": json_values},
+    optional={"reply": json_values, "error": json_values, "deltas": json_values},
+)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.one_of(
+        json_values,
+        st.fixed_dictionaries(
+            {
+                "format": st.just("yiemagent-cassette"),
+                "version": st.just(1),
+                "interactions": st.lists(interaction_parts, max_size=3),
+            }
+        ),
+    )
+)
+def test_any_json_is_a_cassette_or_a_cassette_error(tmp_path: Path, data: Any) -> None:
+    """Whatever a cassette file holds, replay either reads it or raises ``CassetteError``; one
+    it reads answers every call with a reply or an ``LlmError``, never another exception."""
+    path = tmp_path / "fuzz.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    try:
+        player = replay(path, "sequence")
+    except CassetteError as exc:
+        assert str(path) in str(exc)
+        return
+    for _ in range(len(player.cassette.interactions) + 1):
+        with contextlib.suppress(LlmError):
+            assert isinstance(player({}), AssistantMessage)

@@ -73,6 +73,8 @@ class CassetteForm:
         self._counts: list[int] = [0]
         self._systems: list[tuple[int, str]] = []
         self.reused = 0  # how many messages the latest request shares with the one before
+        self._tool_dicts: list[Any] = []  # the previous request's tools, and their form
+        self._tool_forms: list[dict[str, Any]] = []
 
     def session_id(self, raw: Any) -> str | None:
         """``session_N`` for a session id (numbered in order of first appearance), ``None`` for none."""
@@ -118,9 +120,18 @@ class CassetteForm:
         return {
             "system_prompt": systems[-1][1] if systems else "",
             "messages": list(messages),
-            "tools": self._ids.request({"tools": spec.get("tools") or []}, (), None)["tools"],
+            "tools": self._tools(spec.get("tools") or []),
             "session_id": self.session_id(session),
         }
+
+    def _tools(self, tools: Any) -> list[dict[str, Any]]:
+        """The form of the request's tools, made again only when they are not the same dicts as
+        the previous request's (the agent's formatter keeps them while the tools do not change)."""
+        dicts = list(tools) if isinstance(tools, Sequence) else []
+        if len(dicts) != len(self._tool_dicts) or _common_prefix(dicts, self._tool_dicts) < len(dicts):
+            self._tool_dicts = dicts
+            self._tool_forms = self._ids.request({"tools": dicts}, (), None)["tools"]
+        return list(self._tool_forms)
 
     def delta(self, event: MessageUpdateEvent) -> dict[str, Any]:
         """A streamed piece's form: the event's fields, its tool-call id numbered."""
