@@ -30,6 +30,7 @@ QUESTION = "What time is it in Tokyo?"
 TIME = "Current time in Tokyo: 2026-12-01T18:17:05+09:00 (Tuesday, time zone Asia/Tokyo, JST)"
 WEATHER = "Weather in Tokyo, Japan: partly cloudy, 12.5°C (feels like 11.0°C), humidity 40%, wind 8 km/h"
 REPLAYS = 100
+SERVER_TURNS = 2
 WAIT = 240.0
 SCENARIO = ROOT / "parity" / "scenarios" / "a_recorded_run_of_the_embedded_model_replays_alike.json"
 
@@ -57,7 +58,7 @@ def fixed_tools(tmp_path: Path) -> list[AgentTool]:
     return [fixed(store.tools[n]) for n in ("getTime", "getWeather")]
 
 
-def traced_run(llm_call: Any, tools: list[AgentTool]) -> list[dict[str, Any]]:
+def traced_run(llm_call: Any, tools: list[AgentTool], max_turns: int = 50) -> list[dict[str, Any]]:
     """Ask the Tokyo question; the run's normalised trace (events, response, history)."""
     normaliser = Normaliser(())
     trace: list[dict[str, Any]] = []
@@ -67,7 +68,11 @@ def traced_run(llm_call: Any, tools: list[AgentTool]) -> list[dict[str, Any]]:
         if line is not None:
             trace.append(line)
 
-    options: dict[str, Any] = {"system_prompt": DEFAULT_SYSTEM_PROMPT, "agent_event_sink": sink}
+    options: dict[str, Any] = {
+        "system_prompt": DEFAULT_SYSTEM_PROMPT,
+        "agent_event_sink": sink,
+        "max_turns": max_turns,
+    }
     with YiemAgent(llm_call=llm_call, tools=tools, **options) as agent:
         response = agent.prompt(QUESTION, timeout=WAIT)
         history = list(agent.messages)
@@ -76,10 +81,12 @@ def traced_run(llm_call: Any, tools: list[AgentTool]) -> list[dict[str, Any]]:
     return trace
 
 
-def replays_alike(path: Path, recorded: list[dict[str, Any]], tools: list[AgentTool]) -> None:
+def replays_alike(
+    path: Path, recorded: list[dict[str, Any]], tools: list[AgentTool], max_turns: int = 50
+) -> None:
     """The cassette replays ``REPLAYS`` times, strictly, to exactly the recorded trace."""
     for n in range(REPLAYS):
-        assert traced_run(replay(path), tools) == recorded, f"replay {n + 1} differs"
+        assert traced_run(replay(path), tools, max_turns) == recorded, f"replay {n + 1} differs"
 
 
 def without_rule(scenario: dict[str, Any]) -> dict[str, Any]:
@@ -125,12 +132,14 @@ def test_the_llama_cpp_servers_run_replays_alike_100_times(tmp_path: Path, serve
         http=HttpOptions(timeout=120.0, deadline_s=180.0, max_retries=1, retry_base_delay_s=0.01),
     )
     path = tmp_path / "server.json"
+    # The server's chat template drops tool messages, so its model, which never sees a result,
+    # calls the tool again (and its third call hangs): two turns are a whole run to record.
     with client:
-        recorded = traced_run(record(client, path), tools)
+        recorded = traced_run(record(client, path), tools, SERVER_TURNS)
     cassette = read_cassette(path)
-    assert len(cassette.interactions) >= 2
+    assert 2 <= len(cassette.interactions) <= SERVER_TURNS
     assert cassette.interactions[0].reply is not None
     assert [b["type"] for b in cassette.interactions[0].reply["content"]] == ["toolCall"]
     # The server names its calls with random ids; the cassette does not.
     assert cassette.interactions[0].reply["content"][0]["id"] == "call_1"
-    replays_alike(path, recorded, tools)
+    replays_alike(path, recorded, tools, SERVER_TURNS)
