@@ -24,15 +24,21 @@ from yiemagent import (
     AgentToolCall,
     AgentToolResult,
     AssistantMessage,
+    ImageContent,
     LlmUsage,
     MessageUpdateEvent,
     TextContent,
+    ThinkingContent,
+    ToolResultMessage,
     UserMessage,
     YiemAgent,
 )
+from yiemagent.core._request import LlmRequest
+from yiemagent.core._spec_format import SpecViews
 from yiemagent.errors import CassetteError, LlmError, ReplayMismatchError
 from yiemagent.testing import ScriptedModel, read_cassette, record, replay
 from yiemagent.testing._cassette import dump_cassette
+from yiemagent.testing._cassette_form import CassetteForm
 from yiemagent.testing.parity import validation_problems
 from yiemagent.testing.parity._normalise import Normaliser
 
@@ -470,3 +476,68 @@ def test_any_json_is_a_cassette_or_a_cassette_error(tmp_path: Path, data: Any) -
     for _ in range(len(player.cassette.interactions) + 1):
         with contextlib.suppress(LlmError):
             assert isinstance(player({}), AssistantMessage)
+
+
+# -- the direct reading of a typed request is its spec view's --------------------------------------
+
+
+class SpecOnly(CassetteForm):
+    """The cassette form read through the spec view only."""
+
+    def _direct(self, request: Any) -> None:
+        return None
+
+
+texts = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]), max_size=6)
+arguments = st.one_of(
+    st.dictionaries(
+        texts, st.integers() | st.floats(allow_nan=False, allow_infinity=False) | texts, max_size=3
+    ),
+    st.sampled_from(['{"a": 1}', "{not json", "[1, 2]", "", "null"]),
+)
+text_blocks = st.lists(texts.map(TextContent), max_size=3)
+image = st.just(ImageContent("aGk=", "image/png"))
+
+
+@st.composite
+def histories(draw: st.DrawFn) -> list[Any]:
+    """Typed histories of every kind a request holds: user texts (and images), assistant texts,
+    thinking and tool calls with arguments good and bad, tool results of text, none, images
+    and errors, and results of the built-in tools."""
+    messages: list[Any] = []
+    ids = itertools.count(1)
+    for _ in range(draw(st.integers(1, 5))):
+        extra = [draw(image)] if draw(st.integers(0, 9)) == 0 else []
+        messages.append(UserMessage([*draw(text_blocks), *extra]))
+        calls = [
+            AgentToolCall(
+                f"id-{next(ids)}",
+                draw(st.sampled_from(["getTime", "listTools", "writeTool"])),
+                draw(arguments),
+            )
+            for _ in range(draw(st.integers(0, 2)))
+        ]
+        thinking = [ThinkingContent("hmm")] if draw(st.integers(0, 9)) == 0 else []
+        messages.append(AssistantMessage([*thinking, *draw(text_blocks), *calls], stop_reason="toolUse"))
+        for c in calls:
+            content: list[Any] = [
+                *draw(text_blocks),
+                *([draw(image)] if draw(st.integers(0, 9)) == 0 else []),
+            ]
+            error = draw(st.booleans())
+            details = {"error_kind": "tool_raised"} if error and draw(st.booleans()) else {}
+            messages.append(ToolResultMessage(c.id, c.name, content, details, is_error=error))
+    return messages
+
+
+@settings(max_examples=1500, deadline=None)
+@given(history=histories(), cuts=st.lists(st.integers(0, 30), max_size=4), system=texts)
+def test_a_typed_request_reads_as_its_spec_view(history: list[Any], cuts: list[int], system: str) -> None:
+    tools = {t.name: t for t in (city_tool(), city_tool("listTools"))}
+    views = SpecViews()  # shared across the requests, as an agent's formatter does
+    direct, spec = CassetteForm(), SpecOnly()
+    for cut in [*sorted(cuts), len(history)]:
+        request = LlmRequest(system, history[:cut], tools, session_id="s", views=views)
+        form = direct.request(request)
+        assert form == spec.request(request)
+        assert direct.reused <= len(form["messages"])

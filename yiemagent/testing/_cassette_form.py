@@ -15,9 +15,12 @@ import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from yiemagent.core._content import AgentToolCall, TextContent
 from yiemagent.core._events import MessageUpdateEvent
-from yiemagent.core._messages import AssistantMessage, ToolResultMessage
-from yiemagent.testing.parity._normalise import Normaliser, _spec_text
+from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._request import LlmRequest
+from yiemagent.core._spec_format import _arguments_json
+from yiemagent.testing.parity._normalise import Normaliser, _spec_arguments, _spec_text, builtin_result
 
 __all__ = ["CassetteForm"]
 
@@ -58,6 +61,70 @@ def _common_prefix(new: Sequence[Any], old: Sequence[Any]) -> int:
         return len(same)
 
 
+def _tool_dicts(tools: Sequence[Any]) -> list[dict[str, Any]]:
+    """The spec view's ``tools`` entries for typed tools (what the trace normaliser reads)."""
+    return [
+        {
+            "type": "function",
+            "function": {"name": t.name, "description": t.description, "parameters": t.input_schema},
+        }
+        for t in tools
+    ]
+
+
+class _NotPlain(Exception):
+    """A typed message the direct reading does not cover: the spec view reads it instead."""
+
+
+def _texts(blocks: Sequence[Any]) -> list[str] | None:
+    """The texts of a user message or tool result as its spec view has them (typed text blocks
+    only; ``None`` when a block is anything else, which the spec view reads its own way)."""
+    texts = []
+    for block in blocks:
+        if not isinstance(block, TextContent):
+            return None
+        texts.append(block.text)
+    return texts
+
+
+def _typed_message(message: Any, ids: _StableIds) -> dict[str, Any] | None:
+    """A typed message's form, equal to what its spec view gives (a property test holds the
+    two together), read without building that view; ``None`` for a kind of message this does
+    not cover (one with images, raw dict blocks or thinking), which the caller reads through
+    the spec view; raises ``_NotPlain`` for a message the spec view leaves out."""
+    if isinstance(message, UserMessage):
+        texts = _texts(message.content)
+        return None if texts is None else {"role": "user", "text": "\n".join(texts)}
+    if isinstance(message, AssistantMessage):
+        text: list[str] = []
+        calls = []
+        for block in message.content:
+            if isinstance(block, TextContent):
+                text.append(block.text)
+            elif isinstance(block, AgentToolCall):
+                arguments = _spec_arguments(_arguments_json(block.arguments))
+                calls.append({"id": ids.call_id(block.id), "name": block.name, "arguments": arguments})
+            else:
+                return None
+        return {"role": "assistant", "text": "".join(text), "tool_calls": calls}
+    if isinstance(message, ToolResultMessage):
+        texts = _texts(message.content)
+        if texts is None:
+            return None
+        kind = message.details.get("error_kind")
+        shown, _ = builtin_result(
+            message.tool_name, message.is_error, "\n".join(texts) if texts else "(no output)", {}
+        )
+        return {
+            "role": "toolResult",
+            "tool_call_id": ids.call_id(message.tool_call_id),
+            "text": shown,
+            "is_error": bool(message.is_error),
+            "error_kind": kind if isinstance(kind, str) else None,
+        }
+    raise _NotPlain
+
+
 class CassetteForm:
     """Turns one run's requests, replies and deltas into the cassette's form, numbering ids as
     it goes. Not thread-safe: a recorder or replayer calls it under its own lock, in call order
@@ -75,6 +142,11 @@ class CassetteForm:
         self.reused = 0  # how many messages the latest request shares with the one before
         self._tool_dicts: list[Any] = []  # the previous request's tools, and their form
         self._tool_forms: list[dict[str, Any]] = []
+        # The same for an LlmRequest read directly: its typed messages and their forms.
+        self._typed: list[Any] = []
+        self._typed_forms: list[dict[str, Any]] = []
+        self._typed_counts: list[int] = [0]
+        self._typed_tools: list[Any] = []
 
     def session_id(self, raw: Any) -> str | None:
         """``session_N`` for a session id (numbered in order of first appearance), ``None`` for none."""
@@ -92,7 +164,13 @@ class CassetteForm:
 
         Incremental: the messages the previous request shared (the same dicts, as the agent's
         formatter keeps them from turn to turn) keep their form, so a turn costs the messages
-        added since, not the whole history."""
+        added since, not the whole history. An ``LlmRequest`` of plain messages (text, tool
+        calls, text results) is read from its typed fields, which gives the same form without
+        building the spec view."""
+        if type(request) is LlmRequest:
+            direct = self._direct(request)
+            if direct is not None:
+                return direct
         spec = request if isinstance(request, Mapping) else {}
         raws = spec.get("messages") or []
         if not isinstance(raws, list):
@@ -122,6 +200,37 @@ class CassetteForm:
             "messages": list(messages),
             "tools": self._tools(spec.get("tools") or []),
             "session_id": self.session_id(session),
+        }
+
+    def _direct(self, request: LlmRequest) -> dict[str, Any] | None:
+        """The form of ``request`` read from its typed fields, or ``None`` when a message is one
+        only the spec view reads (the typed caches are then dropped)."""
+        messages = list(request.messages)
+        kept = _common_prefix(messages, self._typed)
+        forms = self._typed_forms[: self._typed_counts[kept]]
+        counts = self._typed_counts[: kept + 1]
+        for message in messages[kept:]:
+            try:
+                form = _typed_message(message, self._ids)
+            except _NotPlain:
+                form = {}
+            if form is None:
+                self._typed, self._typed_forms, self._typed_counts = [], [], [0]
+                return None
+            if form:
+                forms.append(form)
+            counts.append(len(forms))
+        self.reused = counts[kept]
+        self._typed, self._typed_forms, self._typed_counts = messages, forms, counts
+        tools = list(request.tools.values())
+        if len(tools) != len(self._typed_tools) or _common_prefix(tools, self._typed_tools) < len(tools):
+            self._typed_tools = tools
+            self._tool_forms = self._ids.request({"tools": _tool_dicts(tools)}, (), None)["tools"]
+        return {
+            "system_prompt": request.system_prompt,
+            "messages": list(forms),
+            "tools": list(self._tool_forms),
+            "session_id": self.session_id(request.session_id),
         }
 
     def _tools(self, tools: Any) -> list[dict[str, Any]]:
