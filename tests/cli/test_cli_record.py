@@ -8,8 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
-
-from tests.cli_helpers import clean_env, run_cli, script_file, tools_folder
+from cli_helpers import clean_env, run_cli, script_file, tools_folder
 
 
 @pytest.fixture

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from paths import ROOT
 
-from tests.paths import ROOT
 from yiemagent import AgentTool, AgentToolResult, TextContent, ToolStore, YiemAgent, load_tools
 from yiemagent.cli._session import DEFAULT_SYSTEM_PROMPT
 from yiemagent.llm import HttpOptions, LlamaCppClient, OpenAIChatClient
