@@ -136,6 +136,19 @@ def test_the_command_prints_the_draft_and_its_notes(tmp_path: Path) -> None:
     assert "NOTE tool getWeather was offered but never called" in text
 
 
+def test_the_scenario_is_named_after_the_file_it_is_written_to(tmp_path: Path) -> None:
+    path = recorded(tmp_path / "tokyo.json", ["Noon."], [], ("Time?",))
+    target = tmp_path / "tokyo_run.json"
+    assert main(["capture", str(path), "-o", str(target)], io.StringIO()) == 0
+    assert load_scenario(target).name == "tokyo_run"
+    out = io.StringIO()
+    assert main(["capture", str(path), "-o", str(tmp_path / "x.json"), "--name", "other"], out) == 1
+    assert "write the scenario 'other' to other.json, or name it after the file with --name" in out.getvalue()
+    out = io.StringIO()
+    assert main(["capture", str(path), "-o", str(tmp_path / "Bad-Name.json")], out) == 1
+    assert "write the scenario 'bad_name' to bad_name.json" in out.getvalue()
+
+
 @pytest.mark.parametrize(
     ("content", "message"),
     [

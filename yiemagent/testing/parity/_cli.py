@@ -294,10 +294,19 @@ def cmd_capture(args: argparse.Namespace, out: TextIO) -> int:
     from yiemagent.errors import CassetteError
     from yiemagent.testing._cassette import read_cassette
 
-    from ._capture import capture_scenario
+    from ._capture import capture_scenario, scenario_name
 
+    # A scenario's name is its file's name: by default the one it is written to.
+    name = args.name or scenario_name(args.output or args.cassette)
+    if args.output and Path(args.output).stem != name:
+        print(
+            f"ERROR {printable(args.output)}: a scenario's file is named after it: write the "
+            f"scenario {name!r} to {name}.json, or name it after the file with --name",
+            file=out,
+        )
+        return 1
     try:
-        capture = capture_scenario(read_cassette(args.cassette), args.name)
+        capture = capture_scenario(read_cassette(args.cassette), name)
     except (CassetteError, ScenarioError, ValueError) as exc:
         print(f"ERROR {exc}", file=out)
         return 1
@@ -355,7 +364,9 @@ def _parser() -> argparse.ArgumentParser:
     capture = sub.add_parser("capture", help="draft a scenario from a run recorded in a cassette")
     capture.add_argument("cassette", help="a cassette written by record() or yiemagent run --record")
     capture.add_argument("-o", "--output", help="write the scenario here (default: print it)")
-    capture.add_argument("--name", help="the scenario's name (default: from the cassette's file name)")
+    capture.add_argument(
+        "--name", help="the scenario's name (default: the output file's name, else the cassette's)"
+    )
     capture.set_defaults(handler=cmd_capture)
     schemas = sub.add_parser("schema", help="print the JSON Schemas of scenarios, traces and cassettes")
     schemas.add_argument("which", nargs="?", choices=["scenario", "trace", "cassette"])
