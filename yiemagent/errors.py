@@ -42,6 +42,7 @@ __all__ = [
     "UnreadableFileError",
     "YiemAgentError",
     "describe_error",
+    "problem_lines",
     "reraise_interrupt",
 ]
 
@@ -208,11 +209,7 @@ class ScenarioError(YiemAgentError, ValueError):
     def __init__(self, source: str, problems: Sequence[tuple[str, str]], what: str = "scenario") -> None:
         self.source = source
         self.problems = list(problems)
-        shown = self.problems[:MAX_PROBLEMS_SHOWN]
-        lines = "\n".join(f"  {path}: {message}" for path, message in shown)
-        if len(self.problems) > len(shown):
-            lines += f"\n  … and {len(self.problems) - len(shown)} more problems"
-        super().__init__(_printable(f"{source}: not a usable {what}:\n{lines}"))
+        super().__init__(_printable(f"{source}: not a usable {what}:\n{problem_lines(self.problems)}"))
 
 
 class FileProblem(YiemAgentError, ValueError):
@@ -259,6 +256,16 @@ class PatternRefused(YiemAgentError, ValueError):
 
 class TextTooLong(YiemAgentError, ValueError):
     """The text is longer than the pattern's ``max_bytes``: matching it could take too long."""
+
+
+def problem_lines(problems: Sequence[tuple[str, str]]) -> str:
+    """``(json_path, message)`` pairs as indented lines, at most ``MAX_PROBLEMS_SHOWN`` of them
+    and a count of the rest: a file of a million bad lines is reported in a screenful."""
+    shown = problems[:MAX_PROBLEMS_SHOWN]
+    lines = "\n".join(f"  {path}: {message}" for path, message in shown)
+    if len(problems) > len(shown):
+        lines += f"\n  … and {len(problems) - len(shown)} more problems"
+    return lines
 
 
 def describe_error(exc: BaseException) -> str:

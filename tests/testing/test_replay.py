@@ -211,6 +211,30 @@ def test_no_key_reaches_the_cassette(tmp_path: Path, monkeypatch: pytest.MonkeyP
     assert "your key is *** and ***" in text and "use ***" in text
 
 
+def test_a_reply_that_is_not_json_still_makes_a_readable_cassette(tmp_path: Path) -> None:
+    """A model may send NaN or a value JSON cannot hold; the cassette must stay readable, and
+    its replay refuses those arguments as the run did."""
+
+    def odd(request: Any) -> AssistantMessage:
+        if first_call(request):
+            calls = [
+                AgentToolCall("a", "getTime", {"city": float("nan")}),
+                AgentToolCall("b", "getTime", {"city": object()}),
+            ]
+            return AssistantMessage([*calls, {"type": "note", "value": float("inf")}], stop_reason="toolUse")
+        return AssistantMessage([TextContent("Done.")])
+
+    path = tmp_path / "odd.json"
+    done = run(record(odd, path))
+    assert [m.is_error for m in done.history if isinstance(m, ToolResultMessage)] == [True, True]
+    blocks = read_cassette(path).interactions[0].reply["content"]  # type: ignore[index]
+    assert [b.get("arguments") for b in blocks] == ["<unusable>", "<unusable>", None]
+    assert blocks[2] == {"type": "note", "value": "inf"}
+    replayed = run(replay(path, "sequence"))
+    assert [m.is_error for m in replayed.history if isinstance(m, ToolResultMessage)] == [True, True]
+    assert last_response(replayed).content == [TextContent("Done.")]
+
+
 def test_an_unwritable_path_is_an_error_before_any_call(tmp_path: Path) -> None:
     with pytest.raises(CassetteError, match=r"cannot write the cassette .*missing.*folder that exists"):
         record(ScriptedModel(["x"]), tmp_path / "missing" / "c.json")

@@ -19,7 +19,7 @@ from typing import Any, cast
 import attrs
 
 from yiemagent.core._messages import AssistantMessage
-from yiemagent.errors import CassetteError, describe_error
+from yiemagent.errors import CassetteError, describe_error, problem_lines
 from yiemagent.testing.parity._files import FileProblem, parse_json, printable, read_text
 from yiemagent.testing.parity._scenario import validation_problems
 
@@ -37,7 +37,6 @@ __all__ = [
 
 CASSETTE_FORMAT = "yiemagent-cassette"
 CASSETTE_VERSION = 1
-_MAX_PROBLEMS = 20
 
 
 @attrs.frozen
@@ -149,13 +148,9 @@ def write_cassette(path: str | os.PathLike[str], cassette: Cassette | str) -> No
 
 
 def _refused(source: str, problems: Sequence[tuple[str, str]]) -> CassetteError:
-    shown = "\n".join(f"  {where}: {message}" for where, message in problems[:_MAX_PROBLEMS])
-    more = len(problems) - _MAX_PROBLEMS
-    if more > 0:
-        shown += f"\n  … and {more} more problems"
     return CassetteError(
         f"{printable(source)}: not a usable cassette (record it again with record() or "
-        f"yiemagent run --record):\n{shown}"
+        f"yiemagent run --record):\n{problem_lines(problems)}"
     )
 
 

@@ -17,10 +17,17 @@ from typing import Any
 
 from yiemagent.core._content import AgentToolCall, TextContent
 from yiemagent.core._events import MessageUpdateEvent
+from yiemagent.core._json_safety import argument_problem, json_ready
 from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._request import LlmRequest
 from yiemagent.core._spec_format import _arguments_json
-from yiemagent.testing.parity._normalise import Normaliser, _spec_arguments, _spec_text, builtin_result
+from yiemagent.testing.parity._normalise import (
+    UNUSABLE,
+    Normaliser,
+    _spec_arguments,
+    _spec_text,
+    builtin_result,
+)
 
 __all__ = ["CassetteForm"]
 
@@ -252,14 +259,23 @@ class CassetteForm:
 
     def reply(self, message: AssistantMessage) -> dict[str, Any]:
         """A reply's form: its ``to_dict()`` without the timestamp, its tool-call ids numbered
-        (a call without an id keeps none: the agent names it, as it did when recording)."""
+        (a call without an id keeps none: the agent names it, as it did when recording), and
+        finite JSON throughout: arguments that are not (NaN, an object JSON cannot hold, nested
+        too deep) become ``"<unusable>"``, a text the loop refuses as it refused the original,
+        and any other such value in a raw block its ``json_ready`` form."""
         data = message.to_dict()
         del data["timestamp"]
         del data["role"]
         for block in data["content"]:
-            if block.get("type") == "toolCall" and block.get("id"):
+            if block.get("type") != "toolCall":
+                continue
+            if block.get("id"):
                 block["id"] = self._ids.call_id(block["id"])
-        return data
+            arguments = block.get("arguments")
+            if not isinstance(arguments, str) and argument_problem(arguments) is not None:
+                block["arguments"] = UNUSABLE  # NaN or not JSON: the file must stay readable
+        ready: dict[str, Any] = json_ready(data)
+        return ready
 
     def note_reply(self, reply: Mapping[str, Any], deltas: Sequence[Mapping[str, Any]]) -> None:
         """Number the ids of a recorded reply and its deltas as ``reply`` and ``delta`` did when
