@@ -109,6 +109,17 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
 FORBIDDEN: dict[str, tuple[str, ...]] = {
     "yiemagent.core": (
         "yiemagent.agent",
+        "yiemagent.output",
+        "yiemagent.tools",
+        "yiemagent.llm",
+        "yiemagent.integrations",
+        "yiemagent.cli",
+        "yiemagent.testing",
+        "yiemagent.parity",
+    ),
+    # Output types know the core's OutputSpec and nothing above it.
+    "yiemagent.output": (
+        "yiemagent.agent",
         "yiemagent.tools",
         "yiemagent.llm",
         "yiemagent.integrations",
@@ -187,4 +198,4 @@ def test_the_layer_check_catches_each_kind_of_forbidden_arrow(importer: str, tar
 
 def test_the_tree_is_the_documented_layout() -> None:
     folders = sorted(p.name for p in PACKAGE.iterdir() if p.is_dir() and p.name != "__pycache__")
-    assert folders == ["agent", "cli", "core", "integrations", "llm", "parity", "testing", "tools"]
+    assert folders == ["agent", "cli", "core", "integrations", "llm", "output", "parity", "testing", "tools"]

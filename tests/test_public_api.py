@@ -94,6 +94,8 @@ ROOT = [
     "Deny",
     "Edit",
     "PendingApproval",
+    # structured output: a validate_output hook refuses an output with it
+    "OutputRejected",
     # the tour: error kinds, the exception root, a model from one string, a decorated tool
     "ERROR_KINDS",
     "error_kind",
@@ -122,6 +124,7 @@ def test_mcp_is_importable_from_the_root_without_import_star_loading_it() -> Non
     "package",
     [
         "yiemagent.core",
+        "yiemagent.output",
         "yiemagent.agent",
         "yiemagent.tools",
         "yiemagent.tools.mcp",

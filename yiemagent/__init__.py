@@ -98,7 +98,7 @@ _EXPORTS = Exports(
         "yiemagent.tools._function_tool": ("function_tool",),
         "yiemagent.tools.mcp._connection": ("load_mcp_tools",),
         "yiemagent.llm._factory": ("create_llm_call",),
-        "yiemagent.errors": ("YiemAgentError",),
+        "yiemagent.errors": ("OutputRejected", "YiemAgentError"),
     },
     optional=("load_mcp_tools",),
 )
@@ -183,6 +183,7 @@ if TYPE_CHECKING:
     from yiemagent.core._tools import ImmediateOutcome as ImmediateOutcome
     from yiemagent.core._tools import PreparedToolCall as PreparedToolCall
     from yiemagent.core._user_input import openai_to_user_message as openai_to_user_message
+    from yiemagent.errors import OutputRejected as OutputRejected
     from yiemagent.errors import YiemAgentError as YiemAgentError
     from yiemagent.llm._factory import create_llm_call as create_llm_call
     from yiemagent.tools._function_tool import function_tool as function_tool

@@ -26,6 +26,7 @@ __all__ = [
     "LlmStreamError",
     "LlmTimeoutError",
     "McpToolError",
+    "OutputRejected",
     "PatternRefused",
     "RayToolError",
     "ReplayMismatchError",
@@ -94,6 +95,11 @@ class ApprovalError(YiemAgentError, ValueError):
 
 class SessionError(YiemAgentError, ValueError):
     """A session file cannot be read: damaged, not a session, or of an unknown version."""
+
+
+class OutputRejected(YiemAgentError, ValueError):
+    """Raised by a ``validate_output`` hook to refuse a run's output: the message goes back to
+    the model, which may answer again (``output_retries``)."""
 
 
 class ToolArgumentError(YiemAgentError, ValueError):

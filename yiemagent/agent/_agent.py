@@ -22,6 +22,7 @@ from typing import Any, Literal
 import attrs
 
 from yiemagent.agent._channels import MessageChannel, OutputChannel
+from yiemagent.agent._output_options import OutputDefaults
 from yiemagent.agent._session import SessionData, check_session_id, load_session, save_session
 from yiemagent.agent._tool_sync import ToolSync
 from yiemagent.agent._worker import AgentWorker, SteeringMode
@@ -29,6 +30,7 @@ from yiemagent.core._approval import Approve, Deny, Edit, PendingApproval, pause
 from yiemagent.core._emit import Emit, SafeEmitter
 from yiemagent.core._loop import RunConfig
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
+from yiemagent.core._output import OutputMode
 from yiemagent.core._tools import AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
 from yiemagent.errors import AgentClosedError
 
@@ -176,6 +178,10 @@ class YiemAgent:
         close_tool_store: bool = False,
         needs_approval: Callable[[AgentTool, dict[str, Any], Any], bool] | None = None,
         session_file: str | os.PathLike[str] | None = None,
+        output_schema: Any = None,
+        output_mode: OutputMode = "tool",
+        output_retries: int = 2,
+        validate_output: Callable[[Any], Any] | None = None,
     ) -> None:
         if llm_call is None or not callable(llm_call):
             raise TypeError(
@@ -191,6 +197,8 @@ class YiemAgent:
             _check_prompt(system_prompt), _model(model), tool_mapping(tools), _history(messages)
         )
         tool_sync = ToolSync(tool_store, given, state.tools) if tool_store is not None else None
+        # Checked now (a bad mode or hook raises here even without a schema); used per prompt too.
+        self._output_defaults = OutputDefaults(output_schema, output_mode, output_retries, validate_output)
         config = RunConfig(
             llm_call=llm_call,
             before_tool_call=before_tool_call,
@@ -205,6 +213,7 @@ class YiemAgent:
             skip_tools_on_steer=skip_tools_on_steer,
             sync_tools=tool_sync.sync if tool_sync is not None else None,
             needs_approval=needs_approval,
+            output=self._output_defaults.spec(),
             **_formatters(prepare_context, format_msg_for_llm),
         )
         self.tool_store = tool_store
@@ -420,28 +429,70 @@ class YiemAgent:
         """
         return self.output_channel.get(timeout=timeout)
 
-    def prompt(self, text: Any, timeout: float | None = None) -> AssistantMessage:
+    def prompt(
+        self,
+        text: Any,
+        timeout: float | None = None,
+        *,
+        output_schema: Any = None,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        validate_output: Callable[[Any], Any] | None = None,
+    ) -> AssistantMessage:
         """Send ``text`` and return the response of the run that answered it (other responses
         stay on the output channel, in order). When the timeout passes it raises
         ``TimeoutError``; the late response is then not put out at all (the reply is in the
-        history like every reply), so a later ``prompt`` never gets it."""
+        history like every reply), so a later ``prompt`` never gets it.
+
+        With any ``output_*`` option (or ``validate_output``) the run ends in data: the
+        response's ``output`` (docs/output.md); options not given are the agent's. Such a
+        prompt starts a run of its own, never joining an active one (it waits as a follow-up
+        does). A schema or option that cannot be used raises ``TypeError``/``ValueError`` here."""
         self._worker_core.hub.check_not_worker("prompt")
-        number = self.input_channel.send(text)
+        number = self._send_prompt(text, output_schema, output_mode, output_retries, validate_output)
         return self.output_channel.take_for(number, timeout)
 
-    async def aprompt(self, text: Any, timeout: float | None = None) -> AssistantMessage:
+    def _send_prompt(
+        self,
+        text: Any,
+        schema: Any,
+        mode: OutputMode | None,
+        retries: int | None,
+        validate: Callable[[Any], Any] | None,
+    ) -> int:
+        """Queue a prompt; with output options, as a follow-up whose run asks for that output."""
+        if schema is None and mode is None and retries is None and validate is None:
+            return self.input_channel.send(text)
+        spec = self._output_defaults.with_options(schema, mode, retries, validate)
+        core = self._worker_core
+
+        def file_output(number: int) -> None:
+            core.run_outputs[number] = spec
+
+        return self.follow_up_channel.send(text, on_arrival=file_output)
+
+    async def aprompt(
+        self,
+        text: Any,
+        timeout: float | None = None,
+        *,
+        output_schema: Any = None,
+        output_mode: OutputMode | None = None,
+        output_retries: int | None = None,
+        validate_output: Callable[[Any], Any] | None = None,
+    ) -> AssistantMessage:
         """``prompt`` for asyncio code: the prompt waits on a worker thread of the loop's default
         executor, so the event loop goes on meanwhile. Cancelling the awaiting task withdraws
         the message: still queued, it never runs; running, its run is aborted, and the task
         ends once that run has (a second cancellation stops the wait); the aborted response
-        is returned to no one. Same errors as ``prompt``."""
+        is returned to no one. Same options and errors as ``prompt``."""
         self._worker_core.hub.check_not_worker("aprompt")
         sent: list[int] = []
         withdrawn = threading.Event()
         lock = threading.Lock()
 
         def send_and_wait() -> AssistantMessage:
-            number = self.input_channel.send(text)
+            number = self._send_prompt(text, output_schema, output_mode, output_retries, validate_output)
             with lock:
                 sent.append(number)
                 cancelled = withdrawn.is_set()

@@ -17,6 +17,7 @@ import itertools
 import queue
 import threading
 import time
+from collections.abc import Callable
 from typing import Any, Generic, TypeVar
 
 from yiemagent.core._messages import AssistantMessage, UserMessage
@@ -114,8 +115,16 @@ class MessageChannel(_Channel[UserMessage]):
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         self.send(item, block, timeout)
 
-    def send(self, item: Any, block: bool = True, timeout: float | None = None) -> int:
-        """``put`` that returns the message's arrival number."""
+    def send(
+        self,
+        item: Any,
+        block: bool = True,
+        timeout: float | None = None,
+        on_arrival: Callable[[int], None] | None = None,
+    ) -> int:
+        """``put`` that returns the message's arrival number; ``on_arrival(number)`` runs under
+        the agent's lock before the worker can see the message (it files what the message's run
+        needs)."""
         message = openai_to_user_message(item)
         deadline = None if timeout is None else time.monotonic() + timeout
         hub = self.hub
@@ -131,6 +140,8 @@ class MessageChannel(_Channel[UserMessage]):
                 hub.check_not_worker("sending to a full channel")
                 hub.changed.wait(remaining)
             number = next(hub.arrivals)
+            if on_arrival is not None:
+                on_arrival(number)
             self.queue.append((number, message))
             self.unfinished_tasks += 1
             hub.changed.notify_all()

@@ -16,6 +16,8 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
+import attrs
+
 from yiemagent.agent._approvals import check_decisions
 from yiemagent.agent._channels import ChannelHub, MessageChannel, OutputChannel, Queued
 from yiemagent.agent._session import SessionData
@@ -25,6 +27,7 @@ from yiemagent.core._approval import Decision, PausedBatch, paused_batch_from_di
 from yiemagent.core._emit import SafeEmitter
 from yiemagent.core._loop import RunConfig, resume_problem, run_loop
 from yiemagent.core._messages import AgentMessage, AssistantMessage, UserMessage
+from yiemagent.core._output import OutputSpec
 from yiemagent.core._tools import AbortSignal, AgentState
 from yiemagent.errors import AgentClosedError, ApprovalError
 
@@ -42,7 +45,7 @@ class _Job:
     numbers it answers, the resume problem that makes it an error response instead, and for a
     resume of a paused batch its decisions (``abort``: the batch is ended as aborted)."""
 
-    __slots__ = ("abort", "approvals", "arrivals", "first", "problem")
+    __slots__ = ("abort", "approvals", "arrivals", "first", "output", "problem")
 
     def __init__(
         self,
@@ -51,12 +54,14 @@ class _Job:
         problem: str | None = None,
         approvals: Mapping[str, Decision] | None = None,
         abort: bool = False,
+        output: OutputSpec | None = None,
     ) -> None:
         self.first = first
         self.arrivals = arrivals
         self.problem = problem
         self.approvals = approvals
         self.abort = abort
+        self.output = output
 
 
 class AgentWorker:
@@ -88,6 +93,7 @@ class AgentWorker:
         self.follow_up_mode = follow_up_mode
         self.resumes: collections.deque[int] = collections.deque()  # arrival numbers
         self.resume_jobs: dict[int, tuple[Mapping[str, Decision] | None, bool]] = {}  # approvals, abort
+        self.run_outputs: dict[int, OutputSpec] = {}  # arrival -> the output its prompt asked for
         self.session_file: str | None = None  # saved after every run and at approval checkpoints
         self.pending: dict[str, Callable[[], None]] = {}  # state settings made during a run
         self.history_mark: int | None = None  # history length when the active run began
@@ -116,10 +122,13 @@ class AgentWorker:
                 if job.problem is not None:
                     response = AssistantMessage(stop_reason="error", error_message=job.problem)
                 else:
+                    config = self.config_of_run
+                    if job.output is not None:
+                        config = attrs.evolve(config, output=job.output)
                     response = run_loop(
                         job.first,
                         self.state,
-                        self.config_of_run,
+                        config,
                         self.emitter,
                         self.signal,
                         self.between_turns,
@@ -217,11 +226,16 @@ class AgentWorker:
             number, msg = self.input_channel.take()
             return _Job([msg], {number})
         taken = [self.follow_up_channel.take()]
+        output = self.run_outputs.pop(taken[0][0], None)
+        if output is not None:  # a prompt that asked for an output has a run of its own
+            return _Job([taken[0][1]], {taken[0][0]}, output=output)
         if self.follow_up_mode == "all":  # the follow-ups queued before anything else share it
             later = [n for n, _ in heads if n > taken[0][0]]
             limit = min(later) if later else None
-            while (head := self.follow_up_channel.head_arrival()) is not None and (
-                limit is None or head < limit
+            while (
+                (head := self.follow_up_channel.head_arrival()) is not None
+                and (limit is None or head < limit)
+                and head not in self.run_outputs
             ):
                 taken.append(self.follow_up_channel.take())
         return _Job([msg for _, msg in taken], {n for n, _ in taken})
@@ -349,6 +363,7 @@ class AgentWorker:
         dropped messages is told so instead of waiting forever."""
         queued = self.input_channel.drain() + self.follow_up_channel.drain()
         self.hub.dropped.update(number for number, _ in queued)
+        self.run_outputs.clear()
         self.resumes.clear()
         self.resume_jobs.clear()
         self.cond.notify_all()
@@ -386,6 +401,7 @@ class AgentWorker:
         with self.cond:
             if self.input_channel.remove(arrival) or self.follow_up_channel.remove(arrival):
                 self.hub.dropped.add(arrival)
+                self.run_outputs.pop(arrival, None)
                 return
             signal = self.signal if arrival in self.run_arrivals else None
         if signal is not None:

@@ -38,6 +38,7 @@ __all__ = [
     "ToolArgumentError",
     "format_arguments",
     "prepare_tool_call_arguments",
+    "schema_violations",
     "validate_required_args",
     "validate_tool_arguments",
 ]
@@ -56,8 +57,8 @@ def format_arguments(args: Any) -> str:
     return clip(text)
 
 
-def _error_path(error: jsonschema.exceptions.ValidationError) -> str:
-    path = "args"
+def _error_path(error: jsonschema.exceptions.ValidationError, root: str = "args") -> str:
+    path = root
     for part in error.absolute_path:
         path += f"[{part}]" if isinstance(part, int) else f".{part}"
     return path
@@ -73,7 +74,7 @@ def _cut_middle(text: str, limit: int) -> str:
     return f"{text[:head]}… ({len(text) - head - tail} characters left out) …{text[-tail:]}"
 
 
-def _violation_line(error: jsonschema.exceptions.ValidationError) -> str:
+def _violation_line(error: jsonschema.exceptions.ValidationError, root: str = "args") -> str:
     """One violation as ``<path>: <message>``, short whatever the value: ``jsonschema`` quotes
     the whole bad value (its ``repr``) in the message, so a long quote is cut first, then the
     whole line."""
@@ -82,7 +83,7 @@ def _violation_line(error: jsonschema.exceptions.ValidationError) -> str:
         quoted = _safe_repr(error.instance)
         if len(quoted) > MAX_QUOTED_CHARS and quoted in message:
             message = message.replace(quoted, clip(quoted, MAX_QUOTED_CHARS))
-    return _cut_middle(f"{_error_path(error)}: {message}", MAX_VIOLATION_CHARS)
+    return _cut_middle(f"{_error_path(error, root)}: {message}", MAX_VIOLATION_CHARS)
 
 
 def _safe_repr(value: Any) -> str:
@@ -100,8 +101,9 @@ def _order(error: jsonschema.exceptions.ValidationError) -> tuple[Any, ...]:
     )
 
 
-def _violations(validator: Validator, args: Any) -> str | None:
-    """The violations of ``args`` as lines ``  - <path>: <message>``, sorted by path, at most
+def _violations(validator: Validator, args: Any, root: str = "args") -> str | None:
+    """The violations of ``args`` as lines ``  - <path>: <message>`` (paths start at ``root``),
+    sorted by path, at most
     ``MAX_VIOLATIONS`` of them (then how many more there were), each cut to
     ``MAX_VIOLATION_CHARS``; ``None`` when ``args`` is valid. A reference that cannot be
     resolved (the tool was checked when built, so only one reached in a way no check foresaw)
@@ -110,7 +112,7 @@ def _violations(validator: Validator, args: Any) -> str | None:
         if validator.is_valid(args):
             return None
         errors: Iterable[jsonschema.exceptions.ValidationError] = validator.iter_errors(args)
-        lines = [line for _key, line in sorted((_order(e), _violation_line(e)) for e in errors)]
+        lines = [line for _key, line in sorted((_order(e), _violation_line(e, root)) for e in errors)]
     except referencing.exceptions.Unresolvable as exc:
         return (
             f"  - the tool's input schema has a reference that does not resolve within it "
@@ -120,6 +122,13 @@ def _violations(validator: Validator, args: Any) -> str | None:
     if len(lines) > MAX_VIOLATIONS:
         shown.append(f"  ... and {len(lines) - MAX_VIOLATIONS} more violations (not shown)")
     return "\n".join(shown)
+
+
+def schema_violations(value: Any, schema: Mapping[str, Any], root: str) -> str | None:
+    """``validate_required_args`` for any value: its violations of the whole ``schema`` as
+    lines ``  - <root><path>: <message>``, or ``None`` when it is valid (the run's output uses
+    it with ``root="output"``)."""
+    return _violations(_validator_for(schema), value, root)
 
 
 def validate_required_args(args: Any, input_schema: Mapping[str, Any]) -> str | None:

@@ -11,6 +11,7 @@ shell of channels, a worker thread and settings around it, and tests drive it di
 from __future__ import annotations
 
 import inspect
+import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -18,7 +19,7 @@ import attrs
 
 from yiemagent.core._approval import Decision
 from yiemagent.core._approval_batch import may_need_approval, prepare_or_pause, settle_paused_batch
-from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
+from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent, content_text
 from yiemagent.core._context import prepare_context as default_prepare_context
 from yiemagent.core._context_overflow import with_overflow_hint
 from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
@@ -33,7 +34,16 @@ from yiemagent.core._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
-from yiemagent.core._messages import AgentMessage, AssistantMessage, HistoryView, ToolResultMessage, now_ms
+from yiemagent.core._messages import (
+    AgentMessage,
+    AssistantMessage,
+    HistoryView,
+    ToolResultMessage,
+    UserMessage,
+    now_ms,
+)
+from yiemagent.core._output import OutputSpec
+from yiemagent.core._output_json import output_json
 from yiemagent.core._pipeline import execute_tool_calls
 from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_calls
 from yiemagent.core._request import LlmRequest, SpecFormatter
@@ -122,7 +132,8 @@ class RunConfig:
     they default to ``messages.now_ms`` and ``tool_calls.new_tool_call_id``, and conformance
     runs replace them to get reproducible traces. ``needs_approval(tool, args, context)`` is the
     agent's approval policy and ``approval_checkpoint()`` saves the session while a paused batch
-    runs (docs/approval.md). Invalid settings raise ``TypeError``/``ValueError`` at construction.
+    runs (docs/approval.md). ``output``, when set, makes the run end in data matching its
+    schema (docs/output.md). Invalid settings raise ``TypeError``/``ValueError`` at construction.
     """
 
     llm_call: Callable[..., AssistantMessage] = attrs.field(validator=_check_callable)
@@ -145,6 +156,9 @@ class RunConfig:
     new_tool_call_id: Callable[[], str] = attrs.field(default=new_tool_call_id, validator=_check_callable)
     needs_approval: Callable[..., bool] | None = attrs.field(default=None, validator=_check_callable)
     approval_checkpoint: Callable[[], None] | None = attrs.field(default=None, validator=_check_callable)
+    output: OutputSpec | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(OutputSpec))
+    )
     llm_keywords: frozenset[str] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -229,6 +243,9 @@ class _Run:
         "hook_context",
         "llm_keywords",
         "loop_config",
+        "output",
+        "output_failures",
+        "output_tools",
         "repeated_calls",
         "reply_started",
         "signal",
@@ -261,6 +278,10 @@ class _Run:
         limit = config.max_repeated_calls
         self.repeated_calls = RepeatedCalls(limit) if limit is not None else None
         self.llm_keywords = self.keywords_for_llm()
+        self.output = config.output
+        self.output_failures = 0
+        # The state's tools with the output tool, rebuilt when the state's mapping is replaced.
+        self.output_tools: tuple[Any, dict[str, Any]] | None = None
 
     def add(self, msg: AgentMessage, started: bool = False) -> None:
         """Append a message to the history, with its start (unless ``started``) and end events."""
@@ -296,10 +317,15 @@ class _Run:
         step = "prepare_context"
         try:
             ctx = config.prepare_context(self.state)
+            output = self.output
+            if output is not None and output.mode == "tool" and isinstance(ctx, AgentContext):
+                ctx = AgentContext(ctx.system_prompt, ctx.messages, {**ctx.tools, output.name: output.tool})
             step = "format_msg_for_llm"
             request = config.format_msg_for_llm(ctx)
             if type(request) is LlmRequest and request.session_id is None:
                 request.session_id = config.session_id
+            if output is not None and output.mode != "tool":
+                _ask_for_output(request, output)
             if self.emit.active:
                 self.emit.send(MessageStartEvent(None))
             self.reply_started = True
@@ -333,11 +359,23 @@ class _Run:
     def tool_config(self) -> AgentLoopConfig:
         """The run's pipeline config, rebuilt only when the state's tools mapping is replaced."""
         cached = self.loop_config
-        if cached is None or cached.tools is not self.state.tools:
+        tools = self.tools_with_output()
+        if cached is None or cached.tools is not tools:
             cached = self.loop_config = self.config.tool_loop_config(
-                self.state.tools, self.skip_remaining, self.repeated_calls
+                tools, self.skip_remaining, self.repeated_calls
             )
         return cached
+
+    def tools_with_output(self) -> Any:
+        """The tools a batch may call: the state's, with the output tool in the ``tool`` mode
+        (one mapping while the state's stays the same)."""
+        output, tools = self.output, self.state.tools
+        if output is None or output.mode != "tool":
+            return tools
+        cached = self.output_tools
+        if cached is None or cached[0] is not tools:
+            cached = self.output_tools = (tools, {**tools, output.name: output.tool})
+        return cached[1]
 
     def hooks_context(self) -> AgentContext:
         """The context the hooks see: the prompt, a read-only live view of the history (they
@@ -348,15 +386,16 @@ class _Run:
         context, view, source = self.hook_context
         # Every field of AgentContext is checked (tests/core/test_hot_path_shortcuts.py fails when
         # one is added).
+        tools = self.tools_with_output()
         if (
             context is None
             or source is not state.messages
             or context.messages is not view
-            or context.tools is not state.tools
+            or context.tools is not tools
             or context.system_prompt != state.system_prompt
         ):
             view = HistoryView(state.messages)
-            context = AgentContext(state.system_prompt, view, state.tools)
+            context = AgentContext(state.system_prompt, view, tools)
             self.hook_context = (context, view, state.messages)
         return context
 
@@ -408,7 +447,7 @@ class _Run:
         # The batch's turn ended (turn_end) when it paused; its results join this run as
         # messages do, before its first turn.
         self.add_results(batch)
-        return _after_batch(self, paused.message, batch) if (batch.terminate or self.signal.aborted) else None
+        return _after_batch(self, paused.message, batch)
 
 
 def build_terminated_response(
@@ -437,6 +476,72 @@ def build_terminated_response(
     )
 
 
+def _ask_for_output(request: Any, output: OutputSpec) -> None:
+    """Put the output's schema on the request, for the ``native`` and ``grammar`` modes: as
+    ``LlmRequest.output`` (its spec view shows it as ``response_format``), or as a
+    ``response_format`` key of a request dict a custom ``format_msg_for_llm`` made."""
+    if isinstance(request, LlmRequest):
+        request.output = output.request
+    elif isinstance(request, dict):
+        request.setdefault("response_format", output.request.response_format())
+
+
+def _output_response(run: _Run, reply: AssistantMessage, value: Any) -> AssistantMessage:
+    """The run's response for an output given through a tool: the output as JSON text, with
+    the reply's provider fields and usage."""
+    return AssistantMessage(
+        content=[TextContent(json.dumps(output_json(value), ensure_ascii=False))],
+        api=reply.api,
+        provider=reply.provider,
+        model=reply.model,
+        usage=reply.usage,
+        stop_reason="stop",
+        timestamp=run.config.clock(),
+        output=value,
+    )
+
+
+def _refused(run: _Run, problem: str) -> AssistantMessage | None:
+    """Count a refused output; the run's error response once the retries are spent, else
+    ``None`` (the run goes on, the problem already before the model)."""
+    output = run.output
+    assert output is not None
+    run.output_failures += 1
+    if run.output_failures <= output.retries:
+        return None
+    return run.made_up(
+        "error",
+        f"No valid output after {run.output_failures} attempts (output_retries={output.retries}); "
+        f"the last one: {problem}",
+    )
+
+
+def _batch_output(
+    run: _Run, response: AssistantMessage, batch: AgentToolCallBatch
+) -> AssistantMessage | None:
+    """The run's response when the batch gave an output (from the output tool, or a tool's
+    own ``output``, checked against the schema), or when it spent the last retry; ``None`` to
+    go on."""
+    output = run.output
+    if batch.output is not None:
+        call_id, value = batch.output
+        tool_name = next((m.tool_name for m in batch.messages if m.tool_call_id == call_id), "")
+        if output is not None and tool_name != output.name:
+            ok, value = output.accept(output.wrap(output_json(value)))
+            if not ok:
+                return run.made_up("error", f'Tool "{tool_name}" gave an output that does not fit: {value}')
+        if batch.terminate:
+            return attrs.evolve(build_terminated_response(batch, response, run.config.clock()), output=value)
+        return _output_response(run, response, value)
+    if output is not None:
+        for msg in batch.messages:
+            if msg.tool_name == output.name and msg.is_error:
+                ended = _refused(run, content_text(msg.content))
+                if ended is not None:
+                    return ended
+    return None
+
+
 def _after_batch(
     run: _Run, response: AssistantMessage, batch: AgentToolCallBatch | None
 ) -> AssistantMessage | None:
@@ -444,10 +549,31 @@ def _after_batch(
     if run.signal.aborted:
         return run.made_up("aborted", ABORTED)
     if batch is None:
-        return response
+        return response if run.output is None else _text_output(run, response)
+    if batch.output is not None or run.output is not None:
+        ended = _batch_output(run, response, batch)
+        if ended is not None or batch.output is not None:
+            return ended
     if not batch.terminate:
         return None
     return build_terminated_response(batch, response, run.config.clock())
+
+
+def _text_output(run: _Run, reply: AssistantMessage) -> AssistantMessage | None:
+    """A reply without tool calls in a run with an output: its text as the output when it is
+    JSON that fits; else the problem goes back to the model as a user message (``None``: the
+    run goes on) until the retries are spent. A failed or aborted reply ends the run as it is."""
+    output = run.output
+    assert output is not None
+    if reply.stop_reason in ("error", "aborted"):
+        return reply
+    ok, value = output.accept_text(content_text(reply.content))
+    if ok:
+        return attrs.evolve(reply, output=value)
+    ended = _refused(run, value)
+    if ended is None:
+        run.add(UserMessage([TextContent(output.retry_text(value))], run.config.clock()))
+    return ended
 
 
 def _play_turn(run: _Run) -> AssistantMessage | None:
@@ -485,12 +611,24 @@ def _finish_pending_calls(run: _Run) -> AssistantMessage | None:
     batch = run.run_tools(reply, pending)
     if batch.paused is not None:  # no turn was opened for these calls: none is closed
         return run.made_up(AWAITING_APPROVAL, None)
-    return _after_batch(run, reply, batch) if (batch.terminate or run.signal.aborted) else None
+    return _after_batch(run, reply, batch)
+
+
+def _output_tool_clash(run: _Run) -> AssistantMessage | None:
+    """An error response when an agent's tool has the output tool's name."""
+    output = run.output
+    if output is None or output.mode != "tool" or output.name not in run.state.tools:
+        return None
+    return run.made_up(
+        "error",
+        f'A tool of the agent is named "{output.name}", the name of the output tool; '
+        "rename that tool, or use another output_mode",
+    )
 
 
 def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> AssistantMessage:
     config, state, turn = run.config, run.state, 0
-    ended = _finish_pending_calls(run)
+    ended = _output_tool_clash(run) or _finish_pending_calls(run)
     if ended is not None:
         return ended
     while True:

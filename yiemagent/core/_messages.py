@@ -21,6 +21,7 @@ from yiemagent.core._content import (
     content_list,
     content_to_dict,
 )
+from yiemagent.core._output_json import output_json
 
 __all__ = [
     "AgentMessage",
@@ -243,6 +244,9 @@ class AssistantMessage(AgentMessage):
     error_message: str | None = None
     timestamp: int = attrs.field(factory=now_ms, validator=_check_timestamp)
     role: str = attrs.field(default="assistant", kw_only=True, validator=_check_role("assistant"))
+    # A run's structured answer (docs/output.md): set on the run's response only, never on the
+    # reply kept in the history, so sessions hold plain data.
+    output: Any = attrs.field(default=None, kw_only=True)
     role_name: ClassVar[str] = "assistant"
 
     def __attrs_post_init__(self) -> None:
@@ -266,11 +270,13 @@ class AssistantMessage(AgentMessage):
         _set(msg, "error_message", self.error_message)
         _set(msg, "timestamp", self.timestamp)
         _set(msg, "role", self.role)
+        _set(msg, "output", self.output)
         return msg
 
     def to_dict(self) -> dict[str, Any]:
-        """Return the reply as a JSON-ready dict (usage as a nested dict or ``None``)."""
-        return {
+        """Return the reply as a JSON-ready dict (usage as a nested dict or ``None``); a run's
+        ``output``, when set, as ``"output"`` in its JSON form (an instance as its fields)."""
+        data = {
             "role": "assistant",
             "content": [content_to_dict(b) for b in self.content],
             "api": self.api,
@@ -281,6 +287,9 @@ class AssistantMessage(AgentMessage):
             "error_message": self.error_message,
             "timestamp": self.timestamp,
         }
+        if self.output is not None:
+            data["output"] = output_json(self.output)
+        return data
 
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> AssistantMessage:
@@ -293,6 +302,7 @@ class AssistantMessage(AgentMessage):
             stop_reason=_str_or(data.get("stop_reason"), "stop"),
             error_message=data.get("error_message"),
             timestamp=_timestamp(data),
+            output=data.get("output"),
         )
 
 

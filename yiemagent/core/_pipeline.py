@@ -527,8 +527,20 @@ def _start_and_prepare(
     return finalized
 
 
+def batch_output(finalized: Sequence[FinalizedOutcome]) -> tuple[str, Any] | None:
+    """The first output a successful result gives, in call order, with its call's id."""
+    for f in finalized:
+        if f.result.output is not None and not f.is_error:
+            return f.tool_call.id, f.result.output
+    return None
+
+
 def _batch(finalized: list[FinalizedOutcome], clock: Callable[[], int]) -> AgentToolCallBatch:
-    return AgentToolCallBatch([_result_message(f, clock()) for f in finalized], should_terminate(finalized))
+    return AgentToolCallBatch(
+        [_result_message(f, clock()) for f in finalized],
+        should_terminate(finalized),
+        output=batch_output(finalized),
+    )
 
 
 def _result_message(f: FinalizedOutcome, timestamp: int) -> ToolResultMessage:

@@ -14,6 +14,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._output import OutputRequest
 from yiemagent.core._spec_format import SpecViews, spec_view
 from yiemagent.core._tools import AgentContext, ToolMapping, shared_tool_mapping
 
@@ -35,12 +36,14 @@ def _not_typed(messages: Sequence[Any]) -> TypeError:
 
 class LlmRequest(Mapping[str, Any]):
     """One LLM call's input: ``system_prompt``, ``messages`` (the typed history, a list the loop
-    made for this call), ``tools`` (``name -> AgentTool``) and ``session_id`` (``None`` unless
-    the run has one). As a mapping: the spec's request view (see the module docstring), built
-    when first read. It is a ``Mapping``, not a ``dict``: ``json.dumps(request.to_dict())``
-    (or ``dict(request)``) serialises it. Treat it as read-only."""
+    made for this call), ``tools`` (``name -> AgentTool``), ``session_id`` (``None`` unless
+    the run has one) and ``output`` (an ``OutputRequest`` when the run asks the model for data
+    in the ``native`` or ``grammar`` mode; the view shows it as ``response_format``). As a
+    mapping: the spec's request view (see the module docstring), built when first read. It is
+    a ``Mapping``, not a ``dict``: ``json.dumps(request.to_dict())`` (or ``dict(request)``)
+    serialises it. Treat it as read-only."""
 
-    __slots__ = ("_context", "_view", "_views", "messages", "session_id", "system_prompt", "tools")
+    __slots__ = ("_context", "_view", "_views", "messages", "output", "session_id", "system_prompt", "tools")
 
     def __init__(
         self,
@@ -64,6 +67,7 @@ class LlmRequest(Mapping[str, Any]):
         self._views = views
         self._view: dict[str, Any] | None = None
         self._context = context
+        self.output: OutputRequest | None = None
 
     @property
     def context(self) -> AgentContext:
@@ -75,7 +79,10 @@ class LlmRequest(Mapping[str, Any]):
     def _spec(self) -> dict[str, Any]:
         view = self._view
         if view is None:
-            view = self._view = spec_view(self.system_prompt, self.messages, self.tools, self._views)
+            view = spec_view(self.system_prompt, self.messages, self.tools, self._views)
+            if self.output is not None:
+                view = {**view, "response_format": self.output.response_format()}
+            self._view = view
         return view
 
     def __getitem__(self, key: str) -> Any:

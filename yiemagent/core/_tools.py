@@ -27,6 +27,7 @@ from yiemagent.core._messages import (
     ToolResultMessage,
     now_ms,
 )
+from yiemagent.core._output_json import output_json
 from yiemagent.core._repeated_calls import RepeatedCalls
 from yiemagent.core._schema_fast import compile_fast_check
 from yiemagent.core._schema_safety import NO_FETCH_REGISTRY, safe_validator_class, schema_problem
@@ -64,23 +65,30 @@ class AgentToolResult:
     """What a tool returns (spec ``agentToolResult``); a string ``content`` becomes one text block.
 
     ``details["addedToolNames"]`` names tools the call registered; it reaches the result
-    message's ``added_tool_names``.
+    message's ``added_tool_names``. ``output`` (beyond the spec), when not ``None``, is the
+    run's final output: the run ends after the batch without another LLM call, with that output
+    (checked against the run's output schema when it has one; docs/output.md).
     """
 
     content: list[ContentBlock] = attrs.field(converter=content_list)
     details: dict[str, Any] = attrs.field(factory=dict)
     usage: LlmUsage | None = None
     terminate: bool = False
+    output: Any = attrs.field(default=None, kw_only=True)
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"content", "details", "usage", "terminate"}`` as JSON-ready data (details
-        that are not JSON are converted, as when a result enters the history)."""
-        return {
+        that are not JSON are converted, as when a result enters the history), with
+        ``"output"`` when the result gives one."""
+        data = {
             "content": [content_to_dict(b) for b in self.content],
             "details": copy.deepcopy(json_ready(self.details)),
             "usage": None if self.usage is None else self.usage.to_dict(),
             "terminate": bool(self.terminate),
         }
+        if self.output is not None:
+            data["output"] = output_json(self.output)
+        return data
 
 
 def compile_schema_validator(name: str | None, schema: Any, *, untrusted: bool = False) -> Validator:
@@ -213,6 +221,8 @@ class AgentToolCallBatch:
     messages: list[ToolResultMessage]
     terminate: bool = False
     paused: Any = None  # a PausedBatch (core._approval), which imports this module
+    # The first output a successful result of the batch gave (call order), with its call's id.
+    output: tuple[str, Any] | None = None
 
 
 @attrs.define(frozen=True)

@@ -17,7 +17,7 @@ from yiemagent.core._tools import AgentContext
 from yiemagent.llm._base import KEY_FROM_ENV, LlmClient
 from yiemagent.llm.anthropic._parse import AnthropicStreamAssembler, parse_message
 from yiemagent.llm.anthropic._wire import context_to_anthropic, openai_request_to_anthropic
-from yiemagent.llm.http._errors import LlmStreamError
+from yiemagent.llm.http._errors import LlmError, LlmStreamError
 from yiemagent.llm.http._options import HttpOptions
 from yiemagent.llm.http._redact import excerpt
 from yiemagent.llm.http._transport import Emit, iter_response_sse
@@ -93,6 +93,13 @@ class AnthropicMessagesClient(LlmClient):
     def build_body(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """Return the Messages API body: ``model``, ``max_tokens``, ``system`` (when set),
         ``messages``, ``tools`` (when any), ``stream`` (when streaming), then ``extra_body``."""
+        if getattr(request, "output", None) is not None or (
+            isinstance(request, dict) and "response_format" in request
+        ):
+            raise LlmError(
+                "the Anthropic client has no JSON-schema response format; give the run's output "
+                "with output_mode='tool' (the default), which every tools-capable model takes"
+            )
         context = getattr(request, "context", None)
         if isinstance(context, AgentContext):
             system, messages, tools = context_to_anthropic(context)

@@ -42,6 +42,8 @@ from yiemagent.llm.llamacpp._prompts import (
     fill_prompt_messages,
     grounding,
     message_text,
+    output_prompt_messages,
+    output_schema_of,
     sentence_end,
     strict_strings,
     transcript,
@@ -360,7 +362,30 @@ class LlamaCppClient:
             tool = self._choose(llama, tools, choice, question, usage, signal)
             if tool is not None:
                 return self._call_tool(llama, messages, tool, emit, signal, usage)
+        schema = output_schema_of(request)
+        if schema is not None:
+            return self._data_answer(llama, messages, schema, emit, signal, usage)
         return self._answer(llama, messages, emit, signal, usage)
+
+    def _data_answer(
+        self,
+        llama: Any,
+        messages: Sequence[Any],
+        schema: Mapping[str, Any],
+        emit: Emit,
+        signal: AbortSignal | None,
+        usage: list[int],
+    ) -> AssistantMessage:
+        """A reply that is JSON matching ``schema``, generated under the schema's grammar (a
+        request's ``response_format``: the run's output in the ``native``/``grammar`` mode)."""
+        prompt = self._render(output_prompt_messages(messages, self.system_prompt, schema))
+
+        def delta(text: str) -> None:
+            emit(MessageUpdateEvent("text", text, 0))
+
+        grammar = self._schema_grammar(schema)
+        made = self._generate(llama, prompt, grammar, self.max_tokens, signal, delta, usage)
+        return self._message([TextContent(made.text.strip())], made.finish, usage)
 
     def _choose(
         self,

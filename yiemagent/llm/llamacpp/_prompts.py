@@ -54,6 +54,8 @@ __all__ = [
     "gbnf_literal",
     "grounding",
     "message_text",
+    "output_prompt_messages",
+    "output_schema_of",
     "relevance",
     "result_label",
     "result_value",
@@ -199,6 +201,38 @@ def transcript(messages: Sequence[Any], system: str) -> list[dict[str, str]]:
     if out[-1]["content"].startswith("<tool_response>"):
         out[-1] = {"role": "user", "content": f"{out[-1]['content']}\n{ANSWER_HINT}"}
     return out
+
+
+def output_schema_of(request: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The JSON Schema a request's ``response_format`` asks the reply to match, or ``None``
+    (OpenAI's ``json_schema`` form, or llama.cpp's ``json_object`` with a ``schema``)."""
+    fmt = request.get("response_format")
+    if not isinstance(fmt, Mapping):
+        return None
+    inner = fmt.get("json_schema")
+    schema = inner.get("schema") if isinstance(inner, Mapping) else fmt.get("schema")
+    if isinstance(schema, Mapping):
+        return dict(schema)
+    return {"type": "object"} if fmt.get("type") in ("json_object", "json_schema") else None
+
+
+def output_prompt_messages(
+    messages: Sequence[Any], system: str, schema: Mapping[str, Any]
+) -> list[dict[str, str]]:
+    """The conversation for an answer that is data: the transcript, its system message asking
+    for JSON that matches ``schema``, and after tool results a request to put them in it."""
+    convo = transcript(messages, system)
+    shown = json.dumps(schema, ensure_ascii=False)
+    convo[0] = {
+        "role": "system",
+        "content": f"{convo[0]['content']}\nAnswer with only a JSON object that matches this "
+        f"JSON Schema: {shown}",
+    }
+    last = convo[-1]["content"]
+    if last.endswith(ANSWER_HINT):
+        asked = "Answer my question with this result, as the JSON object."
+        convo[-1] = {"role": "user", "content": last[: -len(ANSWER_HINT)] + asked}
+    return convo
 
 
 def choice_prompt_messages(tools: Sequence[Mapping[str, Any]], question: str) -> list[dict[str, str]]:

@@ -16,6 +16,7 @@ from typing import Any
 import requests
 
 from yiemagent.core._messages import AssistantMessage
+from yiemagent.core._output import OutputRequest
 from yiemagent.core._request import LlmRequest
 from yiemagent.core._tools import AbortSignal
 from yiemagent.llm._base import KEY_FROM_ENV, LlmClient
@@ -46,6 +47,17 @@ class _EmptyStream(LlmError):
 
 def _empty_stream_error(label: str) -> LlmError:
     return _EmptyStream(f"{label} server sent an empty stream (HTTP 200 and no events)")
+
+
+def _response_format(output: OutputRequest) -> dict[str, Any]:
+    """The ``response_format`` of a run's output; ``LlmError`` for the ``grammar`` mode, which
+    only the embedded model has."""
+    if output.mode == "grammar":
+        raise LlmError(
+            "output_mode='grammar' constrains decoding on the embedded model (LlamaCppClient); "
+            "an OpenAI-compatible server takes output_mode='native' (response_format) or 'tool'"
+        )
+    return output.response_format()
 
 
 def not_found_hint(base_url: str, model: str) -> str:
@@ -141,6 +153,8 @@ class OpenAIChatClient(LlmClient):
             }
             if request.tools:
                 body["tools"] = self._wire.tools(request.tools)
+            if request.output is not None:
+                body["response_format"] = _response_format(request.output)
         elif isinstance(request, Mapping) and isinstance(request.get("messages"), list):
             body = {"model": self.model, **request}
             body["messages"] = wire_messages(request["messages"])

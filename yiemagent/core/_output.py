@@ -1,0 +1,206 @@
+"""A run that ends in data: the output's schema, how the model gives it, and how it is checked.
+
+``OutputSpec`` holds what a run with an output needs: the JSON Schema the output must match,
+``mode`` (``"tool"``: a final-answer tool beside the agent's tools; ``"native"``: the provider's
+JSON-schema response format; ``"grammar"``: decoding constrained by the schema, on the embedded
+model), ``retries`` (how many refused outputs go back to the model before the run ends in an
+error), ``convert`` (validated JSON to the caller's type) and ``validate`` (the caller's own
+check). ``accept`` checks a candidate with ``jsonschema`` against the whole schema, converts it
+and runs ``validate``; every refusal is one text listing what is wrong, with paths, as a tool
+call's invalid arguments are. The model always fills an object: a schema of another type is
+wrapped as ``{"value": ...}`` on the wire and unwrapped here.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any, Literal
+
+import attrs
+
+from yiemagent.core._arguments import format_arguments, schema_violations
+from yiemagent.core._content import TextContent
+from yiemagent.core._json_safety import clip
+from yiemagent.core._output_json import output_json
+from yiemagent.core._tools import AgentTool, AgentToolResult, compile_schema_validator
+from yiemagent.errors import OutputRejected, describe_error
+
+__all__ = [
+    "OUTPUT_MODES",
+    "OUTPUT_TOOL_NAME",
+    "OutputMode",
+    "OutputRequest",
+    "OutputSpec",
+    "output_json",
+]
+
+OutputMode = Literal["tool", "native", "grammar"]
+OUTPUT_MODES: tuple[str, ...] = ("tool", "native", "grammar")
+OUTPUT_TOOL_NAME = "final_answer"
+WRAP_KEY = "value"
+ACCEPTED = "Final answer received."
+_DESCRIPTION = (
+    "Give the final answer. Call this once you have everything the answer needs; its arguments "
+    "are the answer, and they must match its schema."
+)
+_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*)\n```$", re.DOTALL)
+
+
+def _identity(value: Any) -> Any:
+    return value
+
+
+def _check_mode(_inst: Any, _attr: Any, value: Any) -> None:
+    if value not in OUTPUT_MODES:
+        raise ValueError(f"output_mode must be one of {', '.join(map(repr, OUTPUT_MODES))}, got {value!r}")
+
+
+def _check_retries(_inst: Any, _attr: Any, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"output_retries must be an int >= 0, got {value!r}")
+
+
+def _check_callable(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is not None and not callable(value):
+        raise TypeError(f"{attr.name} must be callable, got {type(value).__name__}")
+
+
+def _is_object_schema(schema: Mapping[str, Any]) -> bool:
+    return schema.get("type") == "object"
+
+
+@attrs.frozen
+class OutputRequest:
+    """What a provider client reads from ``LlmRequest.output`` in the ``native`` and
+    ``grammar`` modes: the schema the reply's text must match (always an object) and its name."""
+
+    name: str
+    schema: dict[str, Any]
+    mode: str
+
+    def response_format(self) -> dict[str, Any]:
+        """OpenAI's ``response_format`` for this output (llama.cpp's server and vLLM accept it)."""
+        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}}
+
+
+@attrs.frozen(kw_only=True)
+class OutputSpec:
+    """How a run's output is asked for and checked (see the module docstring). Built once per
+    agent setting or per prompt; an invalid schema raises ``ValueError`` here, naming it."""
+
+    schema: dict[str, Any]
+    mode: str = attrs.field(default="tool", validator=_check_mode)
+    retries: int = attrs.field(default=2, validator=_check_retries)
+    convert: Callable[[Any], Any] = attrs.field(default=_identity, validator=_check_callable)
+    validate: Callable[[Any], Any] | None = attrs.field(default=None, validator=_check_callable)
+    name: str = OUTPUT_TOOL_NAME
+    type_name: str = "dict"
+    wrapped: bool = attrs.field(init=False)
+    wire_schema: dict[str, Any] = attrs.field(init=False)
+    tool: AgentTool = attrs.field(init=False, repr=False)
+    request: OutputRequest = attrs.field(init=False, repr=False)
+
+    def __attrs_post_init__(self) -> None:
+        if not isinstance(self.schema, Mapping):
+            raise TypeError(f"output_schema must be a JSON Schema (a dict), got {type(self.schema).__name__}")
+        schema = dict(self.schema)
+        try:
+            compile_schema_validator(None, schema)
+        except ValueError as exc:
+            raise ValueError(f"output_schema is not a usable JSON Schema: {exc}") from None
+        wrapped = not _is_object_schema(schema)
+        wire = (
+            {
+                "type": "object",
+                "properties": {WRAP_KEY: schema},
+                "required": [WRAP_KEY],
+                "additionalProperties": False,
+            }
+            if wrapped
+            else schema
+        )
+        object.__setattr__(self, "schema", schema)
+        object.__setattr__(self, "wrapped", wrapped)
+        object.__setattr__(self, "wire_schema", wire)
+        tool = AgentTool(self.name, "Final answer", _DESCRIPTION, wire, self._execute)
+        object.__setattr__(self, "tool", tool)
+        object.__setattr__(self, "request", OutputRequest(self.name, wire, self.mode))
+
+    # -- checking --------------------------------------------------------------------------
+
+    def accept(self, data: Any) -> tuple[bool, Any]:
+        """``(True, value)`` for a candidate (the model's JSON, in its wire form) that matches
+        the schema, converts and passes ``validate``; else ``(False, problem)``, the text that
+        goes back to the model. Never raises."""
+        problem = schema_violations(data, self.wire_schema, "output")
+        if problem is not None:
+            return False, (
+                f"The output does not match its schema:\n{problem}\n\nReceived:\n{format_arguments(data)}"
+            )
+        return self.finish(data)
+
+    def finish(self, data: Any) -> tuple[bool, Any]:
+        """``accept`` after the schema check: unwrap, convert and run ``validate``."""
+        raw = data[WRAP_KEY] if self.wrapped and isinstance(data, Mapping) else data
+        try:
+            value = self.convert(raw)
+        except Exception as exc:
+            problem = clip(describe_error(exc), 600)
+            return False, f"The output could not be read as {self.type_name}: {problem}"
+        if self.validate is None:
+            return True, value
+        try:
+            verdict = self.validate(value)
+        except Exception as exc:
+            reason = str(exc) if isinstance(exc, OutputRejected) else describe_error(exc)
+            return False, f"The output was refused: {clip(reason, 2000)}"
+        if verdict is None or verdict is True:
+            return True, value
+        reason = verdict if isinstance(verdict, str) and verdict else "validate_output refused it"
+        return False, f"The output was refused: {clip(reason, 2000)}"
+
+    def accept_text(self, text: str) -> tuple[bool, Any]:
+        """``accept`` for a reply's text: JSON (a fenced block is unfenced), then checked."""
+        body = text.strip()
+        fenced = _FENCE.match(body)
+        if fenced is not None:
+            body = fenced.group(1).strip()
+        try:
+            data = json.loads(body, parse_constant=_refuse_constant)
+        except (ValueError, RecursionError) as exc:
+            return False, f"The answer is not JSON ({clip(str(exc), 200)})."
+        if not (self.wrapped and isinstance(data, dict) and set(data) == {WRAP_KEY}):
+            data = self.wrap(data)
+        return self.accept(data)
+
+    def wrap(self, data: Any) -> Any:
+        """A JSON value of the output's schema in the wire form the model fills."""
+        return {WRAP_KEY: data} if self.wrapped else data
+
+    def how_to_answer(self) -> str:
+        """What the model is asked to do after a refused answer, in this mode."""
+        if self.mode == "tool":
+            return (
+                f"give the final answer by calling the {self.name} tool with arguments that match its schema."
+            )
+        return "answer with only a JSON value that matches the schema, no other text."
+
+    def retry_text(self, problem: str) -> str:
+        """The user message that sends a refused output back to the model."""
+        return f"{problem}\n\nPlease {self.how_to_answer()}"
+
+    # -- the output tool -------------------------------------------------------------------
+
+    def _execute(self, _call_id: str, args: dict[str, Any], _signal: Any = None, _update: Any = None) -> Any:
+        """The output tool: its arguments were checked against the schema by the pipeline;
+        convert and validate them, and return them as the run's output."""
+        ok, value = self.finish(args)
+        if not ok:
+            raise OutputRejected(value)
+        return AgentToolResult([TextContent(ACCEPTED)], output=value)
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
