@@ -1,0 +1,333 @@
+"""A run that ends in data: the output tool, the native mode's text, refusals that go back to the
+model with their violations and paths, retries counted and spent, a validate_output hook, and
+a tool that gives the output itself so no further LLM call is made. Driven through ``run_loop``
+with a scripted model that records every request."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+
+from yiemagent import (
+    AgentState,
+    AgentTool,
+    AgentToolCall,
+    AgentToolResult,
+    AssistantMessage,
+    LlmRequest,
+    OutputRejected,
+    RunConfig,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    run_loop,
+)
+from yiemagent.core._output import OutputSpec
+
+PERSON = {
+    "type": "object",
+    "properties": {
+        "name": {"type": "string"},
+        "age": {"type": "integer", "minimum": 0},
+        "role": {"type": "string", "enum": ["admin", "user"]},
+    },
+    "required": ["name", "age", "role"],
+    "additionalProperties": False,
+}
+GOOD = {"name": "Ada", "age": 36, "role": "admin"}
+
+
+class Script:
+    """An ``llm_call`` that answers from a list and keeps every request it was given."""
+
+    def __init__(self, replies: Sequence[AssistantMessage]) -> None:
+        self.replies = list(replies)
+        self.requests: list[LlmRequest] = []
+
+    def __call__(self, request: LlmRequest) -> AssistantMessage:
+        self.requests.append(request)
+        return self.replies[len(self.requests) - 1]
+
+
+def answer(args: Any, call_id: str = "c1", name: str = "final_answer") -> AssistantMessage:
+    return AssistantMessage([AgentToolCall(call_id, name, args)], stop_reason="toolUse")
+
+
+def text(value: str) -> AssistantMessage:
+    return AssistantMessage([TextContent(value)])
+
+
+def run(
+    replies: Sequence[AssistantMessage], spec: OutputSpec, tools: Sequence[AgentTool] = ()
+) -> tuple[AssistantMessage, AgentState, Script]:
+    script = Script(replies)
+    state = AgentState(tools=list(tools))
+    response = run_loop([UserMessage("Who is Ada?")], state, RunConfig(llm_call=script, output=spec))
+    return response, state, script
+
+
+def lookup_tool(result: AgentToolResult | None = None) -> AgentTool:
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}
+    given = result if result is not None else AgentToolResult("Ada Lovelace, 36, admin")
+    return AgentTool("lookup", "Lookup", "Look a person up.", schema, lambda *_: given)
+
+
+def texts(message: Any) -> str:
+    return "\n".join(b.text for b in message.content if isinstance(b, TextContent))
+
+
+# -- the tool mode ------------------------------------------------------------------------------
+
+
+def test_a_valid_answer_through_the_output_tool_is_the_runs_output() -> None:
+    response, state, script = run([answer(GOOD)], OutputSpec(schema=PERSON))
+    assert response.stop_reason == "stop" and response.error_message is None
+    assert response.output == GOOD
+    assert texts(response) == '{"name": "Ada", "age": 36, "role": "admin"}'
+    assert response.to_dict()["output"] == GOOD
+    # The tool is offered with the output's schema, and its call gets a result in the history.
+    tool = script.requests[0].tools["final_answer"]
+    assert tool.input_schema == PERSON
+    assert [type(m) for m in state.messages] == [UserMessage, AssistantMessage, ToolResultMessage]
+    last = state.messages[-1]
+    assert isinstance(last, ToolResultMessage) and not last.is_error
+    assert texts(last) == "Final answer received."
+    assert len(script.requests) == 1
+
+
+def test_an_invalid_answer_goes_back_with_every_violation_and_its_path() -> None:
+    bad = {"name": "Ada", "age": -1, "role": "root", "extra": 1}
+    response, _state, script = run([answer(bad), answer(GOOD, "c2")], OutputSpec(schema=PERSON))
+    assert response.output == GOOD
+    assert len(script.requests) == 2
+    sent = script.requests[1].messages[-1]
+    assert isinstance(sent, ToolResultMessage) and sent.is_error
+    body = texts(sent)
+    assert "args.age: -1 is less than the minimum of 0" in body
+    assert "args.role: 'root' is not one of ['admin', 'user']" in body
+    assert "Additional properties are not allowed ('extra' was unexpected)" in body
+
+
+def test_retries_are_counted_and_once_spent_the_run_ends_in_an_error() -> None:
+    bad = {"name": "Ada", "age": "old", "role": "admin"}
+    replies = [answer(bad, f"c{n}") for n in range(1, 5)]
+    response, state, script = run(replies, OutputSpec(schema=PERSON, retries=1))
+    assert response.stop_reason == "error"
+    assert len(script.requests) == 2  # one answer and one retry
+    assert response.error_message is not None
+    assert "No valid output after 2 attempts (output_retries=1)" in response.error_message
+    assert "args.age: 'old' is not of type 'integer'" in response.error_message
+    assert response.output is None
+    # Every call still has its result: the history can be sent again.
+    results = [m for m in state.messages if isinstance(m, ToolResultMessage)]
+    assert [m.tool_call_id for m in results] == ["c1", "c2"]
+
+
+def test_zero_retries_end_the_run_at_the_first_refusal() -> None:
+    response, _state, script = run(
+        [answer({"name": 1}), answer(GOOD, "c2")], OutputSpec(schema=PERSON, retries=0)
+    )
+    assert response.stop_reason == "error" and len(script.requests) == 1
+
+
+def test_a_prose_answer_is_sent_back_asking_for_the_output_tool() -> None:
+    response, state, script = run([text("Ada is an admin."), answer(GOOD)], OutputSpec(schema=PERSON))
+    assert response.output == GOOD
+    asked = script.requests[1].messages[-1]
+    assert isinstance(asked, UserMessage)
+    assert "not JSON" in texts(asked)
+    assert "calling the final_answer tool" in texts(asked)
+    assert asked in state.messages
+
+
+def test_a_text_answer_that_is_valid_json_is_taken_even_in_the_tool_mode() -> None:
+    fenced = '```json\n{"name": "Ada", "age": 36, "role": "user"}\n```'
+    response, state, _script = run([text(fenced)], OutputSpec(schema=PERSON))
+    assert response.output == {"name": "Ada", "age": 36, "role": "user"}
+    # The reply in the history stays plain data: only the run's response carries the output.
+    assert state.messages[-1].to_dict().get("output") is None
+    assert response.to_dict()["output"] == {"name": "Ada", "age": 36, "role": "user"}
+
+
+def test_json_with_nan_is_refused() -> None:
+    response, _state, script = run(
+        [text('{"name": "Ada", "age": NaN, "role": "user"}'), answer(GOOD)], OutputSpec(schema=PERSON)
+    )
+    assert "not JSON" in texts(script.requests[1].messages[-1])
+    assert response.output == GOOD
+
+
+def test_tools_first_then_the_output() -> None:
+    replies = [answer({"q": "Ada"}, "c1", "lookup"), answer(GOOD, "c2")]
+    response, state, script = run(replies, OutputSpec(schema=PERSON), [lookup_tool()])
+    assert response.output == GOOD
+    assert list(script.requests[0].tools) == ["lookup", "final_answer"]
+    assert [m.tool_name for m in state.messages if isinstance(m, ToolResultMessage)] == [
+        "lookup",
+        "final_answer",
+    ]
+    assert texts(script.requests[1].messages[-1]) == "Ada Lovelace, 36, admin"
+
+
+def test_a_tool_that_gives_the_output_ends_the_run_without_another_llm_call() -> None:
+    given = AgentToolResult("found", output=dict(GOOD))
+    response, state, script = run(
+        [answer({"q": "Ada"}, "c1", "lookup")], OutputSpec(schema=PERSON), [lookup_tool(given)]
+    )
+    assert len(script.requests) == 1
+    assert response.stop_reason == "stop" and response.output == GOOD
+    assert isinstance(state.messages[-1], ToolResultMessage)
+
+
+def test_a_tools_output_that_does_not_fit_the_schema_ends_the_run_naming_the_tool() -> None:
+    given = AgentToolResult("found", output={"name": "Ada"})
+    response, _state, script = run(
+        [answer({"q": "Ada"}, "c1", "lookup")], OutputSpec(schema=PERSON), [lookup_tool(given)]
+    )
+    assert len(script.requests) == 1
+    assert response.stop_reason == "error"
+    assert response.error_message is not None
+    assert 'Tool "lookup" gave an output that does not fit' in response.error_message
+    assert "'age' is a required property" in response.error_message
+
+
+def test_terminate_with_an_output_keeps_the_terminated_response() -> None:
+    given = AgentToolResult("done", terminate=True, output=dict(GOOD))
+    response, _state, script = run(
+        [answer({"q": "Ada"}, "c1", "lookup")], OutputSpec(schema=PERSON), [lookup_tool(given)]
+    )
+    assert response.stop_reason == "tool_use_terminated"
+    assert response.output == GOOD
+    assert len(script.requests) == 1
+
+
+def test_a_tools_output_without_a_schema_ends_the_run_with_it() -> None:
+    given = AgentToolResult("found", output={"any": "thing"})
+    script = Script([answer({"q": "Ada"}, "c1", "lookup")])
+    state = AgentState(tools=[lookup_tool(given)])
+    response = run_loop([UserMessage("?")], state, RunConfig(llm_call=script))
+    assert response.output == {"any": "thing"} and len(script.requests) == 1
+
+
+def test_a_validate_output_hook_refuses_with_its_message_then_accepts() -> None:
+    seen: list[Any] = []
+
+    def validate(value: Any) -> str | None:
+        seen.append(value)
+        return "Ada is not 36 any more" if len(seen) == 1 else None
+
+    response, _state, script = run(
+        [answer(GOOD), answer(GOOD, "c2")], OutputSpec(schema=PERSON, validate=validate)
+    )
+    assert response.output == GOOD and len(seen) == 2
+    refused = script.requests[1].messages[-1]
+    assert isinstance(refused, ToolResultMessage) and refused.is_error
+    assert "Ada is not 36 any more" in texts(refused)
+
+
+def test_a_validate_output_hook_may_raise_output_rejected() -> None:
+    def validate(value: Any) -> None:
+        raise OutputRejected("the name must be in capitals")
+
+    response, _state, _script = run(
+        [answer(GOOD), answer(GOOD, "c2")], OutputSpec(schema=PERSON, validate=validate, retries=1)
+    )
+    assert response.stop_reason == "error"
+    assert response.error_message is not None and "the name must be in capitals" in response.error_message
+
+
+def test_a_schema_that_is_not_an_object_is_wrapped_for_the_model_and_unwrapped_after() -> None:
+    numbers = {"type": "array", "items": {"type": "integer"}}
+    response, _state, script = run([answer({"value": [1, 2, 3]})], OutputSpec(schema=numbers))
+    assert response.output == [1, 2, 3]
+    assert script.requests[0].tools["final_answer"].input_schema["properties"] == {"value": numbers}
+
+
+def test_an_agent_tool_with_the_output_tools_name_is_an_error_response() -> None:
+    clash = AgentTool("final_answer", "x", "x", {"type": "object"}, lambda *_: AgentToolResult("x"))
+    response, _state, script = run([answer(GOOD)], OutputSpec(schema=PERSON), [clash])
+    assert response.stop_reason == "error" and not script.requests
+    assert response.error_message is not None and 'named "final_answer"' in response.error_message
+
+
+# -- the native mode ----------------------------------------------------------------------------
+
+
+def test_the_native_mode_asks_with_a_response_format_and_reads_the_text() -> None:
+    response, state, script = run(
+        [text('{"name": "Ada", "age": 36, "role": "admin"}')], OutputSpec(schema=PERSON, mode="native")
+    )
+    request = script.requests[0]
+    assert "final_answer" not in request.tools
+    assert request.output is not None and request.output.schema == PERSON
+    assert request["response_format"] == {
+        "type": "json_schema",
+        "json_schema": {"name": "final_answer", "schema": PERSON},
+    }
+    assert response.output == GOOD
+    assert response.content == state.messages[-1].content
+    assert state.messages[-1].output is None
+
+
+def test_the_native_mode_sends_an_invalid_answer_back_as_a_user_message_with_paths() -> None:
+    replies = [
+        text('{"name": "Ada", "age": 1.5, "role": "admin"}'),
+        text('{"name": "Ada", "age": 36, "role": "admin"}'),
+    ]
+    response, _state, script = run(replies, OutputSpec(schema=PERSON, mode="native"))
+    assert response.output == GOOD
+    asked = script.requests[1].messages[-1]
+    assert isinstance(asked, UserMessage)
+    assert "output.age: 1.5 is not of type 'integer'" in texts(asked)
+    assert "answer with only a JSON value" in texts(asked)
+
+
+def test_a_failed_reply_ends_the_run_as_it_is() -> None:
+    failed = AssistantMessage([], stop_reason="error", error_message="boom")
+    response, _state, script = run([failed], OutputSpec(schema=PERSON, mode="native"))
+    assert response is failed and len(script.requests) == 1
+
+
+def test_a_request_dict_of_a_custom_formatter_gets_the_response_format() -> None:
+    seen: list[Any] = []
+
+    def llm(request: Any) -> AssistantMessage:
+        seen.append(request)
+        return text('{"name": "Ada", "age": 36, "role": "admin"}')
+
+    config = RunConfig(
+        llm_call=llm,
+        format_msg_for_llm=lambda ctx: {"messages": [], "tools": []},
+        output=OutputSpec(schema=PERSON, mode="native"),
+    )
+    response = run_loop([UserMessage("?")], AgentState(), config)
+    assert seen[0]["response_format"]["json_schema"]["schema"] == PERSON
+    assert response.output == GOOD
+
+
+# -- the spec itself ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("options", "error", "says"),
+    [
+        ({"schema": {"type": "nope"}}, ValueError, "not a usable JSON Schema"),
+        ({"schema": "a string"}, TypeError, "must be a JSON Schema"),
+        ({"schema": PERSON, "mode": "json"}, ValueError, "output_mode must be one of"),
+        ({"schema": PERSON, "retries": -1}, ValueError, "output_retries must be an int >= 0"),
+        ({"schema": PERSON, "validate": "x"}, TypeError, "validate must be callable"),
+    ],
+)
+def test_an_unusable_spec_is_refused_at_construction(
+    options: dict[str, Any], error: type[Exception], says: str
+) -> None:
+    with pytest.raises(error, match=says):
+        OutputSpec(**options)
+
+
+def test_the_assistant_messages_output_survives_a_dict_round_trip() -> None:
+    message = AssistantMessage([TextContent("{}")], output={"a": [1, 2]})
+    assert AssistantMessage.from_dict(message.to_dict()).output == {"a": [1, 2]}
+    assert "output" not in AssistantMessage([TextContent("x")]).to_dict()
