@@ -331,3 +331,14 @@ def test_the_assistant_messages_output_survives_a_dict_round_trip() -> None:
     message = AssistantMessage([TextContent("{}")], output={"a": [1, 2]})
     assert AssistantMessage.from_dict(message.to_dict()).output == {"a": [1, 2]}
     assert "output" not in AssistantMessage([TextContent("x")]).to_dict()
+
+
+def test_a_wrapped_schema_takes_a_bare_value_from_text_and_from_a_tool() -> None:
+    numbers = {"type": "array", "items": {"type": "integer"}}
+    response, _state, _script = run([text("[4, 5]")], OutputSpec(schema=numbers, mode="native"))
+    assert response.output == [4, 5]
+    given = AgentToolResult("found", output=[6])
+    response, _state, _script = run(
+        [answer({"q": "x"}, "c1", "lookup")], OutputSpec(schema=numbers), [lookup_tool(given)]
+    )
+    assert response.output == [6]

@@ -80,8 +80,12 @@ class OutputRequest:
     schema: dict[str, Any]
     mode: str
 
-    def response_format(self) -> dict[str, Any]:
-        """OpenAI's ``response_format`` for this output (llama.cpp's server and vLLM accept it)."""
+    def response_format(self, kind: str = "json_schema") -> dict[str, Any]:
+        """The ``response_format`` for this output: OpenAI's ``json_schema`` form (llama.cpp's
+        own server and vLLM take it too), or with ``kind="json_object"`` the form
+        llama-cpp-python's server takes (``{"type": "json_object", "schema": ...}``)."""
+        if kind == "json_object":
+            return {"type": "json_object", "schema": self.schema}
         return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}}
 
 

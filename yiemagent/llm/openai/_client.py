@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 import requests
 
@@ -49,7 +49,7 @@ def _empty_stream_error(label: str) -> LlmError:
     return _EmptyStream(f"{label} server sent an empty stream (HTTP 200 and no events)")
 
 
-def _response_format(output: OutputRequest) -> dict[str, Any]:
+def _response_format(output: OutputRequest, kind: str) -> dict[str, Any]:
     """The ``response_format`` of a run's output; ``LlmError`` for the ``grammar`` mode, which
     only the embedded model has."""
     if output.mode == "grammar":
@@ -57,7 +57,7 @@ def _response_format(output: OutputRequest) -> dict[str, Any]:
             "output_mode='grammar' constrains decoding on the embedded model (LlamaCppClient); "
             "an OpenAI-compatible server takes output_mode='native' (response_format) or 'tool'"
         )
-    return output.response_format()
+    return output.response_format(kind)
 
 
 def not_found_hint(base_url: str, model: str) -> str:
@@ -89,8 +89,10 @@ class OpenAIChatClient(LlmClient):
     whenever tools are offered (default ``"auto"``; ``"required"``, ``"none"`` or a
     ``{"type": "function", "function": {"name": ...}}`` object force a choice; ``None`` sends
     none). ``http`` (an ``HttpOptions``) sets timeouts, retries and the other transport
-    settings. The request passed in is never changed: its dicts are cached and reused by the
-    caller.
+    settings. ``response_format_type`` is the form a run's output goes out in, in the
+    ``native`` output mode: ``"json_schema"`` (OpenAI's, the default) or ``"json_object"``
+    (with the schema beside it: what llama-cpp-python's server takes). The request passed in
+    is never changed: its dicts are cached and reused by the caller.
     """
 
     default_base_url = "https://api.openai.com/v1"
@@ -109,7 +111,13 @@ class OpenAIChatClient(LlmClient):
         provider: str = "openai",
         api_key_env: str | None = KEY_FROM_ENV,
         http: HttpOptions | None = None,
+        response_format_type: Literal["json_schema", "json_object"] = "json_schema",
     ) -> None:
+        if response_format_type not in ("json_schema", "json_object"):
+            raise ValueError(
+                f"response_format_type must be 'json_schema' or 'json_object', got {response_format_type!r}"
+            )
+        self.response_format_type = response_format_type
         if tool_choice is not None and not isinstance(tool_choice, (str, Mapping)):
             raise ValueError(f"tool_choice must be a string, a dict or None, got {tool_choice!r}")
         self.tool_choice = tool_choice
@@ -154,7 +162,7 @@ class OpenAIChatClient(LlmClient):
             if request.tools:
                 body["tools"] = self._wire.tools(request.tools)
             if request.output is not None:
-                body["response_format"] = _response_format(request.output)
+                body["response_format"] = _response_format(request.output, self.response_format_type)
         elif isinstance(request, Mapping) and isinstance(request.get("messages"), list):
             body = {"model": self.model, **request}
             body["messages"] = wire_messages(request["messages"])
