@@ -313,7 +313,7 @@ def test_a_request_dict_of_a_custom_formatter_gets_the_response_format() -> None
 @pytest.mark.parametrize(
     ("options", "error", "says"),
     [
-        ({"schema": {"type": "nope"}}, ValueError, "not a usable JSON Schema"),
+        ({"schema": {"type": "nope"}}, ValueError, "output_schema is not a valid JSON Schema"),
         ({"schema": "a string"}, TypeError, "must be a JSON Schema"),
         ({"schema": PERSON, "mode": "json"}, ValueError, "output_mode must be one of"),
         ({"schema": PERSON, "retries": -1}, ValueError, "output_retries must be an int >= 0"),

@@ -62,14 +62,16 @@ _PASTE_MARKS = ("\x1b[200~", "\x1b[201~")  # bracketed paste, as the chat turns 
 _POLL_S = 0.1  # how often a read from the terminal lets Ctrl-C (a Python signal handler) act
 
 
-def approval_policy(approve_all: bool, ask: Collection[str] = ASK_TOOLS) -> Callable[..., bool]:
+def approval_policy(
+    approve_all: bool, ask: Collection[str] = ASK_TOOLS, never: Collection[str] = ()
+) -> Callable[..., bool]:
     """The agent's ``needs_approval``: every call with ``approve_all`` (``--approve``), else
-    the calls of the tools in ``ask`` (writeTool). Tools that declare ``needs_approval`` ask
-    by themselves."""
-    names = frozenset(ask)
+    the calls of the tools in ``ask`` (writeTool); never those of the tools in ``never``.
+    Tools that declare ``needs_approval`` ask by themselves."""
+    names, free = frozenset(ask), frozenset(never)
 
     def needs_approval(tool: AgentTool, _args: dict[str, Any], _context: Any) -> bool:
-        return approve_all or tool.name in names
+        return tool.name not in free and (approve_all or tool.name in names)
 
     return needs_approval
 

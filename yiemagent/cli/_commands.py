@@ -16,6 +16,7 @@ from yiemagent.cli._chat import run_chat
 from yiemagent.cli._io import read_prompt, stdout_to_stderr
 from yiemagent.cli._model import CliError, ModelChoice, choose_model, recorded
 from yiemagent.cli._render import Renderer
+from yiemagent.cli._schema import read_schema
 from yiemagent.cli._session import (
     Sink,
     Tools,
@@ -35,6 +36,7 @@ from yiemagent.cli._session import (
 )
 from yiemagent.cli._text import printable
 from yiemagent.core._messages import AssistantMessage
+from yiemagent.core._output_json import output_json
 from yiemagent.integrations._event_log import JsonlEventWriter
 from yiemagent.tools._store import ToolStore
 
@@ -145,6 +147,8 @@ def _deliver(
     try:
         if args.json:
             print(json.dumps(response.to_dict(), indent=2), file=out)
+        elif response.output is not None and not to_stdout:  # --schema: the data, as JSON
+            print(json.dumps(output_json(response.output), indent=2, ensure_ascii=False), file=out)
         elif not to_stdout:
             text = answer_text(response)
             if text and out.isatty():  # a person reads it: no escape sequence from the model
@@ -187,6 +191,9 @@ def cmd_run(args: argparse.Namespace) -> int:
     prompt = read_prompt(args.prompt)
     if not prompt.strip():
         raise CliError("the prompt is empty; give it as an argument, or '-' to read it from stdin")
+    if args.output_mode is not None and args.schema is None:
+        raise CliError("--output-mode says how the model gives a --schema output; give --schema too")
+    args.schema_data = read_schema(args.schema) if args.schema is not None else None
     to_stdout = _settle_events(args)
     with contextlib.ExitStack() as stack:
         to_file = args.events is not None and not to_stdout

@@ -192,6 +192,19 @@ def build_parser() -> argparse.ArgumentParser:
         help="write the events there (implies --events jsonl; '-': stdout); stdout keeps the answer",
     )
     run.add_argument("-q", "--quiet", action="store_true", help="do not show the tool activity on stderr")
+    run.add_argument(
+        "--schema",
+        metavar="FILE|JSON",
+        help="answer with data matching this JSON Schema (a file, or the schema as JSON text); "
+        "the output is printed as JSON",
+    )
+    run.add_argument(
+        "--output-mode",
+        choices=["tool", "native", "grammar"],
+        help="how the model gives the --schema output: a final-answer tool, the provider's "
+        "JSON response format, or constrained decoding (default: grammar on the embedded "
+        "model, tool on every other)",
+    )
     run.set_defaults(command="run")
 
     tools = commands.add_parser(

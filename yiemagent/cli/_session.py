@@ -12,7 +12,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 import attrs
 
@@ -22,6 +22,7 @@ from yiemagent.cli._model import CliError, ModelChoice
 from yiemagent.core._content import TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AssistantMessage
+from yiemagent.core._output import OUTPUT_TOOL_NAME
 from yiemagent.errors import ToolLoadError
 from yiemagent.tools import _examples as examples
 from yiemagent.tools._store import ToolStore, get_tools, is_tool_file_name, load_tools
@@ -259,11 +260,27 @@ def build_agent(
         system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
         tool_execution="parallel" if args.parallel else "sequential",
         max_turns=args.max_turns,
-        needs_approval=approval_policy(args.approve),
+        # The output tool runs nothing: giving the answer never waits for a decision.
+        needs_approval=approval_policy(args.approve, never=(OUTPUT_TOOL_NAME,)),
+        **output_options(args, choice),
     )
     for sink in sinks:
         agent.subscribe(sink)
     return agent
+
+
+def output_options(args: argparse.Namespace, choice: ModelChoice) -> dict[str, Any]:
+    """The agent's output settings from ``run --schema`` (none for ``chat``): the schema read
+    already, and the mode given, else ``grammar`` on the embedded model (its tool choice goes
+    by the question's words, which a final-answer tool shares with no question), else
+    ``tool``."""
+    schema = getattr(args, "schema_data", None)
+    if schema is None:
+        return {}
+    mode = getattr(args, "output_mode", None)
+    if mode is None:
+        mode = "grammar" if choice.spec.split(":", 1)[0] == "local" else "tool"
+    return {"output_schema": schema, "output_mode": mode}
 
 
 def wait_for_response(agent: YiemAgent, on_abort: Callable[[], None]) -> AssistantMessage:

@@ -112,8 +112,8 @@ class OutputSpec:
         schema = dict(self.schema)
         try:
             compile_schema_validator(None, schema)
-        except ValueError as exc:
-            raise ValueError(f"output_schema is not a usable JSON Schema: {exc}") from None
+        except ValueError as exc:  # its text names the tool's input_schema: say which schema
+            raise ValueError(str(exc).replace("input_schema", "output_schema", 1)) from None
         wrapped = not _is_object_schema(schema)
         wire = (
             {
