@@ -50,6 +50,11 @@ EXPECTED: dict[str, list[str]] = {
         "execute_tool population  [UNSET] {'gen_ai.tool.name': 'population'",
         "answer: Tokyo has far more people",
     ],
+    "structured_output.py": [
+        "  - args.temperature: 'minus four' is not of type 'integer'",
+        "output: Weather(city='Oslo', temperature=-4, conditions='snow') (stop_reason=stop)",
+        "the model was called 3 time(s)",
+    ],
     "resume.py": [
         "run 1 ended: stop_reason=tool_use_terminated",
         "run 2 ended: stop_reason=stop",

@@ -173,8 +173,8 @@ class OutputSpec:
             body = fenced.group(1).strip()
         try:
             data = json.loads(body, parse_constant=_refuse_constant)
-        except (ValueError, RecursionError) as exc:
-            return False, f"The answer is not JSON ({clip(str(exc), 200)})."
+        except (ValueError, RecursionError):
+            return False, "The answer is not JSON."
         if not (self.wrapped and isinstance(data, dict) and set(data) == {WRAP_KEY}):
             data = self.wrap(data)
         return self.accept(data)

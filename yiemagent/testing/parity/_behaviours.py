@@ -139,7 +139,9 @@ def _tool(spec: Mapping[str, Any], harness: Harness, register: Callable[[Sequenc
         if outcome.get("register"):
             register(outcome["register"])
             details["addedToolNames"] = list(outcome["register"])
-        return AgentToolResult([TextContent(text)], details, terminate=bool(outcome.get("terminate")))
+        return AgentToolResult(
+            [TextContent(text)], details, terminate=bool(outcome.get("terminate")), output=outcome.get("output")
+        )
 
     return AgentTool(
         spec["name"],

@@ -223,6 +223,7 @@ def _agent(
         steering_mode=scenario.setting("steering_mode"),
         follow_up_mode=scenario.setting("follow_up_mode"),
         skip_tools_on_steer=scenario.setting("skip_tools_on_steer"),
+        **_output_settings(scenario.data.get("output")),
     )
     if session is not None:
         agent = YiemAgent.load(session, **settings)
@@ -239,6 +240,17 @@ def _agent(
     agent.clock = clock
     agent.new_tool_call_id = lambda: next(ids)
     return agent
+
+
+def _output_settings(output: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The agent's output settings from a scenario's ``output`` (none without one)."""
+    if output is None:
+        return {}
+    return {
+        "output_schema": dict(output["schema"]),
+        "output_mode": output.get("mode", "tool"),
+        "output_retries": output.get("retries", 2),
+    }
 
 
 def _perform(

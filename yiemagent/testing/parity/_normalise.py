@@ -28,6 +28,8 @@ WRITTEN = "<written>"
 # The tools every implementation brings itself (spec sections 4 and 15): their descriptions,
 # schemas and writeTool's wording and paths are each implementation's own.
 BUILTIN_TOOLS = ("listTools", "writeTool")
+OUTPUT_TOOL = "final_answer"  # the output profile's final-answer tool
+ACCEPTED = "<accepted>"
 
 
 def _builtin_lines(text: str) -> str:
@@ -47,11 +49,14 @@ def builtin_result(
     every line but the built-in tools' own (their descriptions are each implementation's), and
     no details (what they hold is each implementation's own); a
     successful writeTool result is ``<written>`` with only ``addedToolNames`` in its details
-    (its wording and the file's path are the implementation's own)."""
+    (its wording and the file's path are the implementation's own), and a successful call of
+    the output tool is ``<accepted>`` with no details."""
     if tool_name == "listTools" and not is_error:
         return _builtin_lines(text), {}
     if tool_name == "writeTool" and not is_error:
         return WRITTEN, {k: v for k, v in details.items() if k == "addedToolNames"}
+    if tool_name == OUTPUT_TOOL and not is_error:
+        return ACCEPTED, {}
     return text, details
 
 
@@ -84,6 +89,15 @@ def usage_counts(raw: Any) -> dict[str, int] | None:
         return None
     counts = {k: int(raw.get(k) or 0) for k in USAGE_FIELDS}
     return counts if any(counts.values()) else None
+
+
+def _asked_output(response_format: Any) -> dict[str, Any] | None:
+    """The output a request asks for in its ``response_format`` (OpenAI's ``json_schema``
+    form), as ``{"name", "schema"}``, or ``None``."""
+    inner = response_format.get("json_schema") if isinstance(response_format, Mapping) else None
+    if not isinstance(inner, Mapping) or not isinstance(inner.get("schema"), Mapping):
+        return None
+    return {"name": str(inner.get("name", "")), "schema": dict(inner["schema"])}
 
 
 def _spec_text(content: Any) -> str:
@@ -162,6 +176,8 @@ class Normaliser:
             usage = usage_counts(raw.get("usage"))
             if usage is not None:
                 out["usage"] = usage
+            if raw.get("output") is not None:
+                out["output"] = raw["output"]
             return out
         details = dict(raw.get("details") or {})
         kind = details.pop("error_kind", None)
@@ -233,15 +249,17 @@ class Normaliser:
             if isinstance(function, Mapping):
                 name = str(function.get("name", ""))
                 builtin = name in BUILTIN_TOOLS
+                # The output tool's description is each implementation's; its schema is the output's.
+                described = builtin or name == OUTPUT_TOOL
                 tools.append(
                     {
                         "name": name,
-                        "description": BUILTIN if builtin else str(function.get("description") or ""),
+                        "description": BUILTIN if described else str(function.get("description") or ""),
                         "input_schema": {} if builtin else dict(function.get("parameters") or {}),
                     }
                 )
         tools.sort(key=lambda t: str(t["name"]))
-        return {
+        request: dict[str, Any] = {
             "type": "llm_request",
             "run": max(self.run, 1),
             "turn": self.turn,
@@ -250,6 +268,10 @@ class Normaliser:
             "tools": tools,
             "session_id": None if session_id is None else str(session_id),
         }
+        output = _asked_output(spec.get("response_format"))
+        if output is not None:
+            request["output"] = output
+        return request
 
     def hook(
         self,
