@@ -342,3 +342,21 @@ def test_a_wrapped_schema_takes_a_bare_value_from_text_and_from_a_tool() -> None
         [answer({"q": "x"}, "c1", "lookup")], OutputSpec(schema=numbers), [lookup_tool(given)]
     )
     assert response.output == [6]
+
+
+def test_every_refusal_the_loop_sends_back_is_recognised_as_one() -> None:
+    from yiemagent.core._output import is_refusal
+
+    def bad_convert(_value: Any) -> Any:
+        raise ValueError("no")
+
+    cases = [
+        (OutputSpec(schema=PERSON), "not json"),
+        (OutputSpec(schema=PERSON), '{"name": 1}'),
+        (OutputSpec(schema=PERSON, convert=bad_convert), '{"name": "Ada", "age": 36, "role": "user"}'),
+        (OutputSpec(schema=PERSON, validate=lambda _v: "no"), '{"name": "Ada", "age": 36, "role": "user"}'),
+    ]
+    for spec, reply in cases:
+        ok, problem = spec.accept_text(reply)
+        assert not ok and is_refusal(spec.retry_text(problem)), problem
+    assert not is_refusal("Who is Ada?")

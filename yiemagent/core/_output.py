@@ -33,6 +33,7 @@ __all__ = [
     "OutputMode",
     "OutputRequest",
     "OutputSpec",
+    "is_refusal",
     "output_json",
 ]
 
@@ -41,6 +42,13 @@ OUTPUT_MODES: tuple[str, ...] = ("tool", "native", "grammar")
 OUTPUT_TOOL_NAME = "final_answer"
 WRAP_KEY = "value"
 ACCEPTED = "Final answer received."
+# How every refusal the loop sends back as a user message begins (a recording tells them so).
+REFUSALS = (
+    "The output does not match its schema",
+    "The output could not be read as",
+    "The output was refused",
+    "The answer is not JSON",
+)
 _DESCRIPTION = (
     "Give the final answer. Call this once you have everything the answer needs; its arguments "
     "are the answer, and they must match its schema."
@@ -204,6 +212,11 @@ class OutputSpec:
         if not ok:
             raise OutputRejected(value)
         return AgentToolResult([TextContent(ACCEPTED)], output=value)
+
+
+def is_refusal(text: str) -> bool:
+    """Whether ``text`` is a refused output the loop sent back to the model as a user message."""
+    return text.startswith(REFUSALS)
 
 
 def _refuse_constant(name: str) -> Any:

@@ -26,6 +26,7 @@ from yiemagent.testing.parity._normalise import (
     Normaliser,
     _spec_arguments,
     _spec_text,
+    asked_output,
     builtin_result,
 )
 
@@ -66,6 +67,15 @@ def _common_prefix(new: Sequence[Any], old: Sequence[Any]) -> int:
         return same.index(False)
     except ValueError:
         return len(same)
+
+
+def _with_output(form: dict[str, Any], response_format: Any) -> dict[str, Any]:
+    """``form`` with the output the request asks for in its text (``{"name", "schema"}``), as
+    a trace's request shows it, when it asks for one."""
+    output = asked_output(response_format)
+    if output is not None:
+        form["output"] = output
+    return form
 
 
 def _tool_dicts(tools: Sequence[Any]) -> list[dict[str, Any]]:
@@ -177,7 +187,7 @@ class CassetteForm:
         if type(request) is LlmRequest:
             direct = self._direct(request)
             if direct is not None:
-                return direct
+                return _with_output(direct, request.output.response_format() if request.output else None)
         spec = request if isinstance(request, Mapping) else {}
         raws = spec.get("messages") or []
         if not isinstance(raws, list):
@@ -202,12 +212,13 @@ class CassetteForm:
         session = getattr(request, "session_id", None)
         if session is None and isinstance(request, Mapping):
             session = request.get("session_id")
-        return {
+        form = {
             "system_prompt": systems[-1][1] if systems else "",
             "messages": list(messages),
             "tools": self._tools(spec.get("tools") or []),
             "session_id": self.session_id(session),
         }
+        return _with_output(form, spec.get("response_format"))
 
     def _direct(self, request: LlmRequest) -> dict[str, Any] | None:
         """The form of ``request`` read from its typed fields, or ``None`` when a message is one

@@ -145,6 +145,7 @@ class ReplayLlmCall:
             len(want) == len(got)
             and want[known:] == got[known:]
             and all(expected[k] == actual[k] for k in ("system_prompt", "tools", "session_id"))
+            and expected.get("output") == actual.get("output")
         ):
             return
         notes = field_differences(expected, actual)

@@ -140,7 +140,10 @@ def _tool(spec: Mapping[str, Any], harness: Harness, register: Callable[[Sequenc
             register(outcome["register"])
             details["addedToolNames"] = list(outcome["register"])
         return AgentToolResult(
-            [TextContent(text)], details, terminate=bool(outcome.get("terminate")), output=outcome.get("output")
+            [TextContent(text)],
+            details,
+            terminate=bool(outcome.get("terminate")),
+            output=outcome.get("output"),
         )
 
     return AgentTool(

@@ -21,10 +21,11 @@ from typing import Any
 
 import attrs
 
+from yiemagent.core._output import is_refusal
 from yiemagent.testing._cassette import Cassette, Interaction
 from yiemagent.testing.parity._compare import field_differences
 from yiemagent.testing.parity._drive import run_scenario
-from yiemagent.testing.parity._normalise import BUILTIN_TOOLS, canonical_json
+from yiemagent.testing.parity._normalise import BUILTIN_TOOLS, OUTPUT_TOOL, canonical_json
 from yiemagent.testing.parity._scenario import FORMAT, parse_scenario
 
 __all__ = ["Capture", "capture_scenario", "scenario_name"]
@@ -154,9 +155,10 @@ def _history_message(message: Mapping[str, Any], names: Mapping[str, str]) -> di
 Items = list[dict[str, Any]]
 
 
-def _inputs_and_history(requests: Sequence[Mapping[str, Any]]) -> tuple[Items, Items]:
-    """The scenario's inputs (the user messages each request adds) and the history the agent
-    started with (what the first request holds before its last user messages)."""
+def _inputs_and_history(requests: Sequence[Mapping[str, Any]], output: bool) -> tuple[Items, Items]:
+    """The scenario's inputs (the user messages each request adds; with an ``output``, not the
+    refusals the loop itself sent back) and the history the agent started with (what the first
+    request holds before its last user messages)."""
     first = list(requests[0]["messages"])
     tail = len(first)
     while tail > 0 and first[tail - 1]["role"] == "user":
@@ -166,7 +168,11 @@ def _inputs_and_history(requests: Sequence[Mapping[str, Any]]) -> tuple[Items, I
     inputs = [{"do": "user", "text": m["text"]} for m in first[tail:]]
     for before, request in itertools.pairwise(requests):
         added = request["messages"][len(before["messages"]) :]
-        inputs += [{"do": "user", "text": m["text"]} for m in added if m["role"] == "user"]
+        inputs += [
+            {"do": "user", "text": m["text"]}
+            for m in added
+            if m["role"] == "user" and not (output and is_refusal(m["text"]))
+        ]
     return inputs, history
 
 
@@ -183,6 +189,17 @@ def _request_notes(expected: Sequence[Mapping[str, Any]], actual: Sequence[Mappi
     return []
 
 
+def _recorded_output(first: Mapping[str, Any], tool: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The scenario's ``output`` setting for a run that asked for one: the native mode when its
+    request carried the schema, the tool mode when the output tool was offered. (The retries
+    are left at their default: a cassette does not record them.)"""
+    if isinstance(first.get("output"), Mapping):
+        return {"schema": dict(first["output"]["schema"]), "mode": "native"}
+    if tool is not None:
+        return {"schema": dict(tool["input_schema"]), "mode": "tool"}
+    return None
+
+
 def capture_scenario(cassette: Cassette, name: str | None = None) -> Capture:
     """Draft the scenario of ``cassette``'s run (see the module docstring); raises
     ``ValueError`` for a cassette with no calls, ``ScenarioError`` if the draft is not valid."""
@@ -190,12 +207,13 @@ def capture_scenario(cassette: Cassette, name: str | None = None) -> Capture:
         raise ValueError(f"{cassette.source}: the cassette holds no calls, so there is no run to capture")
     notes: list[str] = []
     requests = [i.request for i in cassette.interactions]
-    inputs, history = _inputs_and_history(requests)
     offered: dict[str, Mapping[str, Any]] = {}
     for request in requests:
         for spec in request["tools"]:
             offered.setdefault(spec["name"], spec)
     seen = _results(requests)
+    output = _recorded_output(requests[0], offered.pop(OUTPUT_TOOL, None))
+    inputs, history = _inputs_and_history(requests, output is not None)
     tools = [_tool(spec, seen.get(n, []), notes) for n, spec in offered.items() if n not in BUILTIN_TOOLS]
     if "writeTool" in offered:
         notes.append("writeTool was offered: the draft leaves it out (a scenario sets write_tool itself)")
@@ -205,9 +223,11 @@ def capture_scenario(cassette: Cassette, name: str | None = None) -> Capture:
         "rule": f"The run recorded in {Path(cassette.source).name} (its model replies as recorded, "
         "its tools as fixtures giving the recorded results) goes the same way on every implementation.",
         "covers": ["spec 10"],
-        "profile": ["core"],
+        "profile": ["core"] if output is None else ["output"],
         "system_prompt": requests[0]["system_prompt"],
     }
+    if output is not None:
+        data["output"] = output
     if tools:
         data["tools"] = tools
     if "listTools" in offered:

@@ -17,6 +17,7 @@ __all__ = [
     "ERROR_MESSAGE",
     "UNUSABLE",
     "Normaliser",
+    "asked_output",
     "canonical_json",
     "generated_id",
 ]
@@ -91,7 +92,7 @@ def usage_counts(raw: Any) -> dict[str, int] | None:
     return counts if any(counts.values()) else None
 
 
-def _asked_output(response_format: Any) -> dict[str, Any] | None:
+def asked_output(response_format: Any) -> dict[str, Any] | None:
     """The output a request asks for in its ``response_format`` (OpenAI's ``json_schema``
     form), as ``{"name", "schema"}``, or ``None``."""
     inner = response_format.get("json_schema") if isinstance(response_format, Mapping) else None
@@ -268,7 +269,7 @@ class Normaliser:
             "tools": tools,
             "session_id": None if session_id is None else str(session_id),
         }
-        output = _asked_output(spec.get("response_format"))
+        output = asked_output(spec.get("response_format"))
         if output is not None:
             request["output"] = output
         return request
