@@ -96,6 +96,10 @@ ROOT = [
     "PendingApproval",
     # structured output: a validate_output hook refuses an output with it
     "OutputRejected",
+    # budgets: the usage of a run and of an agent, its limits, prices
+    "Prices",
+    "RunUsage",
+    "UsageLimits",
     # the tour: error kinds, the exception root, a model from one string, a decorated tool
     "ERROR_KINDS",
     "error_kind",

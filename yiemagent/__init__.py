@@ -84,6 +84,7 @@ _EXPORTS = Exports(
             "should_terminate",
         ),
         "yiemagent.core._loop": ("RunConfig", "run_loop"),
+        "yiemagent.core._usage": ("Prices", "RunUsage", "UsageLimits"),
         "yiemagent.core._context": ("LlmRequest", "format_msg_for_llm", "prepare_context"),
         "yiemagent.core._user_input": ("openai_to_user_message",),
         "yiemagent.agent._agent": ("YiemAgent", "follow_up", "resume", "run_agent", "take_response"),
@@ -182,6 +183,9 @@ if TYPE_CHECKING:
     from yiemagent.core._tools import FinalizedOutcome as FinalizedOutcome
     from yiemagent.core._tools import ImmediateOutcome as ImmediateOutcome
     from yiemagent.core._tools import PreparedToolCall as PreparedToolCall
+    from yiemagent.core._usage import Prices as Prices
+    from yiemagent.core._usage import RunUsage as RunUsage
+    from yiemagent.core._usage import UsageLimits as UsageLimits
     from yiemagent.core._user_input import openai_to_user_message as openai_to_user_message
     from yiemagent.errors import OutputRejected as OutputRejected
     from yiemagent.errors import YiemAgentError as YiemAgentError

@@ -93,7 +93,7 @@ def test_session_file_holds_no_callables_or_keys(tmp_path: Path) -> None:
         agent.save(path)
     data = json.loads(path.read_text())
     assert data["format"] == "yiemagent.session" and data["version"] == 1
-    assert set(data) == {"format", "version", "session_id", "system_prompt", "model", "messages"}
+    assert set(data) == {"format", "version", "session_id", "system_prompt", "model", "messages", "usage"}
 
 
 def test_crash_mid_write_leaves_old_file_whole(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -116,7 +116,7 @@ def test_successes_and_hook_made_errors_have_no_kind() -> None:
 
 
 def test_the_catalogue_and_the_plain_error_result() -> None:
-    assert len(set(ERROR_KINDS)) == len(ERROR_KINDS) == 15
+    assert len(set(ERROR_KINDS)) == len(ERROR_KINDS) == 16
     assert create_error_tool_result("x").details == {}
     assert create_error_tool_result("x", "blocked").details == {"error_kind": "blocked"}
     assert error_kind({"error_kind": 3}) is None and error_kind(None) is None

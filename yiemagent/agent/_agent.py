@@ -32,6 +32,7 @@ from yiemagent.core._loop import RunConfig
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
 from yiemagent.core._output import OutputMode
 from yiemagent.core._tools import AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
+from yiemagent.core._usage import RunUsage, UsageLimits
 from yiemagent.errors import AgentClosedError
 
 __all__ = [
@@ -182,6 +183,8 @@ class YiemAgent:
         output_mode: OutputMode = "tool",
         output_retries: int = 2,
         validate_output: Callable[[Any], Any] | None = None,
+        usage_limits: UsageLimits | None = None,
+        prices: Mapping[str, Any] | None = None,
     ) -> None:
         if llm_call is None or not callable(llm_call):
             raise TypeError(
@@ -214,6 +217,8 @@ class YiemAgent:
             sync_tools=tool_sync.sync if tool_sync is not None else None,
             needs_approval=needs_approval,
             output=self._output_defaults.spec(),
+            usage_limits=usage_limits,
+            prices=prices,
             **_formatters(prepare_context, format_msg_for_llm),
         )
         self.tool_store = tool_store
@@ -362,11 +367,18 @@ class YiemAgent:
         within ``timeout`` seconds. Raises ``RuntimeError`` on the agent's own worker thread."""
         return self._worker_core.wait_for_idle(timeout)
 
+    @property
+    def usage(self) -> RunUsage:
+        """What every run since construction (or ``reset()``; a loaded session's too) used: the
+        sum of the runs' ``run_usage`` (a copy; docs/budgets.md)."""
+        with self._cond:
+            return self._worker_core.usage.plus(RunUsage())
+
     def reset(self) -> list[UserMessage]:
-        """Clear the history, the queues, the calls waiting for approval and the last error;
-        return the queued messages it dropped. Raises ``RuntimeError`` during a run: call
-        ``abort()`` and ``wait_for_idle()`` first, so that no run writes into the history being
-        cleared."""
+        """Clear the history, the queues, the calls waiting for approval, the last error and
+        the usage (``usage``); return the queued messages it dropped. Raises ``RuntimeError``
+        during a run: call ``abort()`` and ``wait_for_idle()`` first, so that no run writes into
+        the history being cleared."""
         core = self._worker_core
         with self._cond:
             if self._state.active_run:
@@ -374,6 +386,7 @@ class YiemAgent:
             dropped = core.drain_queues()
             self._replace_history([])
             self._state.error_message = None
+            core.usage = RunUsage()
             core.pending.clear()
         return dropped
 
@@ -438,6 +451,7 @@ class YiemAgent:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         validate_output: Callable[[Any], Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AssistantMessage:
         """Send ``text`` and return the response of the run that answered it (other responses
         stay on the output channel, in order). When the timeout passes it raises
@@ -445,11 +459,14 @@ class YiemAgent:
         history like every reply), so a later ``prompt`` never gets it.
 
         With any ``output_*`` option (or ``validate_output``) the run ends in data: the
-        response's ``output`` (docs/output.md); options not given are the agent's. Such a
-        prompt starts a run of its own, never joining an active one (it waits as a follow-up
-        does). A schema or option that cannot be used raises ``TypeError``/``ValueError`` here."""
+        response's ``output`` (docs/output.md); options not given are the agent's.
+        ``usage_limits`` replaces the agent's for this run (docs/budgets.md). Such a prompt
+        starts a run of its own, never joining an active one (it waits as a follow-up does). A
+        schema or option that cannot be used raises ``TypeError``/``ValueError`` here."""
         self._worker_core.hub.check_not_worker("prompt")
-        number = self._send_prompt(text, output_schema, output_mode, output_retries, validate_output)
+        number = self._send_prompt(
+            text, output_schema, output_mode, output_retries, validate_output, usage_limits
+        )
         return self.output_channel.take_for(number, timeout)
 
     def _send_prompt(
@@ -459,17 +476,24 @@ class YiemAgent:
         mode: OutputMode | None,
         retries: int | None,
         validate: Callable[[Any], Any] | None,
+        limits: UsageLimits | None = None,
     ) -> int:
-        """Queue a prompt; with output options, as a follow-up whose run asks for that output."""
-        if schema is None and mode is None and retries is None and validate is None:
+        """Queue a prompt; with options of its own, as a follow-up whose run uses them."""
+        changes: dict[str, Any] = {}
+        if not (schema is None and mode is None and retries is None and validate is None):
+            changes["output"] = self._output_defaults.with_options(schema, mode, retries, validate)
+        if limits is not None:
+            if not isinstance(limits, UsageLimits):
+                raise TypeError(f"usage_limits must be a UsageLimits, got {type(limits).__name__}")
+            changes["usage_limits"] = limits
+        if not changes:
             return self.input_channel.send(text)
-        spec = self._output_defaults.with_options(schema, mode, retries, validate)
         core = self._worker_core
 
-        def file_output(number: int) -> None:
-            core.run_outputs[number] = spec
+        def file_options(number: int) -> None:
+            core.run_options[number] = changes
 
-        return self.follow_up_channel.send(text, on_arrival=file_output)
+        return self.follow_up_channel.send(text, on_arrival=file_options)
 
     async def aprompt(
         self,
@@ -480,6 +504,7 @@ class YiemAgent:
         output_mode: OutputMode | None = None,
         output_retries: int | None = None,
         validate_output: Callable[[Any], Any] | None = None,
+        usage_limits: UsageLimits | None = None,
     ) -> AssistantMessage:
         """``prompt`` for asyncio code: the prompt waits on a worker thread of the loop's default
         executor, so the event loop goes on meanwhile. Cancelling the awaiting task withdraws
@@ -492,7 +517,9 @@ class YiemAgent:
         lock = threading.Lock()
 
         def send_and_wait() -> AssistantMessage:
-            number = self._send_prompt(text, output_schema, output_mode, output_retries, validate_output)
+            number = self._send_prompt(
+                text, output_schema, output_mode, output_retries, validate_output, usage_limits
+            )
             with lock:
                 sent.append(number)
                 cancelled = withdrawn.is_set()
@@ -586,6 +613,9 @@ class YiemAgent:
         kwargs.setdefault("model", data.model)
         kwargs.setdefault("messages", data.messages)
         agent = cls(**kwargs)
+        if data.usage is not None:
+            with agent._cond:
+                agent._worker_core.usage = data.usage
         if data.paused is not None and paused_belongs(data.paused, agent._state.messages):
             with agent._cond:
                 agent._state.paused_batch = data.paused

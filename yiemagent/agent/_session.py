@@ -21,6 +21,7 @@ from yiemagent.core._approval import PausedBatch, paused_batch_from_dict
 from yiemagent.core._files import UnreadableFileError, read_regular_file
 from yiemagent.core._messages import AgentMessage, LlmModel
 from yiemagent.core._session_id import check_session_id, check_whole_session_id
+from yiemagent.core._usage import RunUsage
 from yiemagent.errors import SessionError, describe_error
 
 __all__ = [
@@ -53,6 +54,7 @@ class SessionData:
     model: LlmModel | None
     messages: list[AgentMessage]
     paused: PausedBatch | None = None  # a batch waiting for approval (its calls' progress too)
+    usage: RunUsage | None = None  # the agent's usage since it was made or reset
 
 
 def session_to_dict(data: SessionData) -> dict[str, Any]:
@@ -66,6 +68,7 @@ def session_to_dict(data: SessionData) -> dict[str, Any]:
         "model": None if model is None else model.to_dict(),
         "messages": [m.to_dict() for m in data.messages],
         **({"paused_batch": data.paused.to_dict()} if data.paused is not None else {}),
+        **({"usage": data.usage.to_dict()} if data.usage is not None else {}),
     }
 
 
@@ -192,12 +195,14 @@ def session_from_dict(data: Any, name: str = "session") -> SessionData:
         session_id = str(data["session_id"])
         check_whole_session_id(session_id)  # a file this library never writes, whose id could not be used
         paused = data.get("paused_batch")
+        usage = data.get("usage")
         return SessionData(
             session_id=session_id,
             system_prompt=str(data["system_prompt"]),
             model=None if model is None else LlmModel.from_dict(model),
             messages=[AgentMessage.from_dict(m) for m in data["messages"]],
             paused=None if paused is None else paused_batch_from_dict(paused),
+            usage=None if usage is None else RunUsage.from_dict(usage),
         )
     except RecursionError as exc:
         raise SessionError(f"{name}: damaged session file (nested too deeply to read)") from exc

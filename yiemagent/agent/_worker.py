@@ -27,8 +27,8 @@ from yiemagent.core._approval import Decision, PausedBatch, paused_batch_from_di
 from yiemagent.core._emit import SafeEmitter
 from yiemagent.core._loop import RunConfig, resume_problem, run_loop
 from yiemagent.core._messages import AgentMessage, AssistantMessage, UserMessage
-from yiemagent.core._output import OutputSpec
 from yiemagent.core._tools import AbortSignal, AgentState
+from yiemagent.core._usage import RunUsage
 from yiemagent.errors import AgentClosedError, ApprovalError
 
 __all__ = ["FOLLOW_UP_CAPACITY", "INPUT_CAPACITY", "OUTPUT_CAPACITY", "AgentWorker"]
@@ -45,7 +45,7 @@ class _Job:
     numbers it answers, the resume problem that makes it an error response instead, and for a
     resume of a paused batch its decisions (``abort``: the batch is ended as aborted)."""
 
-    __slots__ = ("abort", "approvals", "arrivals", "first", "output", "problem")
+    __slots__ = ("abort", "approvals", "arrivals", "changes", "first", "problem")
 
     def __init__(
         self,
@@ -54,14 +54,14 @@ class _Job:
         problem: str | None = None,
         approvals: Mapping[str, Decision] | None = None,
         abort: bool = False,
-        output: OutputSpec | None = None,
+        changes: Mapping[str, Any] | None = None,
     ) -> None:
         self.first = first
         self.arrivals = arrivals
         self.problem = problem
         self.approvals = approvals
         self.abort = abort
-        self.output = output
+        self.changes = changes  # the run config's settings the prompt gave for its own run
 
 
 class AgentWorker:
@@ -93,7 +93,9 @@ class AgentWorker:
         self.follow_up_mode = follow_up_mode
         self.resumes: collections.deque[int] = collections.deque()  # arrival numbers
         self.resume_jobs: dict[int, tuple[Mapping[str, Decision] | None, bool]] = {}  # approvals, abort
-        self.run_outputs: dict[int, OutputSpec] = {}  # arrival -> the output its prompt asked for
+        # arrival -> the run settings its prompt gave (output, usage_limits) for its own run
+        self.run_options: dict[int, dict[str, Any]] = {}
+        self.usage = RunUsage()  # every run's since construction or reset()
         self.session_file: str | None = None  # saved after every run and at approval checkpoints
         self.pending: dict[str, Callable[[], None]] = {}  # state settings made during a run
         self.history_mark: int | None = None  # history length when the active run began
@@ -123,8 +125,8 @@ class AgentWorker:
                     response = AssistantMessage(stop_reason="error", error_message=job.problem)
                 else:
                     config = self.config_of_run
-                    if job.output is not None:
-                        config = attrs.evolve(config, output=job.output)
+                    if job.changes:
+                        config = attrs.evolve(config, **job.changes)
                     response = run_loop(
                         job.first,
                         self.state,
@@ -135,6 +137,9 @@ class AgentWorker:
                         self.has_joining_input,
                         job.approvals,
                     )
+                if response.run_usage is not None:
+                    with self.cond:
+                        self.usage = self.usage.plus(response.run_usage)
                 self.save_session(full=True)
                 self.deliver(response)
         finally:
@@ -157,7 +162,9 @@ class AgentWorker:
         history = messages if mark is None else messages[:mark]
         if stored is not None and not paused_belongs(stored, history):
             stored = None  # saved while the run that paused was still going: not its history yet
-        return SessionData(self.config.session_id or "", state.system_prompt, state.model, history, stored)
+        return SessionData(
+            self.config.session_id or "", state.system_prompt, state.model, history, stored, self.usage
+        )
 
     def save_session(self, full: bool = False) -> None:
         """Save the session to ``session_file`` when one is set: at the end of every run (before
@@ -226,16 +233,16 @@ class AgentWorker:
             number, msg = self.input_channel.take()
             return _Job([msg], {number})
         taken = [self.follow_up_channel.take()]
-        output = self.run_outputs.pop(taken[0][0], None)
-        if output is not None:  # a prompt that asked for an output has a run of its own
-            return _Job([taken[0][1]], {taken[0][0]}, output=output)
+        changes = self.run_options.pop(taken[0][0], None)
+        if changes is not None:  # a prompt with settings of its own has a run of its own
+            return _Job([taken[0][1]], {taken[0][0]}, changes=changes)
         if self.follow_up_mode == "all":  # the follow-ups queued before anything else share it
             later = [n for n, _ in heads if n > taken[0][0]]
             limit = min(later) if later else None
             while (
                 (head := self.follow_up_channel.head_arrival()) is not None
                 and (limit is None or head < limit)
-                and head not in self.run_outputs
+                and head not in self.run_options
             ):
                 taken.append(self.follow_up_channel.take())
         return _Job([msg for _, msg in taken], {n for n, _ in taken})
@@ -363,7 +370,7 @@ class AgentWorker:
         dropped messages is told so instead of waiting forever."""
         queued = self.input_channel.drain() + self.follow_up_channel.drain()
         self.hub.dropped.update(number for number, _ in queued)
-        self.run_outputs.clear()
+        self.run_options.clear()
         self.resumes.clear()
         self.resume_jobs.clear()
         self.cond.notify_all()
@@ -401,7 +408,7 @@ class AgentWorker:
         with self.cond:
             if self.input_channel.remove(arrival) or self.follow_up_channel.remove(arrival):
                 self.hub.dropped.add(arrival)
-                self.run_outputs.pop(arrival, None)
+                self.run_options.pop(arrival, None)
                 return
             signal = self.signal if arrival in self.run_arrivals else None
         if signal is not None:

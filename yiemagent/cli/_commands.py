@@ -146,7 +146,10 @@ def _deliver(
     ``| head -1``); another write error is ``CliError`` (exit 1) saying where and why."""
     try:
         if args.json:
-            print(json.dumps(response.to_dict(), indent=2), file=out)
+            data = response.to_dict()
+            if response.run_usage is not None:
+                data["run_usage"] = response.run_usage.to_dict()
+            print(json.dumps(data, indent=2), file=out)
         elif response.output is not None and not to_stdout:  # --schema: the data, as JSON
             print(json.dumps(output_json(response.output), indent=2, ensure_ascii=False), file=out)
         elif not to_stdout:

@@ -81,6 +81,7 @@ _EXPORTS = Exports(
             "should_terminate",
         ),
         "_loop": ("RunConfig", "run_loop"),
+        "_usage": ("Prices", "RunUsage", "UsageLimits"),
         "_context": ("LlmRequest", "format_msg_for_llm", "prepare_context"),
         "_user_input": ("openai_to_user_message",),
     },
@@ -166,4 +167,7 @@ if TYPE_CHECKING:
     from yiemagent.core._tools import FinalizedOutcome as FinalizedOutcome
     from yiemagent.core._tools import ImmediateOutcome as ImmediateOutcome
     from yiemagent.core._tools import PreparedToolCall as PreparedToolCall
+    from yiemagent.core._usage import Prices as Prices
+    from yiemagent.core._usage import RunUsage as RunUsage
+    from yiemagent.core._usage import UsageLimits as UsageLimits
     from yiemagent.core._user_input import openai_to_user_message as openai_to_user_message

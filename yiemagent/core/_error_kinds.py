@@ -33,6 +33,8 @@ kind                   phase       cause
                                    superseded the batch that waited for it)
 ``interrupted``        approval    an approved call had started when the process stopped; its
                                    outcome is unknown, so it is never run again
+``usage_limit``        batch       running the call would pass the run's ``max_tool_calls`` or
+                                   ``max_calls_per_tool`` (``UsageLimits``); the run ends
 =====================  ==========  ==========================================================
 """
 
@@ -59,6 +61,7 @@ __all__ = [
     "TIMEOUT",
     "TOOL_NOT_FOUND",
     "TOOL_RAISED",
+    "USAGE_LIMIT",
     "error_kind",
 ]
 
@@ -79,6 +82,7 @@ SKIPPED = "skipped"
 REPEATED_CALL = "repeated_call"
 DENIED = "denied"
 INTERRUPTED = "interrupted"
+USAGE_LIMIT = "usage_limit"
 
 ERROR_KINDS = (
     ABORTED,
@@ -96,6 +100,7 @@ ERROR_KINDS = (
     REPEATED_CALL,
     DENIED,
     INTERRUPTED,
+    USAGE_LIMIT,
 )
 
 

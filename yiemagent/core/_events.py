@@ -158,12 +158,17 @@ class AgentEndEvent(AgentEvent):
 
     def to_dict(self) -> dict[str, Any]:
         """Return ``{"type", "messages", "response"}`` with each message's ``to_dict()`` (the
-        response is ``None`` when the event was made without one)."""
-        return {
+        response is ``None`` when the event was made without one), and ``"run_usage"`` (the
+        run's ``RunUsage.to_dict()``) when the response carries it."""
+        data = {
             "type": self.event_type,
             "messages": [m.to_dict() for m in self.messages],
             "response": None if self.response is None else self.response.to_dict(),
         }
+        usage = None if self.response is None else self.response.run_usage
+        if usage is not None:
+            data["run_usage"] = usage.to_dict()
+        return data
 
 
 @attrs.define(frozen=True)

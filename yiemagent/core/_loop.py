@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
 
@@ -24,13 +25,14 @@ from yiemagent.core._context import prepare_context as default_prepare_context
 from yiemagent.core._context_overflow import with_overflow_hint
 from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
 from yiemagent.core._error_kinds import ABORTED as ABORTED_KIND
-from yiemagent.core._error_kinds import SKIPPED
+from yiemagent.core._error_kinds import SKIPPED, USAGE_LIMIT
 from yiemagent.core._events import (
     AgentEndEvent,
     AgentStartEvent,
     ApprovalRequestedEvent,
     MessageEndEvent,
     MessageStartEvent,
+    ToolExecStartEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
@@ -44,7 +46,12 @@ from yiemagent.core._messages import (
 )
 from yiemagent.core._output import OutputSpec
 from yiemagent.core._output_json import output_json
-from yiemagent.core._pipeline import execute_tool_calls
+from yiemagent.core._pipeline import (
+    create_error_tool_result,
+    create_tool_result_message,
+    emit_tool_execution_end,
+    execute_tool_calls,
+)
 from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_calls
 from yiemagent.core._request import LlmRequest, SpecFormatter
 from yiemagent.core._session_id import check_whole_session_id
@@ -57,8 +64,10 @@ from yiemagent.core._tools import (
     AgentState,
     AgentToolCallBatch,
     BeforeHook,
+    FinalizedOutcome,
     positive_int,
 )
+from yiemagent.core._usage import Prices, RunUsage, UsageLimits, estimate_tokens, price_table
 from yiemagent.errors import RunError, describe_error, reraise_interrupt
 
 __all__ = [
@@ -133,7 +142,9 @@ class RunConfig:
     runs replace them to get reproducible traces. ``needs_approval(tool, args, context)`` is the
     agent's approval policy and ``approval_checkpoint()`` saves the session while a paused batch
     runs (docs/approval.md). ``output``, when set, makes the run end in data matching its
-    schema (docs/output.md). Invalid settings raise ``TypeError``/``ValueError`` at construction.
+    schema (docs/output.md). ``usage_limits`` end a run with ``stop_reason="usage_limit"``
+    before it would pass one, and ``prices`` (model -> ``Prices``) price its replies
+    (docs/budgets.md). Invalid settings raise ``TypeError``/``ValueError`` at construction.
     """
 
     llm_call: Callable[..., AssistantMessage] = attrs.field(validator=_check_callable)
@@ -159,6 +170,10 @@ class RunConfig:
     output: OutputSpec | None = attrs.field(
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(OutputSpec))
     )
+    usage_limits: UsageLimits | None = attrs.field(
+        default=None, validator=attrs.validators.optional(attrs.validators.instance_of(UsageLimits))
+    )
+    prices: dict[str, Prices] = attrs.field(factory=dict, converter=price_table)
     llm_keywords: frozenset[str] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -239,8 +254,11 @@ class _Run:
         "added",
         "added_tools",
         "config",
+        "context_mark",
         "emit",
         "hook_context",
+        "last_model",
+        "limit_hit",
         "llm_keywords",
         "loop_config",
         "output",
@@ -250,7 +268,9 @@ class _Run:
         "reply_started",
         "signal",
         "skip_remaining",
+        "started",
         "state",
+        "usage",
     )
 
     def __init__(
@@ -282,6 +302,12 @@ class _Run:
         self.output_failures = 0
         # The state's tools with the output tool, rebuilt when the state's mapping is replaced.
         self.output_tools: tuple[Any, dict[str, Any]] | None = None
+        self.usage = RunUsage(runs=1)
+        self.started = time.monotonic()
+        self.limit_hit: str | None = None  # a tool-call limit the last batch reached
+        # (tokens the provider counted in the last reply's context, history length then)
+        self.context_mark: tuple[int, int] | None = None
+        self.last_model = ""  # the model of the run's last reply
 
     def add(self, msg: AgentMessage, started: bool = False) -> None:
         """Append a message to the history, with its start (unless ``started``) and end events."""
@@ -405,14 +431,21 @@ class _Run:
         state = self.state
         context = self.hooks_context()
         config = self.tool_config()
+        refused = self.refused_by_limits(calls)
+        allowed = [c for i, c in enumerate(calls) if i not in refused] if refused else calls
+        self.usage.add_tool_calls(c.name for c in allowed)
         state.pending_tool_calls = {call.id for call in calls}
         try:
-            if may_need_approval(calls, context, config):
-                batch = prepare_or_pause(context, response, calls, config, self.signal, self.emit)
+            if not allowed:
+                batch = AgentToolCallBatch([])
+            elif may_need_approval(allowed, context, config):
+                batch = prepare_or_pause(context, response, allowed, config, self.signal, self.emit)
             else:
-                batch = execute_tool_calls(context, response, calls, config, self.signal, self.emit)
+                batch = execute_tool_calls(context, response, allowed, config, self.signal, self.emit)
         finally:
             state.pending_tool_calls = set()
+        if refused:
+            batch = self.with_refused(batch, calls, refused)
         if batch.paused is not None:
             state.paused_batch = batch.paused
             if self.emit.active:
@@ -420,6 +453,43 @@ class _Run:
             return batch
         self.add_results(batch)
         return batch
+
+    def refused_by_limits(self, calls: list[AgentToolCall]) -> dict[int, str]:
+        """The calls (by index) a tool-call limit stops, with the limit; the first one is kept
+        in ``limit_hit`` (the run ends after this batch)."""
+        limits = self.config.usage_limits
+        if limits is None or (limits.max_tool_calls is None and not limits.max_calls_per_tool):
+            return {}
+        verdicts = limits.allowed_calls(self.usage, [c.name for c in calls])
+        refused = {i: v for i, v in enumerate(verdicts) if v is not None}
+        if refused:
+            self.limit_hit = next(iter(refused.values()))
+        return refused
+
+    def with_refused(
+        self, batch: AgentToolCallBatch, calls: list[AgentToolCall], refused: dict[int, str]
+    ) -> AgentToolCallBatch:
+        """``batch`` with an error result for each call a limit stopped, in call order (their
+        start and end events are sent now); a paused batch gets them in the history at once,
+        before its decided results."""
+        made = {}
+        for index, reason in refused.items():
+            call = calls[index]
+            if self.emit.active:
+                self.emit.send(ToolExecStartEvent(call.id, call.name, call.arguments))
+            result = create_error_tool_result(
+                f'Tool "{call.name}" was not run: the run reached its usage limit ({reason}).', USAGE_LIMIT
+            )
+            finalized = FinalizedOutcome(call, result, True)
+            emit_tool_execution_end(finalized, self.emit)
+            made[index] = create_tool_result_message(finalized, self.config.clock())
+        if batch.paused is not None:
+            for msg in made.values():
+                self.add(msg)
+            return batch
+        ran = iter(batch.messages)
+        messages = [made[i] if i in made else next(ran) for i in range(len(calls))]
+        return AgentToolCallBatch(messages, False, output=batch.output)
 
     def add_results(self, batch: AgentToolCallBatch) -> None:
         """Add a batch's result messages to the history, noting the tools they added."""
@@ -446,6 +516,7 @@ class _Run:
         )
         # The batch's turn ended (turn_end) when it paused; its results join this run as
         # messages do, before its first turn.
+        self.usage.add_tool_calls(m.tool_name for m in batch.messages)
         self.add_results(batch)
         return _after_batch(self, paused.message, batch)
 
@@ -583,6 +654,8 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
     try:
         response = run.call_llm()
     except RunError as exc:
+        if run.reply_started:  # the model was called: the call counts, no tokens are known
+            run.usage.add_failed_call()
         # An abort makes the client give up: then the abort, not the error, is the outcome.
         ended = run.made_up("aborted", ABORTED) if run.signal.aborted else run.made_up("error", str(exc))
         if run.emit.active:
@@ -591,7 +664,11 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
             run.emit.send(TurnEndEvent(ended, []))
         return ended
     response = normalize_tool_calls(response, run.config.new_tool_call_id)
+    run.usage.add_reply(response, run.config.prices)
+    run.last_model = response.model
     run.add(response, started=True)
+    if response.usage is not None:
+        run.context_mark = (response.usage.input + response.usage.output, len(run.state.messages))
     has_calls, calls = extract_tool_calls(response.content)
     # After an abort the calls still get (aborted) results, so the history stays well formed.
     batch = run.run_tools(response, calls) if has_calls else None
@@ -599,7 +676,10 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
         run.emit.send(TurnEndEvent(response, batch.messages if batch is not None else []))
     if batch is not None and batch.paused is not None:
         return run.made_up(AWAITING_APPROVAL, None)
-    return _after_batch(run, response, batch)
+    after = _after_batch(run, response, batch)
+    if after is None and run.limit_hit is not None:
+        return run.made_up("usage_limit", f"Stopped: {run.limit_hit}.")
+    return after
 
 
 def _finish_pending_calls(run: _Run) -> AssistantMessage | None:
@@ -612,6 +692,37 @@ def _finish_pending_calls(run: _Run) -> AssistantMessage | None:
     if batch.paused is not None:  # no turn was opened for these calls: none is closed
         return run.made_up(AWAITING_APPROVAL, None)
     return _after_batch(run, reply, batch)
+
+
+def _next_call_estimate(run: _Run) -> int:
+    """About how many input tokens the next LLM call takes: what the provider counted for the
+    last reply's context and the reply, and an estimate of what was added since; before the
+    run's first reply, an estimate of the whole request (``usage.estimate_tokens``)."""
+    mark, messages = run.context_mark, run.state.messages
+    if mark is not None:
+        counted, upto = mark
+        return counted + estimate_tokens(messages[upto:])
+    tools = sum(len(t.description) + len(json.dumps(t.input_schema)) for t in run.state.tools.values())
+    return estimate_tokens(messages) + (len(run.state.system_prompt) + tools) // 4
+
+
+def _next_call_price(run: _Run) -> Prices | None:
+    """The prices of the model the next call goes to, as far as the run knows it: the last
+    reply's model, else the agent's."""
+    prices = run.config.prices
+    if not prices:
+        return None
+    last = run.last_model or (run.state.model.name if run.state.model is not None else "")
+    return prices.get(last)
+
+
+def _with_usage(response: AssistantMessage, run: _Run) -> AssistantMessage:
+    """The run's response, given the run's usage as ``run_usage``: in place, so a response
+    that is the history's last reply stays that very object (``to_dict`` leaves it out: the
+    history and sessions hold plain data)."""
+    run.usage.wall_time_s = time.monotonic() - run.started
+    object.__setattr__(response, "run_usage", run.usage)
+    return response
 
 
 def _output_tool_clash(run: _Run) -> AssistantMessage | None:
@@ -643,6 +754,12 @@ def _turns(run: _Run, take_input: Callable[[], list[AgentMessage]]) -> Assistant
         if config.sync_tools is not None:
             added, run.added_tools = run.added_tools, []
             config.sync_tools(state, added)
+        if config.usage_limits is not None:
+            problem = config.usage_limits.check_before_call(
+                run.usage, _next_call_estimate(run), _next_call_price(run)
+            )
+            if problem is not None:
+                return run.made_up("usage_limit", f"Stopped before the next LLM call: {problem}.")
         turn += 1
         if run.emit.active:
             run.emit.send(TurnStartEvent(turn))
@@ -696,6 +813,7 @@ def run_loop(
     except BaseException as exc:  # defensive: the steps above contain their own failures
         reraise_interrupt(exc)
         response = run.made_up("error", f"the run failed: {describe_error(exc)}")
+    response = _with_usage(response, run)
     if state.paused_batch is not None and state.paused_batch.settled:
         state.paused_batch = None
     state.error_message = response.error_message if response.stop_reason == "error" else None

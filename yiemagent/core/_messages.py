@@ -247,6 +247,9 @@ class AssistantMessage(AgentMessage):
     # A run's structured answer (docs/output.md): set on the run's response only, never on the
     # reply kept in the history, so sessions hold plain data.
     output: Any = attrs.field(default=None, kw_only=True)
+    # A run's totals (a ``usage.RunUsage``), set on the run's response when the run ends; not
+    # compared and not in ``to_dict`` (the agent_end event and the CLI's --json carry it).
+    run_usage: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)
     role_name: ClassVar[str] = "assistant"
 
     def __attrs_post_init__(self) -> None:
@@ -271,6 +274,7 @@ class AssistantMessage(AgentMessage):
         _set(msg, "timestamp", self.timestamp)
         _set(msg, "role", self.role)
         _set(msg, "output", self.output)
+        _set(msg, "run_usage", self.run_usage)
         return msg
 
     def to_dict(self) -> dict[str, Any]:

@@ -1,0 +1,287 @@
+"""What a run used (LLM calls, tool calls, tokens, cost, time), what it may use (``UsageLimits``)
+and what a model's tokens cost (``Prices``).
+
+``RunUsage`` sums the usage the provider reported with each reply, counts every LLM call made and
+every tool call per tool, and prices each reply with the ``prices`` given for its model: a reply
+that cannot be priced (no price for its model and no cost reported by the provider) makes the
+cost ``None`` and counts in ``unpriced_calls``, so a total is never silently too low.
+``UsageLimits`` are checked by the loop before each LLM call against an estimate of that call
+(``check_before_call``) and before each batch of tool calls (``allowed_calls``), so a run ends
+with ``stop_reason="usage_limit"`` before it passes a limit, by at most one call's output.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+import attrs
+
+from yiemagent.core._content import content_text
+from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmUsage
+
+__all__ = ["Prices", "RunUsage", "UsageLimits", "estimate_tokens", "price_table"]
+
+CHARS_PER_TOKEN = 4  # the estimate of text not yet counted by the provider: 4 characters a token
+
+
+def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, (int, float))
+        or not math.isfinite(value)
+        or value < 0
+    ):
+        raise ValueError(f"{attr.name} must be a finite number >= 0, got {value!r}")
+
+
+def _limit(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
+    if value is None:
+        return
+    if attr.name == "max_cost":
+        _non_negative(_inst, attr, value)
+    elif isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise ValueError(f"{attr.name} must be an int >= 0 or None, got {value!r}")
+
+
+def _per_tool(value: Any) -> dict[str, int] | None:
+    if value is None:
+        return None
+    if not isinstance(value, Mapping):
+        raise TypeError(f"max_calls_per_tool must map tool names to ints, got {type(value).__name__}")
+    out: dict[str, int] = {}
+    for name, limit in value.items():
+        if not isinstance(name, str) or isinstance(limit, bool) or not isinstance(limit, int) or limit < 0:
+            raise ValueError(f"max_calls_per_tool must map tool names to ints >= 0, got {name!r}: {limit!r}")
+        out[name] = limit
+    return out
+
+
+@attrs.frozen
+class Prices:
+    """What one token of a model costs, in any currency you like (USD per token, say):
+    ``input``, ``output`` and ``cache_read`` (defaults to ``input``)."""
+
+    input: float = attrs.field(validator=_non_negative)
+    output: float = attrs.field(validator=_non_negative)
+    cache_read: float | None = attrs.field(default=None, validator=attrs.validators.optional(_non_negative))
+
+    def cost(self, usage: LlmUsage) -> float:
+        """The cost of one reply's reported usage. Input tokens read from the cache are priced
+        at ``cache_read`` (providers count them inside ``input``, or beside it; both are read
+        as reported: ``input`` plain, ``cache_read`` at its price)."""
+        cached = self.input if self.cache_read is None else self.cache_read
+        return usage.input * self.input + usage.output * self.output + usage.cache_read * cached
+
+
+def price_table(prices: Any) -> dict[str, Prices]:
+    """``prices=`` as ``model name -> Prices``: each value a ``Prices`` or a mapping of its fields
+    (``{"input": 2.5e-6, "output": 1e-5}``). ``TypeError``/``ValueError`` naming the model."""
+    if prices is None:
+        return {}
+    if not isinstance(prices, Mapping):
+        raise TypeError(f"prices must map model names to Prices, got {type(prices).__name__}")
+    table: dict[str, Prices] = {}
+    for model, price in prices.items():
+        if isinstance(price, Prices):
+            table[str(model)] = price
+        elif isinstance(price, Mapping):
+            try:
+                table[str(model)] = Prices(**price)
+            except TypeError as exc:
+                raise TypeError(f"prices[{model!r}]: {exc}") from None
+            except ValueError as exc:
+                raise ValueError(f"prices[{model!r}]: {exc}") from None
+        else:
+            raise TypeError(
+                f"prices[{model!r}] must be a Prices or a dict of its fields, got {type(price).__name__}"
+            )
+    return table
+
+
+@attrs.frozen(kw_only=True)
+class UsageLimits:
+    """Most a run may use; ``None`` (the default) is no limit. ``max_calls_per_tool`` maps tool
+    names to their own limit. ``max_cost`` is in the currency of ``prices``."""
+
+    max_llm_calls: int | None = attrs.field(default=None, validator=_limit)
+    max_tool_calls: int | None = attrs.field(default=None, validator=_limit)
+    max_calls_per_tool: dict[str, int] | None = attrs.field(default=None, converter=_per_tool)
+    max_input_tokens: int | None = attrs.field(default=None, validator=_limit)
+    max_output_tokens: int | None = attrs.field(default=None, validator=_limit)
+    max_total_tokens: int | None = attrs.field(default=None, validator=_limit)
+    max_cost: float | None = attrs.field(default=None, validator=_limit)
+
+    def check_before_call(self, usage: RunUsage, estimate: int, price: Prices | None = None) -> str | None:
+        """Why the next LLM call would pass a limit (its input estimated at ``estimate`` tokens,
+        priced at ``price`` when known), or ``None`` when it may be made."""
+        if self.max_llm_calls is not None and usage.llm_calls >= self.max_llm_calls:
+            return f"max_llm_calls={self.max_llm_calls} reached: {usage.llm_calls} LLM calls made"
+        if self.max_input_tokens is not None and usage.input_tokens + estimate > self.max_input_tokens:
+            return (
+                f"max_input_tokens={self.max_input_tokens} would be passed: {usage.input_tokens} input "
+                f"tokens so far and about {estimate} in the next call"
+            )
+        if self.max_output_tokens is not None and usage.output_tokens >= self.max_output_tokens:
+            return f"max_output_tokens={self.max_output_tokens} reached: {usage.output_tokens} output tokens"
+        total = usage.input_tokens + usage.output_tokens
+        if self.max_total_tokens is not None and total + estimate > self.max_total_tokens:
+            return (
+                f"max_total_tokens={self.max_total_tokens} would be passed: {total} tokens so far and "
+                f"about {estimate} in the next call"
+            )
+        return self._check_cost(usage, 0.0 if price is None else estimate * price.input)
+
+    def _check_cost(self, usage: RunUsage, next_input: float) -> str | None:
+        if self.max_cost is None:
+            return None
+        if usage.cost is None:
+            return (
+                f"max_cost={self.max_cost:g} cannot be checked: {usage.unpriced_calls} LLM call(s) of "
+                "this run could not be priced; give prices= for the model"
+            )
+        if usage.cost + next_input >= self.max_cost:
+            return (
+                f"max_cost={self.max_cost:g} would be passed: the run cost {usage.cost:g} so far and "
+                f"about {next_input:g} more for the next call's input"
+            )
+        return None
+
+    def allowed_calls(self, usage: RunUsage, names: Iterable[str]) -> list[str | None]:
+        """For each call of a batch (by tool name, in call order): ``None`` when it may run, or
+        why it may not (a tool-call limit it would pass), counting the calls before it."""
+        total = usage.tool_calls
+        counts = dict(usage.calls_per_tool)
+        verdicts: list[str | None] = []
+        per_tool = self.max_calls_per_tool or {}
+        for name in names:
+            if self.max_tool_calls is not None and total >= self.max_tool_calls:
+                verdicts.append(f"max_tool_calls={self.max_tool_calls} reached")
+                continue
+            limit = per_tool.get(name)
+            if limit is not None and counts.get(name, 0) >= limit:
+                verdicts.append(f'max_calls_per_tool["{name}"]={limit} reached')
+                continue
+            total += 1
+            counts[name] = counts.get(name, 0) + 1
+            verdicts.append(None)
+        return verdicts
+
+
+@attrs.define
+class RunUsage:
+    """What runs used: ``llm_calls`` made, ``tool_calls`` (and ``calls_per_tool``), the tokens
+    as the providers reported them, ``cost`` (``None`` once a call could not be priced),
+    ``unpriced_calls``, and ``wall_time_s``. ``runs`` counts the runs summed (1 for a run's own)."""
+
+    llm_calls: int = 0
+    tool_calls: int = 0
+    calls_per_tool: dict[str, int] = attrs.field(factory=dict)
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost: float | None = 0.0
+    unpriced_calls: int = 0
+    wall_time_s: float = 0.0
+    runs: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        """Input and output tokens together."""
+        return self.input_tokens + self.output_tokens
+
+    def add_reply(self, reply: AssistantMessage, prices: Mapping[str, Prices]) -> None:
+        """Count one LLM call and its reply's usage, priced by the reply's model."""
+        self.llm_calls += 1
+        usage = reply.usage
+        if usage is None:
+            self.unpriced_calls += 1
+            self.cost = None
+            return
+        self.input_tokens += usage.input
+        self.output_tokens += usage.output
+        self.cache_read_tokens += usage.cache_read
+        self.cache_write_tokens += usage.cache_write
+        price = prices.get(reply.model)
+        if price is not None:
+            cost: float | None = price.cost(usage)
+        elif usage.cost > 0:
+            cost = usage.cost  # the provider priced it (OpenRouter, say)
+        else:
+            cost = None
+        if cost is None:
+            self.unpriced_calls += 1
+            self.cost = None
+        elif self.cost is not None:
+            self.cost += cost
+
+    def add_failed_call(self) -> None:
+        """Count an LLM call that gave no reply (it failed): no tokens are known."""
+        self.llm_calls += 1
+
+    def add_tool_calls(self, names: Iterable[str]) -> None:
+        """Count tool calls that ran (by tool name)."""
+        for name in names:
+            self.tool_calls += 1
+            self.calls_per_tool[name] = self.calls_per_tool.get(name, 0) + 1
+
+    def plus(self, other: RunUsage) -> RunUsage:
+        """A new usage: this one and ``other`` summed (``cost`` ``None`` when either's is)."""
+        per_tool = dict(self.calls_per_tool)
+        for name, count in other.calls_per_tool.items():
+            per_tool[name] = per_tool.get(name, 0) + count
+        return RunUsage(
+            llm_calls=self.llm_calls + other.llm_calls,
+            tool_calls=self.tool_calls + other.tool_calls,
+            calls_per_tool=per_tool,
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost=None if self.cost is None or other.cost is None else self.cost + other.cost,
+            unpriced_calls=self.unpriced_calls + other.unpriced_calls,
+            wall_time_s=self.wall_time_s + other.wall_time_s,
+            runs=self.runs + other.runs,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """The usage as JSON-ready data."""
+        data = attrs.asdict(self)
+        data["total_tokens"] = self.total_tokens
+        return data
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> RunUsage:
+        """Rebuild from ``to_dict`` (unknown keys ignored); ``TypeError``/``ValueError`` for
+        counts that are not counts."""
+        if not isinstance(data, Mapping):
+            raise TypeError(f"usage must be an object, got {type(data).__name__}")
+        fields = {f.name for f in attrs.fields(cls)}
+        usage = cls(**{k: v for k, v in data.items() if k in fields})
+        for name in fields - {"calls_per_tool", "cost", "wall_time_s"}:
+            value = getattr(usage, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ValueError(f"usage.{name} must be an int >= 0, got {value!r}")
+        if usage.cost is not None:
+            _non_negative(None, attrs.fields(cls).cost, usage.cost)
+        _non_negative(None, attrs.fields(cls).wall_time_s, usage.wall_time_s)
+        usage.calls_per_tool = _per_tool(usage.calls_per_tool) or {}
+        return usage
+
+
+def estimate_tokens(messages: Iterable[AgentMessage]) -> int:
+    """About how many tokens ``messages`` take: their text at ``CHARS_PER_TOKEN`` characters a
+    token, tool calls by their arguments' text (rounded up, at least 1 a message)."""
+    chars = 0
+    count = 0
+    for message in messages:
+        count += 1
+        content: list[Any] = getattr(message, "content", [])
+        chars += len(content_text(content))
+        for block in content:
+            arguments = getattr(block, "arguments", None)
+            if arguments is not None:
+                chars += len(str(arguments))
+    return -(-chars // CHARS_PER_TOKEN) + count
