@@ -185,6 +185,7 @@ class YiemAgent:
         validate_output: Callable[[Any], Any] | None = None,
         usage_limits: UsageLimits | None = None,
         prices: Mapping[str, Any] | None = None,
+        max_tool_result_chars: int | None = None,
     ) -> None:
         if llm_call is None or not callable(llm_call):
             raise TypeError(
@@ -219,6 +220,7 @@ class YiemAgent:
             output=self._output_defaults.spec(),
             usage_limits=usage_limits,
             prices=prices,
+            max_tool_result_chars=max_tool_result_chars,
             **_formatters(prepare_context, format_msg_for_llm),
         )
         self.tool_store = tool_store

@@ -54,6 +54,7 @@ from yiemagent.core._pipeline import (
 )
 from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_calls
 from yiemagent.core._request import LlmRequest, SpecFormatter
+from yiemagent.core._result_caps import cap_result, check_cap
 from yiemagent.core._session_id import check_whole_session_id
 from yiemagent.core._tool_calls import extract_tool_calls, new_tool_call_id, normalize_tool_calls
 from yiemagent.core._tools import (
@@ -174,6 +175,7 @@ class RunConfig:
         default=None, validator=attrs.validators.optional(attrs.validators.instance_of(UsageLimits))
     )
     prices: dict[str, Prices] = attrs.field(factory=dict, converter=price_table)
+    max_tool_result_chars: int | None = None
     llm_keywords: frozenset[str] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -188,6 +190,7 @@ class RunConfig:
                 f"max_retry_delay_ms must be a non-negative number or None, got {self.max_retry_delay_ms!r}"
             )
         self.tool_loop_config({})  # checks the tool options here, not at the first batch
+        check_cap("max_tool_result_chars", self.max_tool_result_chars)
         object.__setattr__(self, "llm_keywords", accepted_keywords(self.llm_call))
 
     def tool_loop_config(
@@ -492,8 +495,15 @@ class _Run:
         return AgentToolCallBatch(messages, False, output=batch.output)
 
     def add_results(self, batch: AgentToolCallBatch) -> None:
-        """Add a batch's result messages to the history, noting the tools they added."""
+        """Add a batch's result messages to the history (each capped to its tool's
+        ``max_tool_result_chars``, else the run's), noting the tools they added."""
+        default = self.config.max_tool_result_chars
+        tools = self.state.tools
         for msg in batch.messages:
+            tool = tools.get(msg.tool_name)
+            cap = tool.max_tool_result_chars if tool is not None and tool.max_tool_result_chars else default
+            if cap is not None:
+                msg = cap_result(msg, cap)
             self.add(msg)
             if msg.added_tool_names:
                 self.added_tools.extend(msg.added_tool_names)

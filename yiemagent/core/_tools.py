@@ -151,7 +151,8 @@ class AgentTool:
     source you do not control: a pattern in it that RE2 cannot match in linear time is refused
     here instead of being matched with Python's ``re``. ``needs_approval`` (beyond the spec):
     ``True``, or ``fn(args, context) -> bool`` deciding from the prepared arguments, makes a
-    call wait for a decision before it runs (docs/approval.md).
+    call wait for a decision before it runs (docs/approval.md). ``max_tool_result_chars``
+    (beyond the spec) caps the text of its results the model sees (docs/budgets.md).
     """
 
     name: str = attrs.field(validator=_check_name)
@@ -169,11 +170,17 @@ class AgentTool:
     timeout_s: float | None = None
     untrusted_schema: bool = attrs.field(default=False, kw_only=True)
     needs_approval: NeedsApproval = attrs.field(default=False, kw_only=True, validator=check_needs_approval)
+    max_tool_result_chars: int | None = attrs.field(default=None, kw_only=True)
     schema_validator: Validator = attrs.field(init=False, repr=False)
     fast_check: Callable[[Any], bool] | None = attrs.field(init=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         positive_seconds(f'Tool "{self.name}": timeout_s', self.timeout_s)
+        cap = self.max_tool_result_chars
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, int) or cap < 1):
+            raise ValueError(
+                f'Tool "{self.name}": max_tool_result_chars must be an int >= 1 or None, got {cap!r}'
+            )
         object.__setattr__(
             self,
             "schema_validator",
