@@ -186,6 +186,8 @@ class YiemAgent:
         usage_limits: UsageLimits | None = None,
         prices: Mapping[str, Any] | None = None,
         max_tool_result_chars: int | None = None,
+        context_window: int | None = None,
+        context_strategy: Any = "error",
     ) -> None:
         if llm_call is None or not callable(llm_call):
             raise TypeError(
@@ -221,6 +223,8 @@ class YiemAgent:
             usage_limits=usage_limits,
             prices=prices,
             max_tool_result_chars=max_tool_result_chars,
+            context_window=context_window if context_window is not None else _known_window(llm_call),
+            context_strategy=context_strategy,
             **_formatters(prepare_context, format_msg_for_llm),
         )
         self.tool_store = tool_store
@@ -638,6 +642,12 @@ class YiemAgent:
             f"YiemAgent(session_id={self.session_id!r}, tools={list(self.tools)}, "
             f"messages={len(self._state.messages)}, running={self.is_running})"
         )
+
+
+def _known_window(llm_call: Any) -> int | None:
+    """The context window an ``llm_call`` knows of itself (the embedded model's ``n_ctx``)."""
+    window = getattr(llm_call, "context_window", None)
+    return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
 
 
 def _check_prompt(value: Any) -> str:

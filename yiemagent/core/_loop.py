@@ -22,7 +22,16 @@ from yiemagent.core._approval import Decision
 from yiemagent.core._approval_batch import may_need_approval, prepare_or_pause, settle_paused_batch
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent, content_text
 from yiemagent.core._context import prepare_context as default_prepare_context
-from yiemagent.core._context_overflow import with_overflow_hint
+from yiemagent.core._context_overflow import looks_like_context_overflow, with_overflow_hint
+from yiemagent.core._context_window import (
+    ContextMeter,
+    budget_of,
+    check_strategy,
+    fixed_tokens,
+    history_problem,
+    message_tokens,
+    trim,
+)
 from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
 from yiemagent.core._error_kinds import ABORTED as ABORTED_KIND
 from yiemagent.core._error_kinds import SKIPPED, USAGE_LIMIT
@@ -176,6 +185,8 @@ class RunConfig:
     )
     prices: dict[str, Prices] = attrs.field(factory=dict, converter=price_table)
     max_tool_result_chars: int | None = None
+    context_window: int | None = None
+    context_strategy: Any = attrs.field(default="error", converter=check_strategy)
     llm_keywords: frozenset[str] = attrs.field(init=False)
 
     def __attrs_post_init__(self) -> None:
@@ -191,6 +202,8 @@ class RunConfig:
             )
         self.tool_loop_config({})  # checks the tool options here, not at the first batch
         check_cap("max_tool_result_chars", self.max_tool_result_chars)
+        if self.context_window is not None:
+            positive_int("context_window", self.context_window)
         object.__setattr__(self, "llm_keywords", accepted_keywords(self.llm_call))
 
     def tool_loop_config(
@@ -250,6 +263,11 @@ def resume_problem(messages: Sequence[AgentMessage]) -> str | None:
     return None
 
 
+class ContextOverflow(Exception):
+    """The request cannot be made to fit the context window: the run ends with
+    ``stop_reason="context_overflow"`` and this message, before anything is sent."""
+
+
 class _Run:
     """The working state of one run: the shared state, config, sink, signal and what it added."""
 
@@ -264,15 +282,19 @@ class _Run:
         "limit_hit",
         "llm_keywords",
         "loop_config",
+        "measured",
+        "meter",
         "output",
         "output_failures",
         "output_tools",
         "repeated_calls",
         "reply_started",
+        "shrink",
         "signal",
         "skip_remaining",
         "started",
         "state",
+        "trimmed",
         "usage",
     )
 
@@ -311,6 +333,10 @@ class _Run:
         # (tokens the provider counted in the last reply's context, history length then)
         self.context_mark: tuple[int, int] | None = None
         self.last_model = ""  # the model of the run's last reply
+        self.meter = ContextMeter()
+        self.shrink: int | None = None  # the budget after a provider refused the context
+        self.measured = 0  # the estimated tokens of the last request
+        self.trimmed = False  # whether the last request was trimmed
 
     def add(self, msg: AgentMessage, started: bool = False) -> None:
         """Append a message to the history, with its start (unless ``started``) and end events."""
@@ -349,6 +375,10 @@ class _Run:
             output = self.output
             if output is not None and output.mode == "tool" and isinstance(ctx, AgentContext):
                 ctx = AgentContext(ctx.system_prompt, ctx.messages, {**ctx.tools, output.name: output.tool})
+            if (config.context_window is not None or self.shrink is not None) and isinstance(
+                ctx, AgentContext
+            ):
+                ctx = self.fit_context(ctx)
             step = "format_msg_for_llm"
             request = config.format_msg_for_llm(ctx)
             if type(request) is LlmRequest and request.session_id is None:
@@ -360,6 +390,8 @@ class _Run:
             self.reply_started = True
             step = "llm_call"
             response = config.llm_call(request, **self.llm_keywords)
+        except ContextOverflow:
+            raise
         except BaseException as exc:
             reraise_interrupt(exc)
             problem = f"{step} failed: {describe_error(exc)}"
@@ -367,6 +399,54 @@ class _Run:
         if not isinstance(response, AssistantMessage):
             raise RunError(f"llm_call returned {type(response).__name__}; it must return an AssistantMessage")
         return response
+
+    def fit_context(self, ctx: AgentContext) -> AgentContext:
+        """``ctx``, or with ``context_strategy`` applied when its measure would not fit the
+        window (``context_window``: see ``context_window``); ``ContextOverflow`` when it cannot
+        be made to fit, before anything is sent."""
+        config, messages = self.config, ctx.messages
+        window = config.context_window
+        budget = self.shrink if self.shrink is not None else budget_of(window or 0)
+        fixed = fixed_tokens(ctx.system_prompt, ctx.tools)
+        size = fixed + self.meter.tokens(messages)
+        mark = self.context_mark
+        if mark is not None and not self.trimmed and mark[1] <= len(messages):
+            counted, upto = mark
+            size = max(size, counted + sum(message_tokens(m) for m in messages[upto:]))
+        self.measured = size
+        if size <= budget:
+            self.trimmed = False
+            return ctx
+        where = f"the context window of {window} tokens" if window else "what the provider accepted"
+        strategy = config.context_strategy
+        if strategy == "error":
+            raise ContextOverflow(
+                f"The request (about {size} tokens) does not fit {where} ({budget} tokens for the "
+                "request); nothing was sent. Start a new conversation (agent.reset()), or set "
+                "context_strategy='trim' to drop the oldest turns."
+            )
+        if strategy == "trim":
+            kept = trim(messages, budget, fixed)
+        else:
+            try:
+                kept = list(strategy(list(messages), budget - fixed))
+            except Exception as exc:
+                raise ContextOverflow(f"context_strategy failed: {describe_error(exc)}") from exc
+        if kept is None:
+            raise ContextOverflow(
+                f"The request does not fit {where} ({budget} tokens for the request) even with "
+                "only the first user message and the last turn; nothing was sent. Start a new "
+                "conversation (agent.reset()), or use a model with a larger context."
+            )
+        problem = history_problem(kept)
+        kept_size = fixed + sum(message_tokens(m) for m in kept)
+        if problem is None and kept_size > budget:
+            problem = f"it is still about {kept_size} tokens, over the {budget} allowed"
+        if problem is not None:
+            raise ContextOverflow(f"context_strategy gave messages that cannot be sent: {problem}")
+        self.trimmed = True
+        self.measured = kept_size
+        return AgentContext(ctx.system_prompt, kept, ctx.tools)
 
     def keywords_for_llm(self) -> dict[str, Any]:
         """The keywords ``llm_call`` declared, with this run's values (the same on every call of
@@ -657,12 +737,40 @@ def _text_output(run: _Run, reply: AssistantMessage) -> AssistantMessage | None:
     return ended
 
 
+def _call_fitting(run: _Run) -> AssistantMessage:
+    """``run.call_llm()``; when the provider refuses the context as too long and the run has a
+    strategy other than ``"error"``, the strategy is applied once more to fit 70 % of what was
+    sent, and the call made again (``ContextOverflow`` with the ``"error"`` strategy)."""
+    try:
+        return run.call_llm()
+    except RunError as exc:
+        config = run.config
+        if config.context_window is None and config.context_strategy == "error":
+            raise
+        if run.shrink is not None or not looks_like_context_overflow(str(exc)):
+            raise
+        if config.context_strategy == "error":
+            raise ContextOverflow(f"The provider refused the request as too long: {exc}") from exc
+        run.usage.add_failed_call()
+        sent = run.measured or fixed_tokens(run.state.system_prompt, run.state.tools) + run.meter.tokens(
+            run.state.messages
+        )
+        run.shrink = max(1, int(sent * 0.7))
+        run.reply_started = False
+        return run.call_llm()
+
+
 def _play_turn(run: _Run) -> AssistantMessage | None:
     """One turn: ask the model, record its reply, run its tool calls. Returns the run's response
     when the run ends in this turn, else ``None``. Every event the turn opens is closed."""
     run.reply_started = False
     try:
-        response = run.call_llm()
+        response = _call_fitting(run)
+    except ContextOverflow as exc:
+        ended = run.made_up("context_overflow", str(exc))
+        if run.emit.active:
+            run.emit.send(TurnEndEvent(ended, []))
+        return ended
     except RunError as exc:
         if run.reply_started:  # the model was called: the call counts, no tokens are known
             run.usage.add_failed_call()

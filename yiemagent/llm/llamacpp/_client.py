@@ -223,6 +223,11 @@ class LlamaCppClient:
     # -- the model -------------------------------------------------------------------------------
 
     @property
+    def context_window(self) -> int:
+        """The model's context in tokens (``n_ctx``): an agent reads it as its ``context_window``."""
+        return self.n_ctx
+
+    @property
     def loaded(self) -> bool:
         """Whether the model is in memory (after the first call, until ``close()``)."""
         return self._llama is not None

@@ -1,0 +1,246 @@
+"""The context window: every request that reaches the model fits it and is a valid history
+(checked by a validator written here from the providers' rules, not the library's), with
+``"trim"``; ``"error"`` ends the run with ``stop_reason="context_overflow"`` before anything
+is sent; a callable strategy is checked; a provider's overflow refusal is handled once."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from yiemagent import (
+    AgentMessage,
+    AgentState,
+    AgentTool,
+    AgentToolCall,
+    AgentToolResult,
+    AssistantMessage,
+    ImageContent,
+    RunConfig,
+    TextContent,
+    ToolResultMessage,
+    UserMessage,
+    YiemAgent,
+    run_loop,
+)
+from yiemagent.core._context_window import ContextMeter, budget_of, fixed_tokens, message_tokens
+from yiemagent.core._messages import HistorySnapshot
+from yiemagent.errors import LlmError
+
+SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}}
+PIXEL = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAQAAAC1HAwCAAAAC0lEQVR42mNkYAAAAAYAAjCB0C8AAAAASUVORK5CYII="
+
+
+def provider_problem(messages: Sequence[AgentMessage]) -> str | None:
+    """The providers' rules for a request's messages (OpenAI's chat completions, Anthropic's
+    messages): a tool result answers a call of the assistant message right before it (only
+    results between them); every call of an assistant message is answered before the next
+    message that is not a result; no result answers a call twice."""
+    pending: set[str] = set()
+    answered: set[str] = set()
+    previous: AgentMessage | None = None
+    for index, message in enumerate(messages):
+        if isinstance(message, ToolResultMessage):
+            if (
+                not isinstance(previous, (AssistantMessage, ToolResultMessage))
+                or message.tool_call_id not in pending
+            ):
+                return f"#{index}: result {message.tool_call_id} does not follow its call"
+            pending.discard(message.tool_call_id)
+            answered.add(message.tool_call_id)
+        else:
+            if pending:
+                return f"#{index}: calls {sorted(pending)} are unanswered"
+            if isinstance(message, AssistantMessage):
+                pending = {b.id for b in message.content if isinstance(b, AgentToolCall)}
+        previous = message
+    return f"calls {sorted(pending)} are unanswered at the end" if pending else None
+
+
+def tool(name: str = "fetch", size: int = 1500) -> AgentTool:
+    return AgentTool(name, name, "Fetch a page.", SCHEMA, lambda _i, args, *_: AgentToolResult("r" * size))
+
+
+@st.composite
+def histories(draw: Any) -> list[AgentMessage]:
+    """Histories as the loop leaves them: user messages (some with images), assistant answers,
+    and assistant messages with one to three calls followed by all their results."""
+    out: list[AgentMessage] = [UserMessage(draw(st.text(min_size=1, max_size=300)))]
+    for turn in range(draw(st.integers(0, 12))):
+        kind = draw(st.sampled_from(["user", "image", "answer", "calls"]))
+        if kind == "user":
+            out.append(UserMessage(draw(st.text(min_size=1, max_size=400))))
+        elif kind == "image":
+            out.append(UserMessage([TextContent("look"), ImageContent(PIXEL, "image/png")]))
+        elif kind == "answer":
+            out.append(AssistantMessage([TextContent(draw(st.text(max_size=600)))]))
+        else:
+            ids = [f"h{turn}_{i}" for i in range(draw(st.integers(1, 3)))]
+            out.append(
+                AssistantMessage([AgentToolCall(i, "fetch", {"n": 1}) for i in ids], stop_reason="toolUse")
+            )
+            for i in ids:
+                out.append(ToolResultMessage(i, "fetch", "x" * draw(st.integers(0, 2500))))
+    return out
+
+
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    history=histories(), window=st.integers(300, 4000), calls=st.integers(0, 6), parallel=st.integers(1, 3)
+)
+def test_every_request_that_reaches_the_model_fits_and_is_a_valid_history(
+    history: list[AgentMessage], window: int, calls: int, parallel: int
+) -> None:
+    fetch = tool(size=1200)
+    budget = budget_of(window)
+    made = [0]
+
+    def llm(request: Any) -> AssistantMessage:
+        messages = list(request.messages)
+        size = fixed_tokens(request.system_prompt, request.tools) + sum(message_tokens(m) for m in messages)
+        assert size <= budget, (size, budget)
+        assert provider_problem(messages) is None, provider_problem(messages)
+        made[0] += 1
+        if made[0] > calls:
+            return AssistantMessage([TextContent("done")])
+        batch = [AgentToolCall(f"r{made[0]}_{i}", "fetch", {"n": made[0] * 10 + i}) for i in range(parallel)]
+        return AssistantMessage(batch, stop_reason="toolUse")
+
+    state = AgentState(tools=[fetch], messages=list(history))
+    config = RunConfig(llm_call=llm, context_window=window, context_strategy="trim", max_repeated_calls=None)
+    response = run_loop([UserMessage("go on")], state, config)
+    assert response.stop_reason in ("stop", "context_overflow"), response.error_message
+    if response.stop_reason == "context_overflow":
+        assert "nothing was sent" in str(response.error_message)
+
+
+def test_with_error_the_run_ends_in_context_overflow_before_anything_is_sent() -> None:
+    sent: list[Any] = []
+    history: list[AgentMessage] = [UserMessage("a" * 9000)]
+    state = AgentState(messages=history)
+    config = RunConfig(llm_call=lambda r: sent.append(r) or AssistantMessage([]), context_window=2048)
+    response = run_loop([UserMessage("hello")], state, config)
+    assert response.stop_reason == "context_overflow" and sent == []
+    assert "does not fit the context window of 2048 tokens" in str(response.error_message)
+    assert "context_strategy='trim'" in str(response.error_message)
+
+
+def test_trimming_keeps_the_first_user_message_and_drops_the_oldest_turns() -> None:
+    seen: list[list[AgentMessage]] = []
+
+    def llm(request: Any) -> AssistantMessage:
+        seen.append(list(request.messages))
+        if len(seen) < 8:
+            return AssistantMessage(
+                [AgentToolCall(f"c{len(seen)}", "fetch", {"n": len(seen)})], stop_reason="toolUse"
+            )
+        return AssistantMessage([TextContent("done")])
+
+    state = AgentState(tools=[tool()])
+    config = RunConfig(llm_call=llm, context_window=2048, context_strategy="trim", max_repeated_calls=None)
+    response = run_loop([UserMessage("first question")], state, config)
+    assert response.stop_reason == "stop"
+    last = seen[-1]
+    assert last[0] == state.messages[0]  # the first user message stays
+    assert len(last) < len(state.messages)  # older turns were dropped from the request...
+    assert len(state.messages) == 1 + 7 * 2 + 1  # ...never from the history
+
+
+def test_a_callable_strategy_is_given_the_messages_and_the_budget_and_is_checked() -> None:
+    given_budgets: list[int] = []
+
+    def keep_last_two(messages: list[AgentMessage], budget: int) -> list[AgentMessage]:
+        given_budgets.append(budget)
+        last = messages[-2:] if isinstance(messages[-1], ToolResultMessage) else messages[-1:]
+        return [messages[0], *last]
+
+    def llm(request: Any) -> AssistantMessage:
+        if len(request.messages) < 3 and len(state.messages) < 6:
+            return AssistantMessage(
+                [AgentToolCall(f"c{len(state.messages)}", "fetch", {"n": 1})], stop_reason="toolUse"
+            )
+        return AssistantMessage([TextContent("done")])
+
+    state = AgentState(
+        tools=[tool()], messages=[UserMessage("q"), AssistantMessage([TextContent("a" * 8000)])]
+    )
+    response = run_loop(
+        [UserMessage("again")],
+        state,
+        RunConfig(llm_call=llm, context_window=2048, context_strategy=keep_last_two),
+    )
+    assert response.stop_reason == "stop" and given_budgets
+
+    def orphan(messages: list[AgentMessage], budget: int) -> list[AgentMessage]:
+        return [m for m in messages if not isinstance(m, AssistantMessage)]
+
+    state = AgentState(
+        tools=[tool()],
+        messages=[
+            UserMessage("q"),
+            AssistantMessage([AgentToolCall("c1", "fetch", {})]),
+            ToolResultMessage("c1", "fetch", "r" * 9000),
+        ],
+    )
+    response = run_loop(
+        [UserMessage("again")], state, RunConfig(llm_call=llm, context_window=2048, context_strategy=orphan)
+    )
+    assert response.stop_reason == "context_overflow"
+    assert "context_strategy gave messages that cannot be sent" in str(response.error_message)
+
+
+def test_a_providers_overflow_refusal_is_trimmed_once_and_the_call_made_again() -> None:
+    sizes: list[int] = []
+
+    def llm(request: Any) -> AssistantMessage:
+        sizes.append(len(request.messages))
+        if len(sizes) == 1:
+            raise LlmError("This model's maximum context length is 4096 tokens (context_length_exceeded)")
+        return AssistantMessage([TextContent("done")])
+
+    history: list[AgentMessage] = [UserMessage("q")]
+    for n in range(10):
+        history += [
+            AssistantMessage([AgentToolCall(f"c{n}", "fetch", {})]),
+            ToolResultMessage(f"c{n}", "fetch", "r" * 2000),
+        ]
+    state = AgentState(tools=[tool()], messages=history)
+    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=llm, context_strategy="trim"))
+    assert response.stop_reason == "stop"
+    assert sizes[1] < sizes[0]
+    assert response.run_usage.llm_calls == 2
+
+    def refuse(request: Any) -> AssistantMessage:
+        raise LlmError("prompt is too long: 210000 tokens > 200000 maximum")
+
+    state = AgentState(messages=[UserMessage("q")])
+    response = run_loop([UserMessage("go")], state, RunConfig(llm_call=refuse, context_window=100_000))
+    assert response.stop_reason == "context_overflow"
+    assert "refused the request as too long" in str(response.error_message)
+    state = AgentState(messages=[UserMessage("q")])
+    assert run_loop([UserMessage("go")], state, RunConfig(llm_call=refuse)).stop_reason == "error"
+
+
+def test_the_agent_reads_the_window_from_the_model_when_it_knows_it() -> None:
+    class Windowed:
+        context_window = 1024
+
+        def __call__(self, request: Any) -> AssistantMessage:
+            return AssistantMessage([TextContent("hi")])
+
+    with YiemAgent(llm_call=Windowed()) as agent:
+        response = agent.prompt("x" * 6000, timeout=10)
+    assert response.stop_reason == "context_overflow"
+
+
+@given(st.lists(st.text(max_size=50), max_size=30), st.integers(0, 30))
+def test_the_meter_sums_as_counting_afresh_would(texts: list[str], cut: int) -> None:
+    history: list[AgentMessage] = [UserMessage(t or "-") for t in texts]
+    meter = ContextMeter()
+    for length in range(len(history) + 1):
+        snapshot = HistorySnapshot(history, length)
+        assert meter.tokens(snapshot) == sum(message_tokens(m) for m in history[:length])
+    assert meter.tokens(history[: min(cut, len(history))]) == sum(message_tokens(m) for m in history[:cut])
