@@ -230,3 +230,18 @@ def test_unusable_limits_and_prices_are_refused_where_given(
 ) -> None:
     with pytest.raises(error, match=says):
         make()
+
+
+def test_a_resume_that_runs_pending_calls_past_a_tool_limit_ends_without_an_llm_call() -> None:
+    from yiemagent import AgentState, RunConfig, UserMessage, run_loop
+
+    pending = AssistantMessage(
+        [AgentToolCall(f"p{i}", "look", {"q": str(i)}) for i in range(3)], stop_reason="toolUse"
+    )
+    state = AgentState(tools=[look], messages=[UserMessage("go"), pending])
+    script = Script([text()])
+    config = RunConfig(llm_call=script, usage_limits=UsageLimits(max_tool_calls=1))
+    response = run_loop([], state, config)
+    assert response.stop_reason == "usage_limit" and script.calls == 0
+    results = [m for m in state.messages if isinstance(m, ToolResultMessage)]
+    assert [r.is_error for r in results] == [False, True, True]

@@ -715,9 +715,11 @@ def _after_batch(
         ended = _batch_output(run, response, batch)
         if ended is not None or batch.output is not None:
             return ended
-    if not batch.terminate:
-        return None
-    return build_terminated_response(batch, response, run.config.clock())
+    if batch.terminate:
+        return build_terminated_response(batch, response, run.config.clock())
+    if run.limit_hit is not None:  # a tool-call limit stopped calls of this batch
+        return run.made_up("usage_limit", f"Stopped: {run.limit_hit}.")
+    return None
 
 
 def _text_output(run: _Run, reply: AssistantMessage) -> AssistantMessage | None:
@@ -794,10 +796,7 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
         run.emit.send(TurnEndEvent(response, batch.messages if batch is not None else []))
     if batch is not None and batch.paused is not None:
         return run.made_up(AWAITING_APPROVAL, None)
-    after = _after_batch(run, response, batch)
-    if after is None and run.limit_hit is not None:
-        return run.made_up("usage_limit", f"Stopped: {run.limit_hit}.")
-    return after
+    return _after_batch(run, response, batch)
 
 
 def _finish_pending_calls(run: _Run) -> AssistantMessage | None:
