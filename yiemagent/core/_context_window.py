@@ -17,7 +17,7 @@ turn, a tool call without its result or a result without its call.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from yiemagent.core._content import AgentToolCall, content_text
@@ -33,7 +33,6 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "MARGIN",
     "ContextMeter",
-    "ContextStrategy",
     "budget_of",
     "check_strategy",
     "history_problem",
@@ -44,7 +43,6 @@ __all__ = [
 CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD = 6  # role markers and separators a chat template adds per message
 MARGIN = 0.1  # of the window, kept free for the reply
-ContextStrategy = Any  # "error", "trim", or fn(messages, budget_tokens) -> messages
 
 
 def check_strategy(value: Any) -> Any:
@@ -174,6 +172,3 @@ def history_problem(messages: Sequence[AgentMessage]) -> str | None:
     if open_calls:
         return f"the calls {sorted(open_calls)} of the last assistant message have no results"
     return None
-
-
-Strategy = Callable[[list[AgentMessage], int], Sequence[AgentMessage]]

@@ -77,7 +77,7 @@ from yiemagent.core._tools import (
     FinalizedOutcome,
     positive_int,
 )
-from yiemagent.core._usage import Prices, RunUsage, UsageLimits, estimate_tokens, price_table
+from yiemagent.core._usage import Prices, RunUsage, UsageLimits, price_table
 from yiemagent.errors import RunError, describe_error, reraise_interrupt
 
 __all__ = [
@@ -813,14 +813,13 @@ def _finish_pending_calls(run: _Run) -> AssistantMessage | None:
 
 def _next_call_estimate(run: _Run) -> int:
     """About how many input tokens the next LLM call takes: what the provider counted for the
-    last reply's context and the reply, and an estimate of what was added since; before the
-    run's first reply, an estimate of the whole request (``usage.estimate_tokens``)."""
+    last reply's context and the reply, and the context meter's estimate of what was added
+    since; before the run's first reply, the meter's estimate of the whole request."""
     mark, messages = run.context_mark, run.state.messages
     if mark is not None:
         counted, upto = mark
-        return counted + estimate_tokens(messages[upto:])
-    tools = sum(len(t.description) + len(json.dumps(t.input_schema)) for t in run.state.tools.values())
-    return estimate_tokens(messages) + (len(run.state.system_prompt) + tools) // 4
+        return counted + sum(message_tokens(m) for m in messages[upto:])
+    return fixed_tokens(run.state.system_prompt, run.state.tools) + run.meter.tokens(messages)
 
 
 def _next_call_price(run: _Run) -> Prices | None:

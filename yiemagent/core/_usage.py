@@ -18,12 +18,9 @@ from typing import Any
 
 import attrs
 
-from yiemagent.core._content import content_text
-from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmUsage
+from yiemagent.core._messages import AssistantMessage, LlmUsage
 
-__all__ = ["Prices", "RunUsage", "UsageLimits", "estimate_tokens", "price_table"]
-
-CHARS_PER_TOKEN = 4  # the estimate of text not yet counted by the provider: 4 characters a token
+__all__ = ["Prices", "RunUsage", "UsageLimits", "price_table"]
 
 
 def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -269,19 +266,3 @@ class RunUsage:
         _non_negative(None, attrs.fields(cls).wall_time_s, usage.wall_time_s)
         usage.calls_per_tool = _per_tool(usage.calls_per_tool) or {}
         return usage
-
-
-def estimate_tokens(messages: Iterable[AgentMessage]) -> int:
-    """About how many tokens ``messages`` take: their text at ``CHARS_PER_TOKEN`` characters a
-    token, tool calls by their arguments' text (rounded up, at least 1 a message)."""
-    chars = 0
-    count = 0
-    for message in messages:
-        count += 1
-        content: list[Any] = getattr(message, "content", [])
-        chars += len(content_text(content))
-        for block in content:
-            arguments = getattr(block, "arguments", None)
-            if arguments is not None:
-                chars += len(str(arguments))
-    return -(-chars // CHARS_PER_TOKEN) + count
