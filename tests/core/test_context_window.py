@@ -26,6 +26,7 @@ from yiemagent import (
     YiemAgent,
     run_loop,
 )
+from yiemagent.core._content import content_text
 from yiemagent.core._context_window import ContextMeter, budget_of, fixed_tokens, message_tokens
 from yiemagent.core._messages import HistorySnapshot
 from yiemagent.errors import LlmError
@@ -87,12 +88,21 @@ def histories(draw: Any) -> list[AgentMessage]:
     return out
 
 
+def bytes_counter(text: str) -> int:
+    """A model's own count, unlike the estimate: a token per two bytes of UTF-8."""
+    return len(text.encode("utf-8")) // 2 + 1
+
+
 @settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
-    history=histories(), window=st.integers(300, 4000), calls=st.integers(0, 6), parallel=st.integers(1, 3)
+    history=histories(),
+    window=st.integers(300, 4000),
+    calls=st.integers(0, 6),
+    parallel=st.integers(1, 3),
+    counter=st.sampled_from([None, bytes_counter]),
 )
 def test_every_request_that_reaches_the_model_fits_and_is_a_valid_history(
-    history: list[AgentMessage], window: int, calls: int, parallel: int
+    history: list[AgentMessage], window: int, calls: int, parallel: int, counter: Any
 ) -> None:
     fetch = tool(size=1200)
     budget = budget_of(window)
@@ -100,7 +110,9 @@ def test_every_request_that_reaches_the_model_fits_and_is_a_valid_history(
 
     def llm(request: Any) -> AssistantMessage:
         messages = list(request.messages)
-        size = fixed_tokens(request.system_prompt, request.tools) + sum(message_tokens(m) for m in messages)
+        size = fixed_tokens(request.system_prompt, request.tools, counter) + sum(
+            message_tokens(m, counter) for m in messages
+        )
         assert size <= budget, (size, budget)
         assert provider_problem(messages) is None, provider_problem(messages)
         made[0] += 1
@@ -110,7 +122,13 @@ def test_every_request_that_reaches_the_model_fits_and_is_a_valid_history(
         return AssistantMessage(batch, stop_reason="toolUse")
 
     state = AgentState(tools=[fetch], messages=list(history))
-    config = RunConfig(llm_call=llm, context_window=window, context_strategy="trim", max_repeated_calls=None)
+    config = RunConfig(
+        llm_call=llm,
+        context_window=window,
+        context_strategy="trim",
+        max_repeated_calls=None,
+        count_tokens=counter,
+    )
     response = run_loop([UserMessage("go on")], state, config)
     assert response.stop_reason in ("stop", "context_overflow"), response.error_message
     if response.stop_reason == "context_overflow":
@@ -244,3 +262,63 @@ def test_the_meter_sums_as_counting_afresh_would(texts: list[str], cut: int) -> 
         snapshot = HistorySnapshot(history, length)
         assert meter.tokens(snapshot) == sum(message_tokens(m) for m in history[:length])
     assert meter.tokens(history[: min(cut, len(history))]) == sum(message_tokens(m) for m in history[:cut])
+    assert meter.tokens(history, cut) == sum(message_tokens(m) for m in history[cut:])
+    assert meter.sizes(HistorySnapshot(history, len(history))) == [message_tokens(m) for m in history]
+    counted = ContextMeter(bytes_counter)
+    assert counted.tokens(history) == sum(message_tokens(m, bytes_counter) for m in history)
+
+
+class Counting:
+    """An ``llm_call`` with a window and its own count of tokens (one a character)."""
+
+    context_window = 1000
+
+    def __init__(self, count: Any) -> None:
+        self.count_tokens = count
+        self.calls = 0
+
+    def __call__(self, request: Any) -> AssistantMessage:
+        self.calls += 1
+        return AssistantMessage([TextContent("hi")])
+
+
+def test_the_agent_measures_with_the_models_own_count_of_tokens() -> None:
+    strict = Counting(len)  # 1,200 characters are 1,200 tokens: over 900, where the estimate is 400
+    with YiemAgent(llm_call=strict) as agent:
+        response = agent.prompt("a" * 1200, timeout=10)
+    assert response.stop_reason == "context_overflow" and strict.calls == 0
+    assert "about 12" in str(response.error_message)  # 1,200 and the overheads: the count's, not 400
+    lenient = Counting(lambda text: 0)  # 6,000 characters the estimate puts at 2,000 tokens fit
+    with YiemAgent(llm_call=lenient) as agent:
+        assert content_text(agent.prompt("a" * 6000, timeout=10).content) == "hi"
+    assert lenient.calls == 1
+
+
+def test_the_meter_counts_afresh_a_list_that_changed_other_than_at_its_end() -> None:
+    meter = ContextMeter()
+    history: list[AgentMessage] = [UserMessage("a" * 300), AssistantMessage([TextContent("b" * 600)])]
+    assert meter.tokens(history) == sum(message_tokens(m) for m in history)
+    history.clear()  # what a reset may do: the same list, new messages
+    history += [UserMessage("c"), AssistantMessage([TextContent("d")]), UserMessage("e")]
+    assert meter.tokens(history) == sum(message_tokens(m) for m in history)
+    history[:] = [UserMessage("f" * 900)]  # shorter than what was counted
+    assert meter.tokens(history) == message_tokens(history[0])
+
+
+def test_an_agent_counts_its_history_once_across_runs() -> None:
+    counted: list[str] = []
+
+    class Counting:
+        def count_tokens(self, text: str) -> int:
+            counted.append(text)
+            return len(text) // 4
+
+        def __call__(self, request: Any) -> AssistantMessage:
+            return AssistantMessage([TextContent("ok")])
+
+    with YiemAgent(llm_call=Counting(), context_window=100_000, system_prompt="s") as agent:
+        for n in range(5):
+            agent.prompt(f"question {n}", timeout=10)
+    questions = [t for t in counted if t.startswith("question")]
+    assert questions == [f"question {n}" for n in range(5)]  # each message counted once
+    assert sum(t == "ok" for t in counted) == 4  # the answers of the runs before the last

@@ -186,7 +186,7 @@ class YiemAgent:
         usage_limits: UsageLimits | None = None,
         prices: Mapping[str, Any] | None = None,
         max_tool_result_chars: int | None = None,
-        context_window: int | None = None,
+        context_window: int | Literal["auto"] | None = None,
         context_strategy: Any = "error",
     ) -> None:
         if llm_call is None or not callable(llm_call):
@@ -223,8 +223,8 @@ class YiemAgent:
             usage_limits=usage_limits,
             prices=prices,
             max_tool_result_chars=max_tool_result_chars,
-            context_window=context_window if context_window is not None else _known_window(llm_call),
             context_strategy=context_strategy,
+            **_window_settings(llm_call, context_window),
             **_formatters(prepare_context, format_msg_for_llm),
         )
         self.tool_store = tool_store
@@ -648,6 +648,24 @@ def _known_window(llm_call: Any) -> int | None:
     """The context window an ``llm_call`` knows of itself (the embedded model's ``n_ctx``)."""
     window = getattr(llm_call, "context_window", None)
     return window if isinstance(window, int) and not isinstance(window, bool) and window > 0 else None
+
+
+def _window_settings(llm_call: Any, context_window: Any) -> dict[str, Any]:
+    """The run config's window settings: ``context_window`` as given, else the one the
+    ``llm_call`` knows of itself; with ``"auto"``, also the one its server lists (read once, at
+    the first run, by its ``listed_context_window``); its ``count_tokens`` when it has one."""
+    count = getattr(llm_call, "count_tokens", None)
+    settings: dict[str, Any] = {"count_tokens": count if callable(count) else None}
+    if context_window == "auto":
+        settings["context_window"] = _known_window(llm_call)
+        listed = getattr(llm_call, "listed_context_window", None)
+        if settings["context_window"] is None and callable(listed):
+            settings["window_source"] = listed
+    elif context_window is None:
+        settings["context_window"] = _known_window(llm_call)
+    else:
+        settings["context_window"] = context_window
+    return settings
 
 
 def _check_prompt(value: Any) -> str:

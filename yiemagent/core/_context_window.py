@@ -1,10 +1,11 @@
 """Keeping every request inside the model's context window: measure it before each LLM call and,
 when it would not fit, apply the run's ``context_strategy``.
 
-The measure is an estimate, made incrementally: each message costs its text at
-``CHARS_PER_TOKEN`` characters a token plus ``MESSAGE_OVERHEAD`` (a conservative rate: real
-tokenizers give English about 4 characters a token), summed once per message of the history and
-kept while the history only grows; the system prompt and the tools are counted once per run.
+The measure is made incrementally: each message costs its text's tokens plus ``MESSAGE_OVERHEAD``,
+counted once per message of the history and kept while the history only grows; the system prompt
+and the tools are counted once per call. The text's tokens are the model's own count where the
+``llm_call`` offers one (``count_tokens``: the embedded model's tokenizer), else an estimate at
+``CHARS_PER_TOKEN`` characters a token (a conservative rate: real tokenizers give English about 4).
 When the provider reported the tokens of the last call, its count plus the estimate of what was
 added since is used where it is higher. A request fits when that measure is at most the window
 less ``MARGIN`` of it, which leaves room for the reply.
@@ -17,10 +18,12 @@ turn, a tool call without its result or a result without its call.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import operator
+import threading
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from yiemagent.core._content import AgentToolCall, content_text
+from yiemagent.core._content import AgentToolCall, ImageContent, TextContent, ThinkingContent
 from yiemagent.core._messages import (
     AgentMessage,
     AssistantMessage,
@@ -33,8 +36,11 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "MARGIN",
     "ContextMeter",
+    "TokenCounter",
     "budget_of",
     "check_strategy",
+    "estimate_tokens",
+    "fixed_tokens",
     "history_problem",
     "message_tokens",
     "trim",
@@ -43,6 +49,9 @@ __all__ = [
 CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD = 6  # role markers and separators a chat template adds per message
 MARGIN = 0.1  # of the window, kept free for the reply
+IMAGE_TOKENS = 500  # what providers charge a small image, about
+
+TokenCounter = Callable[[str], int]  # the tokens of a text, by the model's own tokenizer
 
 
 def check_strategy(value: Any) -> Any:
@@ -57,51 +66,130 @@ def budget_of(window: int) -> int:
     return int(window * (1 - MARGIN))
 
 
-def message_tokens(message: AgentMessage) -> int:
-    """The estimated tokens of one message (text, tool calls' arguments, images as 500)."""
-    content: Sequence[Any] = getattr(message, "content", ())
-    chars = len(content_text(content))
+def estimate_tokens(text: str) -> int:
+    """The estimated tokens of ``text`` at ``CHARS_PER_TOKEN`` characters a token."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def message_tokens(message: AgentMessage, count: TokenCounter | None = None) -> int:
+    """The tokens of one message: its text, thinking and tool calls' names and arguments by
+    ``count`` (else estimated), images as 500, and ``MESSAGE_OVERHEAD``."""
+    parts: list[str] = []
     tokens = MESSAGE_OVERHEAD
-    for block in content:
-        if isinstance(block, AgentToolCall):
-            chars += len(block.name) + len(str(block.arguments))
-        elif getattr(block, "type", None) == "image":
-            tokens += 500
-    return tokens + -(-chars // CHARS_PER_TOKEN)
+    for block in getattr(message, "content", ()):
+        if isinstance(block, TextContent):
+            parts.append(block.text)
+        elif isinstance(block, AgentToolCall):
+            parts.append(block.name)
+            parts.append(str(block.arguments))
+        elif isinstance(block, ThinkingContent):
+            parts.append(block.thinking)
+        elif isinstance(block, ImageContent):
+            tokens += IMAGE_TOKENS
+        elif isinstance(block, Mapping):  # a block given as a dict
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+            elif block.get("type") == "image":
+                tokens += IMAGE_TOKENS
+    return tokens + (count or estimate_tokens)("\n".join(parts))
 
 
-def fixed_tokens(system_prompt: str, tools: Any) -> int:
-    """The estimated tokens of what every request sends besides the messages."""
-    chars = len(system_prompt)
+def fixed_tokens(system_prompt: str, tools: Any, count: TokenCounter | None = None) -> int:
+    """The tokens of what every request sends besides the messages (by ``count``, else
+    estimated)."""
+    parts = [system_prompt]
     for tool in tools.values():
-        chars += len(tool.name) + len(tool.description) + len(json.dumps(tool.input_schema))
-    return MESSAGE_OVERHEAD + -(-chars // CHARS_PER_TOKEN)
+        parts += (tool.name, tool.description, json.dumps(tool.input_schema))
+    return MESSAGE_OVERHEAD + (count or estimate_tokens)("".join(parts))
 
 
 class ContextMeter:
-    """Per-message estimates of one history list, summed as it grows (``tokens``)."""
+    """The tokens of one history list's messages (by ``count``, else estimated), each counted
+    once and summed as the list grows at its end, across runs. A list that changed otherwise
+    (cleared, or its last counted message no longer where it was) is counted afresh; another
+    list starts over. Safe to share between threads."""
 
-    __slots__ = ("_source", "_sums")
+    __slots__ = ("_fixed", "_lock", "_sizes", "_source", "_sums", "_tail", "count")
 
-    def __init__(self) -> None:
+    def __init__(self, count: TokenCounter | None = None) -> None:
+        self.count = count
+        self._lock = threading.Lock()
         self._source: list[AgentMessage] | None = None
+        self._sizes: list[int] = []
         self._sums: list[int] = [0]
+        self._fixed: tuple[str, tuple[Any, ...], int] | None = None
+        self._tail: AgentMessage | None = None  # the last message counted, where it was
 
-    def tokens(self, messages: Sequence[AgentMessage]) -> int:
-        """The estimated tokens of ``messages``: from the running sums when they are a snapshot
-        of (or are) the list measured before, grown at its end; else counted afresh."""
+    def measure(self, message: AgentMessage) -> int:
+        """The tokens of one message, counted afresh."""
+        return message_tokens(message, self.count)
+
+    def fixed(self, system_prompt: str, tools: Any) -> int:
+        """The tokens of what every request sends besides the messages; counted again only
+        when the system prompt or a tool changed."""
+        known, offered = self._fixed, tuple(tools.values())
+        if (
+            known is not None
+            and known[0] == system_prompt
+            and len(known[1]) == len(offered)
+            and all(map(operator.is_, known[1], offered))
+        ):
+            return known[2]
+        tokens = fixed_tokens(system_prompt, tools, self.count)
+        self._fixed = (system_prompt, offered, tokens)
+        return tokens
+
+    def _measured(self, messages: Sequence[AgentMessage]) -> tuple[list[int], list[int]] | None:
+        """The per-message sizes and running sums of the list ``messages`` is (a snapshot of
+        the start of), counted up to its length; ``None`` when it is no such list."""
         source: Any = messages
         length = len(messages)
         if isinstance(messages, HistorySnapshot) and not messages._owned:
             source = messages._messages
         if not isinstance(source, list) or length > len(source):
-            return sum(message_tokens(m) for m in messages)
-        if source is not self._source:
-            self._source, self._sums = source, [0]
-        sums = self._sums
-        for message in source[len(sums) - 1 : length]:
-            sums.append(sums[-1] + message_tokens(message))
-        return sums[length]
+            return None
+        with self._lock:
+            sizes = self._sizes
+            if source is not self._source or (
+                sizes and (len(sizes) > len(source) or source[len(sizes) - 1] is not self._tail)
+            ):
+                self._source, self._sizes, self._sums = source, [], [0]
+                sizes = self._sizes
+            sums = self._sums
+            for message in source[len(sizes) : length]:
+                size = message_tokens(message, self.count)
+                sizes.append(size)
+                sums.append(sums[-1] + size)
+            if sizes:
+                self._tail = source[len(sizes) - 1]
+            return sizes, sums
+
+    def span(self, messages: Sequence[AgentMessage], start: int) -> tuple[int, int]:
+        """The tokens of all of ``messages`` and of ``messages[start:]``, counted once."""
+        measured = self._measured(messages)
+        length = len(messages)
+        if measured is not None:
+            sums = measured[1]
+            return sums[length], sums[length] - sums[min(start, length)]
+        sizes = [message_tokens(m, self.count) for m in messages]
+        return sum(sizes), sum(sizes[start:])
+
+    def tokens(self, messages: Sequence[AgentMessage], start: int = 0) -> int:
+        """The tokens of ``messages[start:]``: from the running sums when ``messages`` is a
+        snapshot of (or is) the list measured before, grown at its end; else counted afresh."""
+        measured = self._measured(messages)
+        if measured is not None:
+            sums, length = measured[1], len(messages)
+            return sums[length] - sums[min(start, length)]
+        return sum(message_tokens(m, self.count) for m in messages[start:])
+
+    def sizes(self, messages: Sequence[AgentMessage]) -> list[int]:
+        """The tokens of each of ``messages``, from what was counted before where it can."""
+        measured = self._measured(messages)
+        if measured is not None:
+            return measured[0][: len(messages)]
+        return [message_tokens(m, self.count) for m in messages]
 
 
 def _turns(messages: Sequence[AgentMessage], start: int) -> list[tuple[int, int]]:
@@ -117,14 +205,20 @@ def _turns(messages: Sequence[AgentMessage], start: int) -> list[tuple[int, int]
     return turns
 
 
-def trim(messages: Sequence[AgentMessage], budget: int, fixed: int) -> list[AgentMessage] | None:
+def trim(
+    messages: Sequence[AgentMessage], budget: int, fixed: int, sizes: Sequence[int] | None = None
+) -> list[AgentMessage] | None:
     """``messages`` without their oldest turns, so that they and ``fixed`` fit ``budget``
-    tokens; ``None`` when even the kept part (up to the first user message, and the last turn)
-    does not. Every tool call keeps its results and every result its call."""
+    tokens (``sizes``: each message's tokens, estimated when not given); ``None`` when even
+    the kept part (up to the first user message, and the last turn) does not. Every tool call
+    keeps its results and every result its call."""
+    messages = list(messages)  # indexed often below: a snapshot's items cost more each
+    if sizes is None:
+        sizes = [message_tokens(m) for m in messages]
     head = next((i + 1 for i, m in enumerate(messages) if isinstance(m, UserMessage)), 0)
     turns = _turns(messages, head)
-    costs = [sum(message_tokens(m) for m in messages[b:e]) for b, e in turns]
-    total = fixed + sum(message_tokens(m) for m in messages[:head]) + sum(costs)
+    costs = [sum(sizes[b:e]) for b, e in turns]
+    total = fixed + sum(sizes[:head]) + sum(costs)
     first = 0
     while total > budget and first < len(turns) - 1:
         total -= costs[first]

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import inspect
 import json
+import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Literal
@@ -25,11 +26,10 @@ from yiemagent.core._context import prepare_context as default_prepare_context
 from yiemagent.core._context_overflow import looks_like_context_overflow, with_overflow_hint
 from yiemagent.core._context_window import (
     ContextMeter,
+    TokenCounter,
     budget_of,
     check_strategy,
-    fixed_tokens,
     history_problem,
-    message_tokens,
     trim,
 )
 from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
@@ -89,6 +89,8 @@ __all__ = [
     "run_loop",
     "unanswered_tool_calls",
 ]
+
+logger = logging.getLogger("yiemagent")
 
 ABORTED = "The run was aborted."
 AWAITING_APPROVAL = "awaiting_approval"
@@ -187,7 +189,11 @@ class RunConfig:
     max_tool_result_chars: int | None = None
     context_window: int | None = None
     context_strategy: Any = attrs.field(default="error", converter=check_strategy)
+    count_tokens: TokenCounter | None = attrs.field(default=None, validator=_check_callable)
+    window_source: Callable[[], int | None] | None = attrs.field(default=None, validator=_check_callable)
     llm_keywords: frozenset[str] = attrs.field(init=False)
+    # Kept across the runs of the config (an agent's): a history is counted once, not per run.
+    meter: ContextMeter = attrs.field(init=False, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.llm_call is None:
@@ -205,6 +211,7 @@ class RunConfig:
         if self.context_window is not None:
             positive_int("context_window", self.context_window)
         object.__setattr__(self, "llm_keywords", accepted_keywords(self.llm_call))
+        object.__setattr__(self, "meter", ContextMeter(self.count_tokens))
 
     def tool_loop_config(
         self,
@@ -296,6 +303,7 @@ class _Run:
         "state",
         "trimmed",
         "usage",
+        "window",
     )
 
     def __init__(
@@ -333,7 +341,10 @@ class _Run:
         # (tokens the provider counted in the last reply's context, history length then)
         self.context_mark: tuple[int, int] | None = None
         self.last_model = ""  # the model of the run's last reply
-        self.meter = ContextMeter()
+        self.meter = config.meter
+        self.window = config.context_window
+        if self.window is None and config.window_source is not None:
+            self.window = _listed_window(config.window_source)
         self.shrink: int | None = None  # the budget after a provider refused the context
         self.measured = 0  # the estimated tokens of the last request
         self.trimmed = False  # whether the last request was trimmed
@@ -375,9 +386,7 @@ class _Run:
             output = self.output
             if output is not None and output.mode == "tool" and isinstance(ctx, AgentContext):
                 ctx = AgentContext(ctx.system_prompt, ctx.messages, {**ctx.tools, output.name: output.tool})
-            if (config.context_window is not None or self.shrink is not None) and isinstance(
-                ctx, AgentContext
-            ):
+            if (self.window is not None or self.shrink is not None) and isinstance(ctx, AgentContext):
                 ctx = self.fit_context(ctx)
             step = "format_msg_for_llm"
             request = config.format_msg_for_llm(ctx)
@@ -404,15 +413,17 @@ class _Run:
         """``ctx``, or with ``context_strategy`` applied when its measure would not fit the
         window (``context_window``: see ``context_window``); ``ContextOverflow`` when it cannot
         be made to fit, before anything is sent."""
-        config, messages = self.config, ctx.messages
-        window = config.context_window
+        config, messages, meter = self.config, ctx.messages, self.meter
+        window = self.window
         budget = self.shrink if self.shrink is not None else budget_of(window or 0)
-        fixed = fixed_tokens(ctx.system_prompt, ctx.tools)
-        size = fixed + self.meter.tokens(messages)
+        fixed = meter.fixed(ctx.system_prompt, ctx.tools)
         mark = self.context_mark
         if mark is not None and not self.trimmed and mark[1] <= len(messages):
             counted, upto = mark
-            size = max(size, counted + sum(message_tokens(m) for m in messages[upto:]))
+            whole, since = meter.span(messages, upto)
+            size = max(fixed + whole, counted + since)
+        else:
+            size = fixed + meter.tokens(messages)
         self.measured = size
         if size <= budget:
             self.trimmed = False
@@ -426,7 +437,7 @@ class _Run:
                 "context_strategy='trim' to drop the oldest turns."
             )
         if strategy == "trim":
-            kept = trim(messages, budget, fixed)
+            kept = trim(messages, budget, fixed, meter.sizes(messages))
         else:
             try:
                 kept = list(strategy(list(messages), budget - fixed))
@@ -439,7 +450,7 @@ class _Run:
                 "conversation (agent.reset()), or use a model with a larger context."
             )
         problem = history_problem(kept)
-        kept_size = fixed + sum(message_tokens(m) for m in kept)
+        kept_size = fixed + sum(meter.measure(m) for m in kept)
         if problem is None and kept_size > budget:
             problem = f"it is still about {kept_size} tokens, over the {budget} allowed"
         if problem is not None:
@@ -739,6 +750,19 @@ def _text_output(run: _Run, reply: AssistantMessage) -> AssistantMessage | None:
     return ended
 
 
+def _listed_window(source: Callable[[], int | None]) -> int | None:
+    """The context window ``source`` reports (a model listing read once), or ``None`` when it
+    does not know or fails: a window that cannot be read is not a reason to fail the run."""
+    try:
+        window = source()
+    except Exception as exc:
+        logger.warning("could not read the model's context window: %s", describe_error(exc))
+        return None
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return window
+    return None
+
+
 def _call_fitting(run: _Run) -> AssistantMessage:
     """``run.call_llm()``; when the provider refuses the context as too long and the run has a
     strategy other than ``"error"``, the strategy is applied once more to fit 70 % of what was
@@ -747,14 +771,14 @@ def _call_fitting(run: _Run) -> AssistantMessage:
         return run.call_llm()
     except RunError as exc:
         config = run.config
-        if config.context_window is None and config.context_strategy == "error":
+        if run.window is None and config.context_strategy == "error":
             raise
         if run.shrink is not None or not looks_like_context_overflow(str(exc)):
             raise
         if config.context_strategy == "error":
             raise ContextOverflow(f"The provider refused the request as too long: {exc}") from exc
         run.usage.add_failed_call()
-        sent = run.measured or fixed_tokens(run.state.system_prompt, run.state.tools) + run.meter.tokens(
+        sent = run.measured or run.meter.fixed(run.state.system_prompt, run.state.tools) + run.meter.tokens(
             run.state.messages
         )
         run.shrink = max(1, int(sent * 0.7))
@@ -818,8 +842,8 @@ def _next_call_estimate(run: _Run) -> int:
     mark, messages = run.context_mark, run.state.messages
     if mark is not None:
         counted, upto = mark
-        return counted + sum(message_tokens(m) for m in messages[upto:])
-    return fixed_tokens(run.state.system_prompt, run.state.tools) + run.meter.tokens(messages)
+        return counted + run.meter.tokens(messages, upto)
+    return run.meter.fixed(run.state.system_prompt, run.state.tools) + run.meter.tokens(messages)
 
 
 def _next_call_price(run: _Run) -> Prices | None:

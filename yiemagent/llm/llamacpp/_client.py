@@ -216,6 +216,7 @@ class LlamaCppClient:
         self.system_prompt = system_prompt
         self.llama_options = dict(llama_options or {})
         self._lock = threading.Lock()  # one generation (and one load) at a time
+        self._vocab_lock = threading.Lock()  # a count of tokens, or the model's close
         self._llama: Any = None
         self._render: Renderer = _chatml
         self._stops: list[str] = ["<|im_end|>"]
@@ -226,6 +227,19 @@ class LlamaCppClient:
     def context_window(self) -> int:
         """The model's context in tokens (``n_ctx``): an agent reads it as its ``context_window``."""
         return self.n_ctx
+
+    def count_tokens(self, text: str) -> int:
+        """The tokens of ``text`` by the model's own tokenizer (loading the model on first use):
+        an agent measures its requests with it. Tokenizing reads only the vocabulary, so it
+        does not wait for a generation in progress; ``close`` waits for it."""
+        while True:  # (a close between the load and the count: load again)
+            if self._llama is None:
+                with self._lock:
+                    self._load()
+            with self._vocab_lock:  # never taken before _lock: close takes them in that order
+                llama = self._llama
+                if llama is not None:
+                    return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
 
     @property
     def loaded(self) -> bool:
@@ -283,10 +297,10 @@ class LlamaCppClient:
 
     def close(self) -> None:
         """Free the model (waiting for a generation in progress); the next call loads it again."""
-        with self._lock:
+        with self._lock, self._vocab_lock:
             llama, self._llama = self._llama, None
-        if llama is not None and hasattr(llama, "close"):
-            llama.close()
+            if llama is not None and hasattr(llama, "close"):
+                llama.close()
 
     def __enter__(self) -> LlamaCppClient:
         return self
