@@ -121,7 +121,7 @@ class _Handler(BaseHTTPRequestHandler):
         except ValueError:
             body = None
         headers = {k.lower(): v for k, v in self.headers.items()}
-        request = Recorded("POST", self.path, headers, raw, body)
+        request = Recorded(self.command, self.path, headers, raw, body)
         reply = self.server.owner._record(request)
         try:
             self._answer(reply, request)

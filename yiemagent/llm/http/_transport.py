@@ -539,6 +539,23 @@ class HttpTransport:
             attempt, retry or self.retry, signal=signal, label=self.label, logger=logger, deadline=deadline
         )
 
+    def get_json(self, url: str, headers: Mapping[str, str], server: str | None = None) -> Any:
+        """The decoded JSON body of one GET of ``url`` (no retries, no redirects, the reply
+        bounded by ``max_response_bytes``); ``LlmError`` for anything but a JSON 2xx reply,
+        its text scrubbed of the key."""
+        try:
+            response = self.session.get(
+                url, headers=dict(headers), timeout=self.timeout, allow_redirects=False, stream=True
+            )
+        except Exception as exc:
+            raise self.as_llm_error(exc, server or url) from None
+        with response:
+            if not 200 <= response.status_code < 300:
+                raise _http_error(response, self.label, self.secret)
+            _check_encoding(response, self.label)
+            _bound(response, self.max_response_bytes, self.label)
+            return read_json_body(response, self.label)
+
     def as_llm_error(self, exc: BaseException, server: str = "the server") -> BaseException:
         """Return a fresh ``LlmError``, scrubbed of the key, for a failed attempt (other exceptions
         are returned as they are); connection failures name ``server`` (``connection_problem``)."""

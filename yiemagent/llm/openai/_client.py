@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+import threading
 from collections.abc import Mapping
 from typing import Any, Literal
 
@@ -29,6 +30,7 @@ from yiemagent.llm.http._transport import (
     read_json_body,
     shown_url,
 )
+from yiemagent.llm.openai._listing import listed_window
 from yiemagent.llm.openai._parse import OpenAIStreamAssembler, parse_chat_completion
 from yiemagent.llm.openai._wire import WireForm, wire_messages
 
@@ -122,6 +124,8 @@ class OpenAIChatClient(LlmClient):
             raise ValueError(f"tool_choice must be a string, a dict or None, got {tool_choice!r}")
         self.tool_choice = tool_choice
         self._wire = WireForm()
+        self._listing_lock = threading.Lock()
+        self._listing: tuple[int | None] | None = None  # the listed window, once asked
         super().__init__(
             model,
             base_url,
@@ -137,6 +141,22 @@ class OpenAIChatClient(LlmClient):
     def endpoint(self) -> str:
         """``{base_url}/chat/completions``."""
         return f"{self.base_url}/chat/completions"
+
+    def listed_context_window(self) -> int | None:
+        """The model's context window as the server's ``{base_url}/models`` lists it (vLLM,
+        OpenRouter, LM Studio and others give one; OpenAI does not), or ``None``. Read once per
+        client, at the first call (an agent's first run with ``context_window="auto"``);
+        ``LlmError`` when the listing cannot be read, that once: later calls give ``None``
+        without asking again."""
+        with self._listing_lock:
+            if self._listing is not None:
+                return self._listing[0]
+            self._listing = (None,)
+            body = self._transport.get_json(
+                f"{self.base_url}/models", {"Accept": "application/json"}, self.base_url
+            )
+            self._listing = (listed_window(body, self.model),)
+            return self._listing[0]
 
     def headers(self) -> dict[str, str]:
         """JSON content type and SSE accept when streaming; ``Authorization: Bearer`` with the key
