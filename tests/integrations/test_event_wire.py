@@ -11,6 +11,7 @@ import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, reply
 
 from yiemagent import (
+    AgentEndEvent,
     AgentEvent,
     AgentTool,
     AgentToolResult,
@@ -45,6 +46,16 @@ def test_every_event_of_a_run_round_trips_through_json() -> None:
         data = json.loads(json.dumps(event_to_dict(event)))
         assert data["type"] == event.event_type
         assert event_from_dict(data) == event
+
+
+def test_the_end_of_a_run_keeps_the_runs_usage() -> None:
+    end = run_events()[-1]
+    assert isinstance(end, AgentEndEvent) and end.response is not None
+    assert end.response.run_usage is not None and end.response.run_usage.llm_calls == 2
+    rebuilt = event_from_dict(json.loads(json.dumps(event_to_dict(end))))
+    assert isinstance(rebuilt, AgentEndEvent) and rebuilt.response is not None
+    assert rebuilt.response.run_usage == end.response.run_usage
+    assert rebuilt.response.run_usage.calls_per_tool == {"progress": 1}
 
 
 def test_partial_results_keep_their_kind() -> None:

@@ -29,6 +29,7 @@ from yiemagent.core._events import (
 from yiemagent.core._json_safety import json_ready
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmUsage, ToolResultMessage
 from yiemagent.core._tools import AgentToolResult
+from yiemagent.core._usage import RunUsage
 
 __all__ = ["event_from_dict", "event_to_dict"]
 
@@ -84,6 +85,16 @@ _KNOWN = frozenset(
 )
 
 
+def _agent_end(data: Mapping[str, Any]) -> AgentEndEvent:
+    """The ``AgentEndEvent`` of ``data``, its response given back the run's usage it carried."""
+    raw = data.get("response")
+    response = None if raw is None else _typed(AssistantMessage, raw)
+    usage = data.get("run_usage")
+    if response is not None and usage is not None:
+        object.__setattr__(response, "run_usage", RunUsage.from_dict(usage))
+    return AgentEndEvent([AgentMessage.from_dict(m) for m in data["messages"]], response=response)
+
+
 def event_from_dict(data: Mapping[str, Any]) -> AgentEvent:
     """The event that ``event_to_dict`` gave ``data`` for; ``ValueError`` when ``data`` is not one."""
     kind = data.get("type")
@@ -107,11 +118,7 @@ def event_from_dict(data: Mapping[str, Any]) -> AgentEvent:
         if kind == AgentStartEvent.event_type:
             return AgentStartEvent()
         if kind == AgentEndEvent.event_type:
-            response = data.get("response")
-            return AgentEndEvent(
-                [AgentMessage.from_dict(m) for m in data["messages"]],
-                response=None if response is None else _typed(AssistantMessage, response),
-            )
+            return _agent_end(data)
         if kind == TurnStartEvent.event_type:
             return TurnStartEvent(int(data["turn"]))
         if kind == TurnEndEvent.event_type:
