@@ -119,6 +119,33 @@ def build_parser() -> argparse.ArgumentParser:
         help="LLM calls per run before it stops (default: 50)",
     )
     group.add_argument(
+        "--max-llm-calls",
+        metavar="N",
+        type=_positive_int,
+        help="stop a run (stop reason usage_limit) before its N+1th LLM call",
+    )
+    group.add_argument(
+        "--max-total-tokens",
+        metavar="N",
+        type=_positive_int,
+        help="stop a run before an LLM call that would take it past N tokens, input and "
+        "output together, as the model reports them",
+    )
+    group.add_argument(
+        "--context-window",
+        metavar="TOKENS",
+        type=_positive_int,
+        help="the model's context window (the embedded model's is known): a request that "
+        "would not fit is not sent (see --context-strategy)",
+    )
+    group.add_argument(
+        "--context-strategy",
+        choices=["error", "trim"],
+        default="error",
+        help="for a request that would not fit the context window: error (end the run; the "
+        "default) or trim (leave out the oldest turns)",
+    )
+    group.add_argument(
         "--temperature",
         metavar="T",
         type=_temperature,

@@ -23,6 +23,7 @@ from yiemagent.core._content import TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.core._output import OUTPUT_TOOL_NAME
+from yiemagent.core._usage import UsageLimits
 from yiemagent.errors import ToolLoadError
 from yiemagent.tools import _examples as examples
 from yiemagent.tools._store import ToolStore, get_tools, is_tool_file_name, load_tools
@@ -263,6 +264,7 @@ def build_agent(
         # The output tool runs nothing: giving the answer never waits for a decision.
         needs_approval=approval_policy(args.approve, never=(OUTPUT_TOOL_NAME,)),
         **output_options(args, choice),
+        **budget_options(args),
     )
     for sink in sinks:
         agent.subscribe(sink)
@@ -281,6 +283,19 @@ def output_options(args: argparse.Namespace, choice: ModelChoice) -> dict[str, A
     if mode is None:
         mode = "grammar" if choice.spec.split(":", 1)[0] == "local" else "tool"
     return {"output_schema": schema, "output_mode": mode}
+
+
+def budget_options(args: argparse.Namespace) -> dict[str, Any]:
+    """The agent's usage limits and context window from ``--max-llm-calls``,
+    ``--max-total-tokens``, ``--context-window`` and ``--context-strategy``."""
+    options: dict[str, Any] = {"context_strategy": getattr(args, "context_strategy", "error")}
+    calls, tokens = getattr(args, "max_llm_calls", None), getattr(args, "max_total_tokens", None)
+    if calls is not None or tokens is not None:
+        options["usage_limits"] = UsageLimits(max_llm_calls=calls, max_total_tokens=tokens)
+    window = getattr(args, "context_window", None)
+    if window is not None:
+        options["context_window"] = window
+    return options
 
 
 def wait_for_response(agent: YiemAgent, on_abort: Callable[[], None]) -> AssistantMessage:
@@ -314,4 +329,6 @@ def failure(message: AssistantMessage, max_turns: int) -> str | None:
         return "stopped: tool calls are still waiting for approval"
     if message.stop_reason == "max_turns":
         return f"stopped: no answer within {max_turns} turns (--max-turns); the model kept calling tools"
+    if message.stop_reason in ("usage_limit", "context_overflow"):
+        return f"stopped: {message.error_message or message.stop_reason}"
     return None
