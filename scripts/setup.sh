@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Creates (or reuses) .venv and installs yiemagent with its dev and local extras into it; with
-# --tests, also what the whole test suite needs beyond them (scripts/setup_cluster.sh: the ray
-# extra and redis-server).
+# --tests, also what the whole test suite needs beyond them (the prices extra, and
+# scripts/setup_cluster.sh: the ray extra and redis-server).
 #
 # The local extra builds llama-cpp-python from source: it needs a C/C++ compiler and cmake, and
 # 6 to 15 minutes on 2 cores the first time (pip keeps the built wheel in its cache, so later
@@ -58,7 +58,8 @@ with_progress "$step" \
     exit 1
 }
 if [ "$for_tests" -eq 1 ]; then
-    echo "setup: installing what the tests need beyond that (the ray extra and redis-server)"
+    echo "setup: installing what the tests need beyond that (the prices and ray extras, redis-server)"
+    .venv/bin/python -m pip install --quiet -e '.[dev,prices]' --config-settings editable_mode=compat
     bash scripts/setup_cluster.sh
 fi
 echo "yiemagent installed in .venv; activate it with: source .venv/bin/activate"

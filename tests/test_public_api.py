@@ -96,7 +96,8 @@ ROOT = [
     "PendingApproval",
     # structured output: a validate_output hook refuses an output with it
     "OutputRejected",
-    # budgets: the usage of a run and of an agent, its limits, prices
+    # budgets: the usage of a run and of an agent, its limits, prices (and the prices extra's table)
+    "PriceCatalog",
     "Prices",
     "RunUsage",
     "UsageLimits",

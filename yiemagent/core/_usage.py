@@ -20,7 +20,7 @@ import attrs
 
 from yiemagent.core._messages import AssistantMessage, LlmUsage
 
-__all__ = ["Prices", "RunUsage", "UsageLimits", "price_table"]
+__all__ = ["PriceLookup", "Prices", "RunUsage", "UsageLimits", "price_table"]
 
 
 def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -72,11 +72,19 @@ class Prices:
         return usage.input * self.input + usage.output * self.output + usage.cache_read * cached
 
 
+class PriceLookup(dict[str, Prices]):
+    """A ``model name -> Prices`` table that finds a model's prices when it is looked up
+    (``PriceCatalog``, from the ``prices`` extra's table): ``price_table`` keeps it as it is."""
+
+
 def price_table(prices: Any) -> dict[str, Prices]:
     """``prices=`` as ``model name -> Prices``: each value a ``Prices`` or a mapping of its fields
-    (``{"input": 2.5e-6, "output": 1e-5}``). ``TypeError``/``ValueError`` naming the model."""
+    (``{"input": 2.5e-6, "output": 1e-5}``), or a ``PriceLookup``, kept as it is.
+    ``TypeError``/``ValueError`` naming the model."""
     if prices is None:
         return {}
+    if isinstance(prices, PriceLookup):
+        return prices
     if not isinstance(prices, Mapping):
         raise TypeError(f"prices must map model names to Prices, got {type(prices).__name__}")
     table: dict[str, Prices] = {}
