@@ -95,6 +95,7 @@ def test_the_suite_covers_every_rule_it_must() -> None:
         "skipped",
         "repeated_call",
         "denied",
+        "usage_limit",
     }
     profiles = {p for s in scenarios for p in s.profile}
     assert profiles == set(schema("scenario")["properties"]["profile"]["items"]["enum"])

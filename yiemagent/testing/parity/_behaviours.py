@@ -157,6 +157,7 @@ def _tool(spec: Mapping[str, Any], harness: Harness, register: Callable[[Sequenc
         parallel_tool_execute=bool(spec.get("parallel", False)),
         timeout_s=spec.get("timeout_s"),
         needs_approval=bool(spec.get("needs_approval", False)),
+        max_tool_result_chars=spec.get("max_result_chars"),
     )
 
 

@@ -26,6 +26,7 @@ from yiemagent.core._approval import Approve, Deny, Edit
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
 from yiemagent.core._events import AgentEvent
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._usage import UsageLimits
 from yiemagent.errors import AgentClosedError, ResponseTimeout, ToolLoadError
 from yiemagent.tools._store import ToolStore, clear_tools, load_tools
 
@@ -224,6 +225,7 @@ def _agent(
         follow_up_mode=scenario.setting("follow_up_mode"),
         skip_tools_on_steer=scenario.setting("skip_tools_on_steer"),
         **_output_settings(scenario.data.get("output")),
+        **_budget_settings(scenario.data.get("budgets")),
     )
     if session is not None:
         agent = YiemAgent.load(session, **settings)
@@ -251,6 +253,21 @@ def _output_settings(output: Mapping[str, Any] | None) -> dict[str, Any]:
         "output_mode": output.get("mode", "tool"),
         "output_retries": output.get("retries", 2),
     }
+
+
+def _budget_settings(budgets: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The agent's budget settings from a scenario's ``budgets`` (none without one): its usage
+    limits, context window and strategy, and the agent's cap on tool results."""
+    if budgets is None:
+        return {}
+    settings: dict[str, Any] = {"context_strategy": budgets.get("context_strategy", "error")}
+    if "usage_limits" in budgets:
+        settings["usage_limits"] = UsageLimits(**budgets["usage_limits"])
+    if "context_window" in budgets:
+        settings["context_window"] = budgets["context_window"]
+    if "max_tool_result_chars" in budgets:
+        settings["max_tool_result_chars"] = budgets["max_tool_result_chars"]
+    return settings
 
 
 def _perform(

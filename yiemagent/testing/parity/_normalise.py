@@ -3,8 +3,9 @@
 The normalised form keeps what every implementation of the design must agree on and replaces
 what legitimately differs: tool-call ids the scenario did not give become ``<id:N>`` (N counts
 from 1 in order of first appearance), timestamps are left out, an ``error_message`` becomes
-``"<message>"``, arguments that are not a JSON object become ``"<unusable>"``, and each event
-gets the run and turn it belongs to. docs/PARITY.md states the same rules for other languages.
+``"<message>"``, arguments that are not a JSON object become ``"<unusable>"``, a capped tool
+result's text becomes its kept start and ``<cut>``, and each event gets the run and turn it
+belongs to. docs/PARITY.md states the same rules for other languages.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ __all__ = [
     "Normaliser",
     "asked_output",
     "canonical_json",
+    "cut_text",
     "generated_id",
 ]
 
@@ -31,6 +33,10 @@ WRITTEN = "<written>"
 BUILTIN_TOOLS = ("listTools", "writeTool")
 OUTPUT_TOOL = "final_answer"  # the output profile's final-answer tool
 ACCEPTED = "<accepted>"
+# A tool result capped by max_tool_result_chars (the budgets profile) keeps its whole text in
+# details["full_result"]; the note of the cut is each implementation's own wording.
+FULL_RESULT = "full_result"
+CUT = "<cut>"
 
 
 def _builtin_lines(text: str) -> str:
@@ -59,6 +65,21 @@ def builtin_result(
     if tool_name == OUTPUT_TOOL and not is_error:
         return ACCEPTED, {}
     return text, details
+
+
+def cut_text(text: str, details: Mapping[str, Any] | None) -> str:
+    """A capped tool result's text as compared: when ``details`` keeps the whole text
+    (``full_result``) and ``text`` is not it, the start ``text`` shares with the whole text,
+    then ``<cut>`` (the note an implementation adds about the cut is its own wording)."""
+    whole = (details or {}).get(FULL_RESULT)
+    if not isinstance(whole, str) or text == whole:
+        return text
+    shared = 0
+    for mine, theirs in zip(text, whole, strict=False):
+        if mine != theirs:
+            break
+        shared += 1
+    return whole[:shared] + CUT
 
 
 def generated_id(number: int) -> str:
@@ -184,6 +205,7 @@ class Normaliser:
         kind = details.pop("error_kind", None)
         tool_name = str(raw.get("tool_name", ""))
         text, details = builtin_result(tool_name, bool(raw.get("is_error")), _text(content), details)
+        text = cut_text(text, details)
         return {
             "role": "toolResult",
             "tool_call_id": self.call_id(raw.get("tool_call_id")),
@@ -219,6 +241,7 @@ class Normaliser:
             typed = results.get(raw_id, {})
             kind = (typed.get("details") or {}).get("error_kind")
             text, _ = builtin_result(str(typed.get("tool_name", "")), bool(typed.get("is_error")), text, {})
+            text = cut_text(text, typed.get("details"))
             return {
                 "role": "toolResult",
                 "tool_call_id": self.call_id(raw_id),
@@ -299,6 +322,7 @@ class Normaliser:
         if result is not None:
             kind_of = (result.get("details") or {}).get("error_kind")
             text, _ = builtin_result(out["tool_name"], bool(is_error), _text(result.get("content") or []), {})
+            text = cut_text(text, result.get("details"))
             out.update(
                 is_error=bool(is_error),
                 error_kind=kind_of if isinstance(kind_of, str) else None,
@@ -351,6 +375,7 @@ class Normaliser:
                 text, details = builtin_result(
                     out["tool_name"], bool(raw["is_error"]), str(raw.get("text", "")), details
                 )
+                text = cut_text(text, details)
                 out.update(
                     is_error=bool(raw["is_error"]),
                     error_kind=raw.get("error_kind"),
