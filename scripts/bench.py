@@ -68,6 +68,7 @@ SCENARIOS = (
     "turn_overhead",
     "parallel_batch",
     "history_growth",
+    "context_window",
     "many_agents",
     "tool_loading",
     "ray_pool",
@@ -98,6 +99,8 @@ class Sizes:
     history: int = 2000
     history_turns: int = 20
     history_pairs: int = 21
+    window_tokens: int = 10_000_000
+    trim_window_tokens: int = 2_000
     agents: int = 100
     prompts: int = 10
     latency_s: float = 0.02
@@ -119,6 +122,8 @@ QUICK = Sizes(
     history=40,
     history_turns=2,
     history_pairs=2,
+    window_tokens=10_000_000,
+    trim_window_tokens=2_000,
     agents=3,
     prompts=2,
     latency_s=0.002,
@@ -253,12 +258,14 @@ def scripted_agent(
     tools: Sequence[AgentTool],
     latency_s: float = 0.0,
     keywords: bool = False,
+    sent: list[int] | None = None,
     **options: Any,
 ) -> YiemAgent:
     """A real ``YiemAgent`` whose ``llm_call`` returns the next prepared reply (after sleeping
     ``latency_s``, the simulated model), with a sink that appends every event to a list. With
     ``keywords`` the ``llm_call`` declares ``**kwargs``, so the loop passes it every keyword
-    (``on_update``, ``signal``, ``session_id``), as a provider client gets them."""
+    (``on_update``, ``signal``, ``session_id``), as a provider client gets them. With ``sent``
+    the ``llm_call`` appends to it the number of messages each request holds."""
     replies_left = iter(replies)
     events: list[Any] = []
 
@@ -267,12 +274,21 @@ def scripted_agent(
             time.sleep(latency_s)
         return next(replies_left)
 
+    counts: list[int] = sent if sent is not None else []
+
+    def llm_call_counting(request: Any) -> AssistantMessage:
+        counts.append(len(request.messages))
+        return next(replies_left)
+
     def llm_call_with_keywords(request: dict[str, Any], **kwargs: Any) -> AssistantMessage:
         return next(replies_left)
 
     tracer = options.pop("tracer", None)
+    if sent is not None and (keywords or latency_s > 0):
+        raise ValueError("scripted_agent: sent= counts with a plain llm_call only")
+    call = llm_call_counting if sent is not None else llm_call_with_keywords if keywords else llm_call
     agent = YiemAgent(
-        llm_call=llm_call_with_keywords if keywords else llm_call,
+        llm_call=call,
         tools=list(tools),
         agent_event_sink=events.append,
         **options,
@@ -431,18 +447,26 @@ def parallel_batch(sizes: Sizes) -> Scenario:
     )
 
 
-def history_run(history: list[AgentMessage], tool: AgentTool, turns: int) -> tuple[float, float]:
+def history_run(
+    history: list[AgentMessage],
+    tool: AgentTool,
+    turns: int,
+    what: str = "history_growth",
+    sent: list[int] | None = None,
+    **options: Any,
+) -> tuple[float, float]:
     """A fresh agent holding ``history``: seconds from constructing it to the response of its
     first (one-call) prompt, which covers converting the history wherever the library does it,
-    then µs per turn of a run of ``turns`` tool-call turns and a final answer."""
+    then µs per turn of a run of ``turns`` tool-call turns and a final answer. ``sent`` and
+    ``options`` (``context_window``, ``context_strategy``) go to ``scripted_agent``."""
     replies = [AssistantMessage([TextContent("warm")]), *tool_turns(turns, 1, tool.name, "g")]
     gc.collect()
     start = time.perf_counter()
-    agent = scripted_agent(replies, [tool], messages=history, max_turns=turns + 5)
+    agent = scripted_agent(replies, [tool], messages=history, max_turns=turns + 5, sent=sent, **options)
     try:
-        check_answer(agent.prompt("warm up", RESPONSE_TIMEOUT_S), "history_growth (first prompt)")
+        check_answer(agent.prompt("warm up", RESPONSE_TIMEOUT_S), f"{what} (first prompt)")
         first = time.perf_counter() - start
-        run = timed_prompt(agent, "go", "history_growth")
+        run = timed_prompt(agent, "go", what)
         return first, run / (turns + 1) * 1e6
     finally:
         agent.shutdown()
@@ -472,6 +496,64 @@ def history_growth(sizes: Sizes) -> Scenario:
     return Scenario(
         "history_growth", figures=figures, params={"history": sizes.history, "turns": sizes.history_turns}
     )
+
+
+def untrimmed_counts(history: int, turns: int) -> list[int]:
+    """The messages each request of ``history_run`` holds when nothing is dropped: the history
+    and the first prompt, then the history, that prompt and its answer, the second prompt, and
+    two more (a tool call and its result) per turn."""
+    return [history + 1, *(history + 3 + 2 * turn for turn in range(turns + 1))]
+
+
+def context_window(sizes: Sizes) -> Scenario:
+    """What measuring every request costs (issue "budgets"): µs per turn after ``history``
+    messages without a context window, with one so large that nothing is trimmed (every
+    request is measured before it is sent), and their difference per round (the target: at
+    most 5 µs more per turn); then with ``context_strategy="trim"`` and a window so small that
+    every request is trimmed (the trim path's cost; no target). Measured in interleaved rounds,
+    as ``history_growth`` does; every request's message count is checked (all of them sent
+    without trimming, fewer with it)."""
+    tool = make_tool("noop")
+    history = make_history(sizes.history, tool.name)
+    turns = sizes.history_turns
+    full = untrimmed_counts(len(history), turns)
+    variants: dict[str, dict[str, Any]] = {
+        "none": {},
+        "window": {"context_window": sizes.window_tokens},
+        "trim": {"context_window": sizes.trim_window_tokens, "context_strategy": "trim"},
+    }
+    us: dict[str, list[float]] = {name: [] for name in variants}
+    overheads: list[float] = []
+    for rnd in range(sizes.warmup + sizes.history_pairs):
+        measured: dict[str, float] = {}
+        for name, options in variants.items():
+            sent: list[int] = []
+            what = f"context_window[{name}]"
+            measured[name] = history_run(history, tool, turns, what, sent, **options)[1]
+            if name == "trim":
+                if len(sent) != len(full) or any(n >= f for n, f in zip(sent, full, strict=True)):
+                    raise BenchError(f"{what}: not every request was trimmed: sent {sent}, of {full}")
+            elif sent != full:
+                raise BenchError(f"{what}: the requests held {sent} messages, not {full}")
+        if rnd >= sizes.warmup:
+            for name, value in measured.items():
+                us[name].append(value)
+            overheads.append(measured["window"] - measured["none"])
+    figures = [
+        Figure(
+            "us_per_turn_no_window", f"µs per turn, {sizes.history} messages, no window", "µs", us["none"]
+        ),
+        Figure("us_per_turn_window", "µs per turn, window (measured, not trimmed)", "µs", us["window"]),
+        Figure("us_per_turn_window_overhead", "µs per turn, window - no window", "µs", overheads, 5.0),
+        Figure("us_per_turn_trim", "µs per turn, every request trimmed", "µs", us["trim"]),
+    ]
+    params = {
+        "history": sizes.history,
+        "turns": turns,
+        "window_tokens": sizes.window_tokens,
+        "trim_window_tokens": sizes.trim_window_tokens,
+    }
+    return Scenario("context_window", figures=figures, params=params)
 
 
 def rss_kib() -> int:
@@ -1172,6 +1254,7 @@ RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
     "turn_overhead": turn_overhead,
     "parallel_batch": parallel_batch,
     "history_growth": history_growth,
+    "context_window": context_window,
     "many_agents": many_agents,
     "tool_loading": tool_loading,
     "ray_pool": ray_pool,

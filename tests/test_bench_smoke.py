@@ -23,6 +23,7 @@ TARGETED = {
     "turn_overhead": {"us_per_turn"},
     "parallel_batch": {"wall_s_2", "wall_s_3"},
     "history_growth": {"ratio"},
+    "context_window": {"us_per_turn_window_overhead"},
     "many_agents": {"wall_ratio", "rss_mib_per_agent"},
     "tool_loading": {"ms_per_file"},
 }
@@ -121,6 +122,25 @@ def test_table_names_every_scenario_and_the_missed_targets(bench: ModuleType, re
     for name in bench.SCENARIOS:
         assert name in table
     assert "Missed targets:" in table
+
+
+def test_context_window_figures(report: dict[str, Any]) -> None:
+    scenario = report["scenarios"]["context_window"]
+    assert scenario["status"] == "ok", scenario["note"]
+    figures = scenario["figures"]
+    assert list(figures) == [
+        "us_per_turn_no_window",
+        "us_per_turn_window",
+        "us_per_turn_window_overhead",
+        "us_per_turn_trim",
+    ]
+    for fig_name, fig in figures.items():
+        check_figure(f"context_window.{fig_name}", fig)
+    assert figures["us_per_turn_window_overhead"]["target"] == 5.0
+    for fig_name in ("us_per_turn_no_window", "us_per_turn_window", "us_per_turn_trim"):
+        assert figures[fig_name]["target"] is None, fig_name
+    params = scenario["params"]
+    assert params["trim_window_tokens"] < params["window_tokens"]
 
 
 def test_command_line_json_is_one_object() -> None:
