@@ -167,6 +167,36 @@ def test_trimming_keeps_the_first_user_message_and_drops_the_oldest_turns() -> N
     assert len(state.messages) == 1 + 7 * 2 + 1  # ...never from the history
 
 
+def test_trimmed_requests_keep_their_start_until_they_no_longer_fit() -> None:
+    """After a trim the next requests start where it began, each the one before plus the new
+    turn (what a provider's prompt cache and llama.cpp's prompt reuse need), until they would
+    not fit: then one trim, down to half the budget, makes room for several turns again."""
+    seen: list[list[AgentMessage]] = []
+
+    def llm(request: Any) -> AssistantMessage:
+        seen.append(list(request.messages))
+        if len(seen) <= 40:
+            return AssistantMessage(
+                [AgentToolCall(f"c{len(seen)}", "fetch", {"n": len(seen)})], stop_reason="toolUse"
+            )
+        return AssistantMessage([TextContent("done")])
+
+    state = AgentState(tools=[tool(size=1500)])  # a turn is about 520 tokens
+    config = RunConfig(llm_call=llm, context_window=6000, context_strategy="trim", max_repeated_calls=None)
+    assert run_loop([UserMessage("first question")], state, config).stop_reason == "stop"
+    history = state.messages
+    trimmed = [i for i, sent in enumerate(seen) if sent != history[: len(sent)]]  # not the whole history
+    assert len(trimmed) >= 30
+    grown = sum(seen[i][: len(seen[i - 1])] == seen[i - 1] for i in trimmed[1:] if i - 1 in trimmed)
+    starts = {id(sent[1]) for sent in (seen[i] for i in trimmed)}
+    assert grown >= 2 * len(starts)  # most trimmed requests extend the one before
+    assert 3 <= len(starts) <= len(trimmed) // 3
+    budget = budget_of(6000)
+    for sent in seen:
+        size = fixed_tokens("", {"fetch": tool(size=1500)}) + sum(message_tokens(m) for m in sent)
+        assert size <= budget and provider_problem(sent) is None
+
+
 def test_a_callable_strategy_is_given_the_messages_and_the_budget_and_is_checked() -> None:
     given_budgets: list[int] = []
 

@@ -35,13 +35,16 @@ from yiemagent.core._messages import (
 __all__ = [
     "CHARS_PER_TOKEN",
     "MARGIN",
+    "TRIM_GOAL",
     "ContextMeter",
     "TokenCounter",
     "budget_of",
     "check_strategy",
     "estimate_tokens",
     "fixed_tokens",
+    "head_end",
     "history_problem",
+    "kept_from",
     "message_tokens",
     "trim",
 ]
@@ -50,6 +53,9 @@ CHARS_PER_TOKEN = 3
 MESSAGE_OVERHEAD = 6  # role markers and separators a chat template adds per message
 MARGIN = 0.1  # of the window, kept free for the reply
 IMAGE_TOKENS = 500  # what providers charge a small image, about
+# A trim leaves the request at this share of its budget, so the turns after it are added to the
+# same start: a provider's prompt cache (and llama.cpp's reuse of its last prompt) keeps working.
+TRIM_GOAL = 0.5
 
 TokenCounter = Callable[[str], int]  # the tokens of a text, by the model's own tokenizer
 
@@ -108,9 +114,10 @@ class ContextMeter:
     """The tokens of one history list's messages (by ``count``, else estimated), each counted
     once and summed as the list grows at its end, across runs. A list that changed otherwise
     (cleared, or its last counted message no longer where it was) is counted afresh; another
-    list starts over. Safe to share between threads."""
+    list starts over. Safe to share between threads. ``cut`` is where the last trim of the
+    history began (the message and its index), for the next trim to keep."""
 
-    __slots__ = ("_fixed", "_lock", "_sizes", "_source", "_sums", "_tail", "count")
+    __slots__ = ("_fixed", "_lock", "_sizes", "_source", "_sums", "_tail", "count", "cut")
 
     def __init__(self, count: TokenCounter | None = None) -> None:
         self.count = count
@@ -120,6 +127,7 @@ class ContextMeter:
         self._sums: list[int] = [0]
         self._fixed: tuple[str, tuple[Any, ...], int] | None = None
         self._tail: AgentMessage | None = None  # the last message counted, where it was
+        self.cut: tuple[AgentMessage, int] | None = None  # where the last trim's kept turns began
 
     def measure(self, message: AgentMessage) -> int:
         """The tokens of one message, counted afresh."""
@@ -206,29 +214,43 @@ def _turns(messages: Sequence[AgentMessage], start: int) -> list[tuple[int, int]
 
 
 def trim(
-    messages: Sequence[AgentMessage], budget: int, fixed: int, sizes: Sequence[int] | None = None
-) -> list[AgentMessage] | None:
-    """``messages`` without their oldest turns, so that they and ``fixed`` fit ``budget``
-    tokens (``sizes``: each message's tokens, estimated when not given); ``None`` when even
-    the kept part (up to the first user message, and the last turn) does not. Every tool call
-    keeps its results and every result its call."""
+    messages: Sequence[AgentMessage],
+    budget: int,
+    fixed: int,
+    sizes: Sequence[int] | None = None,
+    goal: int | None = None,
+) -> tuple[list[AgentMessage], int] | None:
+    """``messages`` without their oldest turns, so that they and ``fixed`` fit ``goal`` tokens
+    where they can, else ``budget`` (``sizes``: each message's tokens, estimated when not
+    given), and the index of the first message kept after the head; ``None`` when even the kept
+    part (up to the first user message, and the last turn) does not fit ``budget``. Every tool
+    call keeps its results and every result its call."""
     messages = list(messages)  # indexed often below: a snapshot's items cost more each
     if sizes is None:
         sizes = [message_tokens(m) for m in messages]
-    head = next((i + 1 for i, m in enumerate(messages) if isinstance(m, UserMessage)), 0)
+    head = head_end(messages)
     turns = _turns(messages, head)
     costs = [sum(sizes[b:e]) for b, e in turns]
     total = fixed + sum(sizes[:head]) + sum(costs)
     first = 0
-    while total > budget and first < len(turns) - 1:
+    target = budget if goal is None else min(goal, budget)
+    while total > target and first < len(turns) - 1:
         total -= costs[first]
         first += 1
     if total > budget:
         return None
-    kept = list(messages[:head])
-    for begin, end in turns[first:]:
-        kept.extend(messages[begin:end])
-    return _without_orphans(kept)
+    start = turns[first][0] if turns else len(messages)
+    return kept_from(messages, head, start), start
+
+
+def head_end(messages: Sequence[AgentMessage]) -> int:
+    """The index after the first user message (what trimming always keeps), 0 without one."""
+    return next((i + 1 for i, m in enumerate(messages) if isinstance(m, UserMessage)), 0)
+
+
+def kept_from(messages: Sequence[AgentMessage], head: int, start: int) -> list[AgentMessage]:
+    """The head of ``messages`` and everything from ``start`` on, as a valid history."""
+    return _without_orphans([*messages[:head], *messages[start:]])
 
 
 def _without_orphans(messages: list[AgentMessage]) -> list[AgentMessage]:

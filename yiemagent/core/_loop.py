@@ -25,11 +25,14 @@ from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent, co
 from yiemagent.core._context import prepare_context as default_prepare_context
 from yiemagent.core._context_overflow import looks_like_context_overflow, with_overflow_hint
 from yiemagent.core._context_window import (
+    TRIM_GOAL,
     ContextMeter,
     TokenCounter,
     budget_of,
     check_strategy,
+    head_end,
     history_problem,
+    kept_from,
     trim,
 )
 from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
@@ -436,13 +439,15 @@ class _Run:
                 "request); nothing was sent. Start a new conversation (agent.reset()), or set "
                 "context_strategy='trim' to drop the oldest turns."
             )
+        kept: list[AgentMessage] | None
         if strategy == "trim":
-            kept = trim(messages, budget, fixed, meter.sizes(messages))
+            kept, kept_size = _trimmed(meter, messages, budget, fixed)
         else:
             try:
                 kept = list(strategy(list(messages), budget - fixed))
             except Exception as exc:
                 raise ContextOverflow(f"context_strategy failed: {describe_error(exc)}") from exc
+            kept_size = fixed + sum(meter.measure(m) for m in kept)
         if kept is None:
             raise ContextOverflow(
                 f"The request does not fit {where} ({budget} tokens for the request) even with "
@@ -450,7 +455,6 @@ class _Run:
                 "conversation (agent.reset()), or use a model with a larger context."
             )
         problem = history_problem(kept)
-        kept_size = fixed + sum(meter.measure(m) for m in kept)
         if problem is None and kept_size > budget:
             problem = f"it is still about {kept_size} tokens, over the {budget} allowed"
         if problem is not None:
@@ -748,6 +752,29 @@ def _text_output(run: _Run, reply: AssistantMessage) -> AssistantMessage | None:
     if ended is None:
         run.add(UserMessage([TextContent(output.retry_text(value))], run.config.clock()))
     return ended
+
+
+def _trimmed(
+    meter: ContextMeter, messages: Sequence[AgentMessage], budget: int, fixed: int
+) -> tuple[list[AgentMessage] | None, int]:
+    """``messages`` trimmed to fit ``budget``, and their tokens: from where the last trim of
+    this history began while that still fits (the same start, so a provider's prompt cache keeps
+    working), else trimmed afresh down to ``TRIM_GOAL`` of the budget; ``None`` when nothing
+    fits. The size counts a result left out for want of its call too: an upper bound."""
+    cut, head = meter.cut, head_end(messages)
+    head_size = meter.tokens(messages) - meter.tokens(messages, head)
+    if cut is not None:
+        message, start = cut
+        if head <= start < len(messages) and messages[start] is message:
+            size = fixed + head_size + meter.tokens(messages, start)
+            if size <= budget:
+                return kept_from(messages, head, start), size
+    made = trim(messages, budget, fixed, meter.sizes(messages), int(budget * TRIM_GOAL))
+    if made is None:
+        return None, 0
+    kept, start = made
+    meter.cut = (messages[start], start) if start < len(messages) else None
+    return kept, fixed + head_size + meter.tokens(messages, start)
 
 
 def _listed_window(source: Callable[[], int | None]) -> int | None:
