@@ -8,6 +8,7 @@ end. Nothing is mocked; the ``local`` extra (installed by ``scripts/setup.sh``) 
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -29,8 +30,9 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def serve() -> Iterator[str]:
-    """Start the server; yield ``http://127.0.0.1:<port>/v1``; stop it (the fixture's body)."""
+def serve(n_ctx: int = 4096) -> Iterator[str]:
+    """Start the server with a context of ``n_ctx`` tokens; yield ``http://127.0.0.1:<port>/v1``;
+    stop it (the fixture's body)."""
     port = free_port()
     command = [
         sys.executable,
@@ -41,7 +43,10 @@ def serve() -> Iterator[str]:
         "--chat_format",
         "chatml-function-calling",
         "--n_ctx",
-        "4096",
+        str(n_ctx),
+        # Every core: the server's default is half of them, which halves its speed on 2 cores.
+        "--n_threads",
+        str(os.cpu_count() or 1),
         "--host",
         "127.0.0.1",
         "--port",
