@@ -99,6 +99,9 @@ class Sizes:
     history: int = 2000
     history_turns: int = 20
     history_pairs: int = 21
+    # Longer runs than history_growth's: the difference of two per-turn figures is small, and a
+    # run's one-off costs (its first request) would weigh on 20 turns as if they were per turn.
+    window_turns: int = 100
     window_tokens: int = 10_000_000
     trim_window_tokens: int = 2_000
     agents: int = 100
@@ -122,6 +125,7 @@ QUICK = Sizes(
     history=40,
     history_turns=2,
     history_pairs=2,
+    window_turns=2,
     window_tokens=10_000_000,
     trim_window_tokens=2_000,
     agents=3,
@@ -515,7 +519,7 @@ def context_window(sizes: Sizes) -> Scenario:
     without trimming, fewer with it)."""
     tool = make_tool("noop")
     history = make_history(sizes.history, tool.name)
-    turns = sizes.history_turns
+    turns = sizes.window_turns
     full = untrimmed_counts(len(history), turns)
     variants: dict[str, dict[str, Any]] = {
         "none": {},

@@ -352,3 +352,15 @@ def test_an_agent_counts_its_history_once_across_runs() -> None:
     questions = [t for t in counted if t.startswith("question")]
     assert questions == [f"question {n}" for n in range(5)]  # each message counted once
     assert sum(t == "ok" for t in counted) == 4  # the answers of the runs before the last
+
+
+def test_a_message_counts_its_text_thinking_calls_and_images() -> None:
+    from yiemagent.core._content import ThinkingContent
+
+    text = AssistantMessage([TextContent("a" * 30), ThinkingContent("b" * 29)])
+    assert message_tokens(text) == 6 + 20  # 30 + newline + 29 characters, 3 a token
+    call = AssistantMessage([AgentToolCall("c1", "fetch", {"n": 1})], stop_reason="toolUse")
+    assert message_tokens(call) == 6 + -(-len("fetch\n{'n': 1}") // 3)
+    image = UserMessage([TextContent("look"), ImageContent(PIXEL, "image/png")])
+    assert message_tokens(image) == 6 + 500 + 2
+    assert message_tokens(text, len) == 6 + 60  # a model's own count of the joined text

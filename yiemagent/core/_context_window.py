@@ -18,7 +18,6 @@ turn, a tool call without its result or a result without its call.
 from __future__ import annotations
 
 import json
-import operator
 import threading
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -79,26 +78,44 @@ def estimate_tokens(text: str) -> int:
 
 def message_tokens(message: AgentMessage, count: TokenCounter | None = None) -> int:
     """The tokens of one message: its text, thinking and tool calls' names and arguments by
-    ``count`` (else estimated), images as 500, and ``MESSAGE_OVERHEAD``."""
+    ``count`` (else estimated: their characters, newline-joined, at ``CHARS_PER_TOKEN``), images
+    as 500, and ``MESSAGE_OVERHEAD``."""
     parts: list[str] = []
     tokens = MESSAGE_OVERHEAD
     for block in getattr(message, "content", ()):
-        if isinstance(block, TextContent):
+        kind = type(block)  # the exact types first: this runs for every message once
+        if kind is TextContent:
             parts.append(block.text)
-        elif isinstance(block, AgentToolCall):
+        elif kind is AgentToolCall:
             parts.append(block.name)
-            parts.append(str(block.arguments))
-        elif isinstance(block, ThinkingContent):
-            parts.append(block.thinking)
-        elif isinstance(block, ImageContent):
-            tokens += IMAGE_TOKENS
-        elif isinstance(block, Mapping):  # a block given as a dict
-            text = block.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-            elif block.get("type") == "image":
-                tokens += IMAGE_TOKENS
-    return tokens + (count or estimate_tokens)("\n".join(parts))
+            parts.append(repr(block.arguments))
+        else:
+            tokens += _other_block(block, parts)
+    if count is not None:
+        return tokens + count("\n".join(parts))
+    chars = sum(map(len, parts)) + len(parts) - 1 if parts else 0
+    return tokens + -(-chars // CHARS_PER_TOKEN)
+
+
+def _other_block(block: Any, parts: list[str]) -> int:
+    """Add the text of a block that is not exactly a text or tool call block to ``parts``; its
+    tokens beyond that text (an image's)."""
+    if isinstance(block, TextContent):
+        parts.append(block.text)
+    elif isinstance(block, AgentToolCall):
+        parts.append(block.name)
+        parts.append(repr(block.arguments))
+    elif isinstance(block, ThinkingContent):
+        parts.append(block.thinking)
+    elif isinstance(block, ImageContent):
+        return IMAGE_TOKENS
+    elif isinstance(block, Mapping):  # a block given as a dict
+        text = block.get("text")
+        if isinstance(text, str):
+            parts.append(text)
+        elif block.get("type") == "image":
+            return IMAGE_TOKENS
+    return 0
 
 
 def fixed_tokens(system_prompt: str, tools: Any, count: TokenCounter | None = None) -> int:
@@ -125,7 +142,7 @@ class ContextMeter:
         self._source: list[AgentMessage] | None = None
         self._sizes: list[int] = []
         self._sums: list[int] = [0]
-        self._fixed: tuple[str, tuple[Any, ...], int] | None = None
+        self._fixed: tuple[str, dict[str, Any], int] | None = None
         self._tail: AgentMessage | None = None  # the last message counted, where it was
         self.cut: tuple[AgentMessage, int] | None = None  # where the last trim's kept turns began
 
@@ -135,42 +152,42 @@ class ContextMeter:
 
     def fixed(self, system_prompt: str, tools: Any) -> int:
         """The tokens of what every request sends besides the messages; counted again only
-        when the system prompt or a tool changed."""
-        known, offered = self._fixed, tuple(tools.values())
-        if (
-            known is not None
-            and known[0] == system_prompt
-            and len(known[1]) == len(offered)
-            and all(map(operator.is_, known[1], offered))
-        ):
+        when the system prompt or a tool changed (tools compare by identity)."""
+        known = self._fixed
+        if known is not None and known[1] == tools and known[0] == system_prompt:
             return known[2]
         tokens = fixed_tokens(system_prompt, tools, self.count)
-        self._fixed = (system_prompt, offered, tokens)
+        self._fixed = (system_prompt, dict(tools), tokens)
         return tokens
 
     def _measured(self, messages: Sequence[AgentMessage]) -> tuple[list[int], list[int]] | None:
         """The per-message sizes and running sums of the list ``messages`` is (a snapshot of
         the start of), counted up to its length; ``None`` when it is no such list."""
-        source: Any = messages
-        length = len(messages)
-        if isinstance(messages, HistorySnapshot) and not messages._owned:
-            source = messages._messages
-        if not isinstance(source, list) or length > len(source):
+        if isinstance(messages, HistorySnapshot):
+            if messages._owned:
+                return None
+            source, length = messages._messages, messages._length
+        elif isinstance(messages, list):
+            source, length = messages, len(messages)
+        else:
             return None
         with self._lock:
             sizes = self._sizes
+            done = len(sizes)
             if source is not self._source or (
-                sizes and (len(sizes) > len(source) or source[len(sizes) - 1] is not self._tail)
+                done and (done > len(source) or source[done - 1] is not self._tail)
             ):
                 self._source, self._sizes, self._sums = source, [], [0]
-                sizes = self._sizes
+                sizes, done = self._sizes, 0
             sums = self._sums
-            for message in source[len(sizes) : length]:
-                size = message_tokens(message, self.count)
-                sizes.append(size)
-                sums.append(sums[-1] + size)
-            if sizes:
-                self._tail = source[len(sizes) - 1]
+            if done < length:
+                count, total = self.count, sums[-1]
+                for message in source[done:length]:
+                    size = message_tokens(message, count)
+                    sizes.append(size)
+                    total += size
+                    sums.append(total)
+                self._tail = source[length - 1]
             return sizes, sums
 
     def span(self, messages: Sequence[AgentMessage], start: int) -> tuple[int, int]:
