@@ -22,13 +22,14 @@ from yiemagent import (
     RunConfig,
     TextContent,
     ToolResultMessage,
+    UsageLimits,
     UserMessage,
     YiemAgent,
     run_loop,
 )
 from yiemagent.core._content import content_text
 from yiemagent.core._context_window import ContextMeter, budget_of, fixed_tokens, message_tokens
-from yiemagent.core._messages import HistorySnapshot
+from yiemagent.core._messages import HistorySnapshot, LlmUsage
 from yiemagent.errors import LlmError
 
 SCHEMA = {"type": "object", "properties": {"n": {"type": "integer"}}}
@@ -317,7 +318,8 @@ def test_the_agent_measures_with_the_models_own_count_of_tokens() -> None:
     with YiemAgent(llm_call=strict) as agent:
         response = agent.prompt("a" * 1200, timeout=10)
     assert response.stop_reason == "context_overflow" and strict.calls == 0
-    assert "about 12" in str(response.error_message)  # 1,200 and the overheads: the count's, not 400
+    counted = fixed_tokens(agent.system_prompt, {}, len) + message_tokens(UserMessage("a" * 1200), len)
+    assert f"about {counted} tokens" in str(response.error_message)  # the count's, not the estimate's
     lenient = Counting(lambda text: 0)  # 6,000 characters the estimate puts at 2,000 tokens fit
     with YiemAgent(llm_call=lenient) as agent:
         assert content_text(agent.prompt("a" * 6000, timeout=10).content) == "hi"
@@ -348,7 +350,9 @@ def test_an_agent_counts_its_history_once_across_runs() -> None:
 
     with YiemAgent(llm_call=Counting(), context_window=100_000, system_prompt="s") as agent:
         for n in range(5):
-            agent.prompt(f"question {n}", timeout=10)
+            # Options of its own give a prompt a config of its own: the counts go with it.
+            limits = UsageLimits(max_llm_calls=5) if n % 2 else None
+            agent.prompt(f"question {n}", timeout=10, usage_limits=limits)
     questions = [t for t in counted if t.startswith("question")]
     assert questions == [f"question {n}" for n in range(5)]  # each message counted once
     assert sum(t == "ok" for t in counted) == 4  # the answers of the runs before the last
@@ -364,3 +368,43 @@ def test_a_message_counts_its_text_thinking_calls_and_images() -> None:
     image = UserMessage([TextContent("look"), ImageContent(PIXEL, "image/png")])
     assert message_tokens(image) == 6 + 500 + 2
     assert message_tokens(text, len) == 6 + 60  # a model's own count of the joined text
+
+
+def test_where_the_provider_counts_more_the_measure_is_scaled_by_as_much_trims_included() -> None:
+    """A provider that counts six times our estimate (code, or another script): every request
+    after its first count fits the window by the provider's count, trimmed ones too."""
+    fetch = tool(size=1500)
+    provider_counts: list[int] = []
+
+    def estimate(request: Any) -> int:
+        return fixed_tokens(request.system_prompt, request.tools) + sum(
+            message_tokens(m) for m in request.messages
+        )
+
+    def llm(request: Any) -> AssistantMessage:
+        counted = 6 * estimate(request)
+        provider_counts.append(counted)
+        n = len(provider_counts)
+        usage = LlmUsage(input=counted, output=10)
+        if n > 30:
+            return AssistantMessage([TextContent("done")], usage=usage)
+        return AssistantMessage(
+            [AgentToolCall(f"c{n}", "fetch", {"n": n})], stop_reason="toolUse", usage=usage
+        )
+
+    state = AgentState(tools=[fetch])
+    config = RunConfig(llm_call=llm, context_window=12_000, context_strategy="trim", max_repeated_calls=None)
+    assert run_loop([UserMessage("go")], state, config).stop_reason == "stop"
+    assert len(provider_counts) == 31 and len(state.messages) == 1 + 30 * 2 + 1
+    assert max(provider_counts[1:]) <= 12_000  # the first request could not know the rate
+
+
+def test_a_new_llm_call_brings_its_own_count_and_window() -> None:
+    first, second = Counting(len), Counting(lambda text: 0)
+    second.context_window = 50
+    with YiemAgent(llm_call=first) as agent:
+        agent.llm_call = second  # its count says 0 tokens; its window is 50
+        assert content_text(agent.prompt("a" * 3000, timeout=10).content) == "hi"
+        agent.llm_call = Counting(len)  # one token a character: 3,000 do not fit 1,000
+        assert agent.prompt("b", timeout=10).stop_reason == "context_overflow"
+    assert first.calls == 0 and second.calls == 1

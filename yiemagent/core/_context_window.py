@@ -2,17 +2,18 @@
 when it would not fit, apply the run's ``context_strategy``.
 
 The measure is made incrementally: each message costs its text's tokens plus ``MESSAGE_OVERHEAD``,
-counted once per message of the history and kept while the history only grows; the system prompt
-and the tools are counted once per call. The text's tokens are the model's own count where the
-``llm_call`` offers one (``count_tokens``: the embedded model's tokenizer), else an estimate at
-``CHARS_PER_TOKEN`` characters a token (a conservative rate: real tokenizers give English about 4).
-When the provider reported the tokens of the last call, its count plus the estimate of what was
-added since is used where it is higher. A request fits when that measure is at most the window
-less ``MARGIN`` of it, which leaves room for the reply.
+counted once per message of the history and kept while the history only grows (across runs);
+the system prompt and the tools are counted again only when they change. The text's tokens are
+the model's own count where the ``llm_call`` offers one (``count_tokens``: the embedded model's
+tokenizer), else an estimate at ``CHARS_PER_TOKEN`` characters a token (a conservative rate:
+real tokenizers give English about 4). Where the provider counted more for the last request than
+the estimate did, the estimate is scaled up by as much (``ContextMeter.scale``). A request fits
+when that measure is at most the window less ``MARGIN`` of it, which leaves room for the reply.
 
 ``trim`` drops the oldest turns (a user message; an assistant message with the tool results that
 follow it) and never the system prompt, the messages up to the first user message, the last
-turn, a tool call without its result or a result without its call.
+turn, a tool call without its result or a result without its call. It goes down to
+``TRIM_GOAL`` of the budget, and later requests keep its start while they fit.
 """
 
 from __future__ import annotations
@@ -131,10 +132,12 @@ class ContextMeter:
     """The tokens of one history list's messages (by ``count``, else estimated), each counted
     once and summed as the list grows at its end, across runs. A list that changed otherwise
     (cleared, or its last counted message no longer where it was) is counted afresh; another
-    list starts over. Safe to share between threads. ``cut`` is where the last trim of the
-    history began (the message and its index), for the next trim to keep."""
+    list starts over; the list is taken to change in no other way (the agent's history only
+    grows, or is replaced). Safe to share between threads. ``cut`` is where the last trim of the
+    history began (the message and its index), for the next trim to keep; ``scale`` how much
+    more than this measure the provider counted, the last time it did (1.0 at the least)."""
 
-    __slots__ = ("_fixed", "_lock", "_sizes", "_source", "_sums", "_tail", "count", "cut")
+    __slots__ = ("_fixed", "_lock", "_sizes", "_source", "_sums", "_tail", "count", "cut", "scale")
 
     def __init__(self, count: TokenCounter | None = None) -> None:
         self.count = count
@@ -145,6 +148,7 @@ class ContextMeter:
         self._fixed: tuple[str, dict[str, Any], int] | None = None
         self._tail: AgentMessage | None = None  # the last message counted, where it was
         self.cut: tuple[AgentMessage, int] | None = None  # where the last trim's kept turns began
+        self.scale = 1.0  # how much more than this measure the provider last counted
 
     def measure(self, message: AgentMessage) -> int:
         """The tokens of one message, counted afresh."""
@@ -179,6 +183,7 @@ class ContextMeter:
             ):
                 self._source, self._sizes, self._sums = source, [], [0]
                 sizes, done = self._sizes, 0
+                self.cut, self.scale = None, 1.0  # they were of the other history
             sums = self._sums
             if done < length:
                 count, total = self.count, sums[-1]

@@ -52,6 +52,7 @@ from yiemagent.core._messages import (
     AgentMessage,
     AssistantMessage,
     HistoryView,
+    LlmUsage,
     ToolResultMessage,
     UserMessage,
     now_ms,
@@ -159,7 +160,11 @@ class RunConfig:
     runs (docs/approval.md). ``output``, when set, makes the run end in data matching its
     schema (docs/output.md). ``usage_limits`` end a run with ``stop_reason="usage_limit"``
     before it would pass one, and ``prices`` (model -> ``Prices``) price its replies
-    (docs/budgets.md). Invalid settings raise ``TypeError``/``ValueError`` at construction.
+    (docs/budgets.md). ``context_window`` (tokens; or read once per run from ``window_source``
+    when not given) and ``context_strategy`` keep each request inside the model's window, measured
+    by ``count_tokens(text)`` where given (the model's tokenizer), else estimated; ``meter`` holds
+    those counts for the history. Invalid settings raise ``TypeError``/``ValueError`` at
+    construction.
     """
 
     llm_call: Callable[..., AssistantMessage] = attrs.field(validator=_check_callable)
@@ -195,8 +200,9 @@ class RunConfig:
     count_tokens: TokenCounter | None = attrs.field(default=None, validator=_check_callable)
     window_source: Callable[[], int | None] | None = attrs.field(default=None, validator=_check_callable)
     llm_keywords: frozenset[str] = attrs.field(init=False)
-    # Kept across the runs of the config (an agent's): a history is counted once, not per run.
-    meter: ContextMeter = attrs.field(init=False, eq=False, repr=False)
+    # Kept across the runs of the config, and by attrs.evolve (an agent's per-prompt options and
+    # settings): a history is counted once, not per run. A new count_tokens gets a new meter.
+    meter: ContextMeter = attrs.field(factory=ContextMeter, kw_only=True, eq=False, repr=False)
 
     def __attrs_post_init__(self) -> None:
         if self.llm_call is None:
@@ -214,7 +220,8 @@ class RunConfig:
         if self.context_window is not None:
             positive_int("context_window", self.context_window)
         object.__setattr__(self, "llm_keywords", accepted_keywords(self.llm_call))
-        object.__setattr__(self, "meter", ContextMeter(self.count_tokens))
+        if self.meter.count != self.count_tokens:
+            object.__setattr__(self, "meter", ContextMeter(self.count_tokens))
 
     def tool_loop_config(
         self,
@@ -299,12 +306,12 @@ class _Run:
         "output_tools",
         "repeated_calls",
         "reply_started",
+        "sent_estimate",
         "shrink",
         "signal",
         "skip_remaining",
         "started",
         "state",
-        "trimmed",
         "usage",
         "window",
     )
@@ -349,8 +356,8 @@ class _Run:
         if self.window is None and config.window_source is not None:
             self.window = _listed_window(config.window_source)
         self.shrink: int | None = None  # the budget after a provider refused the context
-        self.measured = 0  # the estimated tokens of the last request
-        self.trimmed = False  # whether the last request was trimmed
+        self.measured = 0  # the tokens of the last request, as measured (and scaled) before it went
+        self.sent_estimate = 0  # the last request as the meter measured it, before scaling
 
     def add(self, msg: AgentMessage, started: bool = False) -> None:
         """Append a message to the history, with its start (unless ``started``) and end events."""
@@ -390,6 +397,7 @@ class _Run:
             if output is not None and output.mode == "tool" and isinstance(ctx, AgentContext):
                 ctx = AgentContext(ctx.system_prompt, ctx.messages, {**ctx.tools, output.name: output.tool})
             if (self.window is not None or self.shrink is not None) and isinstance(ctx, AgentContext):
+                step = "context_window"  # measuring may run the model's tokenizer: its failure is named
                 ctx = self.fit_context(ctx)
             step = "format_msg_for_llm"
             request = config.format_msg_for_llm(ctx)
@@ -420,16 +428,12 @@ class _Run:
         window = self.window
         budget = self.shrink if self.shrink is not None else budget_of(window or 0)
         fixed = meter.fixed(ctx.system_prompt, ctx.tools)
-        mark = self.context_mark
-        if mark is not None and not self.trimmed and mark[1] <= len(messages):
-            counted, upto = mark
-            whole, since = meter.span(messages, upto)
-            size = max(fixed + whole, counted + since)
-        else:
-            size = fixed + meter.tokens(messages)
-        self.measured = size
+        estimate = fixed + meter.tokens(messages)
+        # meter.scale: how much more the provider counted than this measure, at its last reply
+        # (an estimate can undercount code or other scripts); trims are scaled by it too.
+        size = round(estimate * meter.scale)
+        self.measured, self.sent_estimate = size, estimate
         if size <= budget:
-            self.trimmed = False
             return ctx
         where = f"the context window of {window} tokens" if window else "what the provider accepted"
         strategy = config.context_strategy
@@ -440,11 +444,12 @@ class _Run:
                 "context_strategy='trim' to drop the oldest turns."
             )
         kept: list[AgentMessage] | None
+        scale = meter.scale
         if strategy == "trim":
-            kept, kept_size = _trimmed(meter, messages, budget, fixed)
+            kept, kept_size = _trimmed(meter, messages, int(budget / scale), fixed)
         else:
             try:
-                kept = list(strategy(list(messages), budget - fixed))
+                kept = list(strategy(list(messages), int(budget / scale) - fixed))
             except Exception as exc:
                 raise ContextOverflow(f"context_strategy failed: {describe_error(exc)}") from exc
             kept_size = fixed + sum(meter.measure(m) for m in kept)
@@ -455,12 +460,11 @@ class _Run:
                 "conversation (agent.reset()), or use a model with a larger context."
             )
         problem = history_problem(kept)
-        if problem is None and kept_size > budget:
-            problem = f"it is still about {kept_size} tokens, over the {budget} allowed"
+        if problem is None and round(kept_size * scale) > budget:
+            problem = f"it is still about {round(kept_size * scale)} tokens, over the {budget} allowed"
         if problem is not None:
             raise ContextOverflow(f"context_strategy gave messages that cannot be sent: {problem}")
-        self.trimmed = True
-        self.measured = kept_size
+        self.measured, self.sent_estimate = round(kept_size * scale), kept_size
         return AgentContext(ctx.system_prompt, kept, ctx.tools)
 
     def keywords_for_llm(self) -> dict[str, Any]:
@@ -754,6 +758,16 @@ def _text_output(run: _Run, reply: AssistantMessage) -> AssistantMessage | None:
     return ended
 
 
+def _learn_scale(run: _Run, usage: LlmUsage) -> None:
+    """Keep how much more the provider counted for the request just sent than the meter did
+    (at least 1: where the meter counts more, it stays as it is). Not where the meter counts
+    with the model's own tokenizer: that count needs no correcting (and the embedded model's
+    usage sums the several prompts of its steps)."""
+    if run.sent_estimate > 0 and run.config.count_tokens is None:
+        counted = usage.input + usage.cache_read + usage.cache_write
+        run.meter.scale = max(1.0, counted / run.sent_estimate)
+
+
 def _trimmed(
     meter: ContextMeter, messages: Sequence[AgentMessage], budget: int, fixed: int
 ) -> tuple[list[AgentMessage] | None, int]:
@@ -778,8 +792,9 @@ def _trimmed(
 
 
 def _listed_window(source: Callable[[], int | None]) -> int | None:
-    """The context window ``source`` reports (a model listing read once), or ``None`` when it
-    does not know or fails: a window that cannot be read is not a reason to fail the run."""
+    """The context window ``source`` reports (a server's model listing, which the client keeps
+    once it answered), or ``None`` when it does not know or fails: a window that cannot be read
+    is not a reason to fail the run (the failure is logged)."""
     try:
         window = source()
     except Exception as exc:
@@ -840,6 +855,7 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
     run.add(response, started=True)
     if response.usage is not None:
         run.context_mark = (response.usage.input + response.usage.output, len(run.state.messages))
+        _learn_scale(run, response.usage)
     has_calls, calls = extract_tool_calls(response.content)
     # After an abort the calls still get (aborted) results, so the history stays well formed.
     batch = run.run_tools(response, calls) if has_calls else None
