@@ -100,6 +100,14 @@ class _RunSetting:
         agent._replace_config(**{self.name: value})
 
 
+class _LlmSetting(_RunSetting):
+    """``llm_call``: a new one brings its own context window and count of tokens (as the
+    agent's ``context_window`` argument says), so it is never measured by the old model's."""
+
+    def __set__(self, agent: YiemAgent, value: Any) -> None:
+        agent._replace_config(llm_call=value, **_window_settings(value, agent._context_window_arg))
+
+
 class _ModeSetting(_RunSetting):
     """A ``YiemAgent`` attribute that lives on the worker core (how queued messages join runs):
     checked at the set, read by the worker at its next decision."""
@@ -125,7 +133,7 @@ class YiemAgent:
     failures become responses whose ``stop_reason`` is ``"error"``, and the worker never dies.
     """
 
-    llm_call = _RunSetting("The model call: ``llm_call(request, **keywords) -> AssistantMessage``.")
+    llm_call = _LlmSetting("The model call: ``llm_call(request, **keywords) -> AssistantMessage``.")
     prepare_context = _RunSetting("Builds the ``AgentContext`` of each LLM call from the state.")
     format_msg_for_llm = _RunSetting("Turns the context into the request given to ``llm_call``.")
     before_tool_call = _RunSetting("Hook run before each tool call; it may block the call.")
@@ -203,6 +211,7 @@ class YiemAgent:
             _check_prompt(system_prompt), _model(model), tool_mapping(tools), _history(messages)
         )
         tool_sync = ToolSync(tool_store, given, state.tools) if tool_store is not None else None
+        self._context_window_arg = context_window
         # Checked now (a bad mode or hook raises here even without a schema); used per prompt too.
         self._output_defaults = OutputDefaults(output_schema, output_mode, output_retries, validate_output)
         config = RunConfig(
@@ -652,10 +661,11 @@ def _known_window(llm_call: Any) -> int | None:
 
 def _window_settings(llm_call: Any, context_window: Any) -> dict[str, Any]:
     """The run config's window settings: ``context_window`` as given, else the one the
-    ``llm_call`` knows of itself; with ``"auto"``, also the one its server lists (read once, at
-    the first run, by its ``listed_context_window``); its ``count_tokens`` when it has one."""
+    ``llm_call`` knows of itself; with ``"auto"``, also the one its server lists (asked at the
+    start of each run of its ``listed_context_window``, which keeps the answer); its
+    ``count_tokens`` when it has one."""
     count = getattr(llm_call, "count_tokens", None)
-    settings: dict[str, Any] = {"count_tokens": count if callable(count) else None}
+    settings: dict[str, Any] = {"count_tokens": count if callable(count) else None, "window_source": None}
     if context_window == "auto":
         settings["context_window"] = _known_window(llm_call)
         listed = getattr(llm_call, "listed_context_window", None)
