@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 from llm_helpers import fast, openai_client, openai_completion
-from llm_server import ScriptedServer
+from llm_server import Reply, ScriptedServer
 
 from yiemagent import YiemAgent
 from yiemagent.core._content import content_text
@@ -116,3 +116,21 @@ def test_the_real_llama_cpp_server_lists_no_window_and_the_run_goes_on(server_ur
     finally:
         agent.shutdown()
     assert response.stop_reason in ("stop", "length") and response.error_message is None
+
+
+def test_a_listing_that_may_come_later_is_asked_again_and_a_redirect_is_not_followed() -> None:
+    with ScriptedServer() as server:
+        server.json({"error": {"message": "warming up"}}, status=503)
+        server.json({"data": [{"id": "gpt-4o-mini", "max_model_len": 4096}]})
+        client = openai_client(server, http=fast(max_retries=0))
+        with pytest.raises(LlmError, match="HTTP 503"):
+            client.listed_context_window()
+        assert client.listed_context_window() == 4096  # asked again: the server is up now
+        assert client.listed_context_window() == 4096  # and kept
+    assert len(server.requests) == 2
+    with ScriptedServer() as elsewhere, ScriptedServer() as server:
+        server.add(Reply(302, {"Location": f"{elsewhere.url}/v1/models"}, b""))
+        client = openai_client(server, http=fast(max_retries=0))
+        with pytest.raises(LlmError, match="redirected the request"):
+            client.listed_context_window()
+    assert elsewhere.requests == []  # the key never went where the redirect pointed

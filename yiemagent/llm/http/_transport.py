@@ -539,17 +539,23 @@ class HttpTransport:
             attempt, retry or self.retry, signal=signal, label=self.label, logger=logger, deadline=deadline
         )
 
-    def get_json(self, url: str, headers: Mapping[str, str], server: str | None = None) -> Any:
-        """The decoded JSON body of one GET of ``url`` (no retries, no redirects, the reply
-        bounded by ``max_response_bytes``); ``LlmError`` for anything but a JSON 2xx reply,
-        its text scrubbed of the key."""
+    def get_json(
+        self, url: str, headers: Mapping[str, str], server: str | None = None, timeout: float | None = None
+    ) -> Any:
+        """The decoded JSON body of one GET of ``url`` (no retries, no redirects, waiting at
+        most ``timeout`` seconds, else the transport's, for each piece; the reply bounded by
+        ``max_response_bytes``); ``LlmError`` for anything but a JSON 2xx reply, its text
+        scrubbed of the key (``retryable`` where asking again may help)."""
+        wait = self.timeout if timeout is None else min(timeout, self.timeout)
         try:
             response = self.session.get(
-                url, headers=dict(headers), timeout=self.timeout, allow_redirects=False, stream=True
+                url, headers=dict(headers), timeout=wait, allow_redirects=False, stream=True
             )
         except Exception as exc:
             raise self.as_llm_error(exc, server or url) from None
         with response:
+            if response.is_redirect:
+                raise _redirect_error(response, self.label)
             if not 200 <= response.status_code < 300:
                 raise _http_error(response, self.label, self.secret)
             _check_encoding(response, self.label)

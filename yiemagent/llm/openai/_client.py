@@ -37,6 +37,7 @@ from yiemagent.llm.openai._wire import WireForm, wire_messages
 __all__ = ["OpenAIChatClient"]
 
 logger = logging.getLogger("yiemagent.llm")
+LISTING_TIMEOUT_S = 10.0  # the model listing is a small reply: a server slower than this has none
 
 _ENDPOINT_PATH = "/chat/completions"
 
@@ -145,16 +146,25 @@ class OpenAIChatClient(LlmClient):
     def listed_context_window(self) -> int | None:
         """The model's context window as the server's ``{base_url}/models`` lists it (vLLM,
         OpenRouter, LM Studio and others give one; OpenAI does not), or ``None``. Read once per
-        client, at the first call (an agent's first run with ``context_window="auto"``);
-        ``LlmError`` when the listing cannot be read, that once: later calls give ``None``
-        without asking again."""
+        client, once it gave an answer (an agent asks at the start of each run with
+        ``context_window="auto"``). ``LlmError`` when the listing cannot be read: a server that
+        refuses it (an HTTP error that asking again would not change) is not asked again and
+        gives ``None`` from then on; a failure that may pass (a timeout, a 5xx) is asked again
+        at the next call. Waits at most ``LISTING_TIMEOUT_S`` for each piece of the reply."""
         with self._listing_lock:
             if self._listing is not None:
                 return self._listing[0]
-            self._listing = (None,)
-            body = self._transport.get_json(
-                f"{self.base_url}/models", {"Accept": "application/json"}, self.base_url
-            )
+            try:
+                body = self._transport.get_json(
+                    f"{self.base_url}/models",
+                    {"Accept": "application/json"},
+                    self.base_url,
+                    timeout=LISTING_TIMEOUT_S,
+                )
+            except LlmError as exc:
+                if not exc.retryable:
+                    self._listing = (None,)
+                raise
             self._listing = (listed_window(body, self.model),)
             return self._listing[0]
 
