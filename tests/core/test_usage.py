@@ -245,3 +245,15 @@ def test_a_resume_that_runs_pending_calls_past_a_tool_limit_ends_without_an_llm_
     assert response.stop_reason == "usage_limit" and script.calls == 0
     results = [m for m in state.messages if isinstance(m, ToolResultMessage)]
     assert [r.is_error for r in results] == [False, True, True]
+
+
+def test_a_price_whose_calculation_fails_leaves_the_call_unpriced() -> None:
+    class Broken(Prices):
+        def cost(self, usage: LlmUsage) -> float:
+            raise LookupError("no price for this tier")
+
+    usage = RunUsage()
+    reply = AssistantMessage([TextContent("x")], model="m", usage=LlmUsage(input=10, output=2))
+    usage.add_reply(reply, {"m": Broken(1e-6, 1e-6)})
+    assert usage.cost is None and usage.unpriced_calls == 1
+    assert (usage.llm_calls, usage.input_tokens, usage.output_tokens) == (1, 10, 2)

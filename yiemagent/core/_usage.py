@@ -12,6 +12,7 @@ with ``stop_reason="usage_limit"`` before it passes a limit, by at most one call
 
 from __future__ import annotations
 
+import logging
 import math
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -19,6 +20,8 @@ from typing import Any
 import attrs
 
 from yiemagent.core._messages import AssistantMessage, LlmUsage
+
+logger = logging.getLogger("yiemagent")
 
 __all__ = ["PriceLookup", "Prices", "RunUsage", "UsageLimits", "price_table"]
 
@@ -174,6 +177,16 @@ class UsageLimits:
         return verdicts
 
 
+def _priced(price: Prices, usage: LlmUsage) -> float | None:
+    """What ``price`` charges for ``usage``; ``None`` (unpriced) when it cannot say (a table's
+    own calculation that fails for this usage), so a run is never ended by its pricing."""
+    try:
+        return price.cost(usage)
+    except Exception as exc:
+        logger.warning("could not price a reply of %s: %s", getattr(price, "model", "a model"), exc)
+        return None
+
+
 @attrs.define
 class RunUsage:
     """What runs used: ``llm_calls`` made, ``tool_calls`` (and ``calls_per_tool``), the tokens
@@ -211,7 +224,7 @@ class RunUsage:
         self.cache_write_tokens += usage.cache_write
         price = prices.get(reply.model)
         if price is not None:
-            cost: float | None = price.cost(usage)
+            cost: float | None = _priced(price, usage)
         elif usage.cost > 0:
             cost = usage.cost  # the provider priced it (OpenRouter, say)
         else:
