@@ -11,7 +11,7 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from yiemagent import AgentTool, AgentToolResult, Approve, Deny, Edit, YiemAgent
+from yiemagent import AgentTool, AgentToolResult, Approve, AssistantMessage, Deny, Edit, YiemAgent
 from yiemagent.testing import ScriptedModel
 
 DECISIONS = {"c1": Approve(), "c2": Deny("not this one"), "c3": Edit({"path": "/edited"})}
@@ -51,6 +51,12 @@ def main(mode: str, session: str, side_effects: str) -> None:
     )
     pending = {p.tool_call_id for p in agent.pending_approvals}
     say("loaded " + ",".join(sorted(pending)))
+    last = agent.messages[-1] if agent.messages else None
+    if not pending and isinstance(last, AssistantMessage) and last.stop_reason == "stop":
+        # The process before was killed after its run ended and was saved, before it said so.
+        agent.shutdown()
+        say(f"done {last.stop_reason}")
+        return
     agent.resume({i: d for i, d in DECISIONS.items() if i in pending})
     say("resumed")
     response = agent.take_response(timeout=30)

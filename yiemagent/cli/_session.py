@@ -330,5 +330,6 @@ def failure(message: AssistantMessage, max_turns: int) -> str | None:
     if message.stop_reason == "max_turns":
         return f"stopped: no answer within {max_turns} turns (--max-turns); the model kept calling tools"
     if message.stop_reason in ("usage_limit", "context_overflow"):
-        return f"stopped: {message.error_message or message.stop_reason}"
+        why = message.error_message or message.stop_reason
+        return why if why.lower().startswith("stopped") else f"stopped: {why}"
     return None
