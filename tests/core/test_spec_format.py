@@ -134,4 +134,9 @@ def test_a_request_and_a_run_config_pickle_and_copy_without_their_cache() -> Non
     for other in (pickle.loads(pickle.dumps(request)), copy.deepcopy(request)):
         assert other.to_dict() == expected and other["messages"] == expected["messages"]
     config = RunConfig(llm_call=print, format_msg_for_llm=formatter)
-    assert pickle.loads(pickle.dumps(config)).max_turns == copy.deepcopy(config).max_turns == 50
+    config.meter.tokens([UserMessage("counted")])  # the context meter's counts are a cache too
+    for other_config in (pickle.loads(pickle.dumps(config)), copy.deepcopy(config)):
+        assert other_config.max_turns == 50 and other_config.meter is not config.meter
+        assert other_config.meter.tokens([UserMessage("counted")]) == config.meter.tokens(
+            [UserMessage("counted")]
+        )

@@ -150,6 +150,11 @@ class ContextMeter:
         self.cut: tuple[AgentMessage, int] | None = None  # where the last trim's kept turns began
         self.scale = 1.0  # how much more than this measure the provider last counted
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Counts are a cache, no part of a value: a run config sent to another process (a Ray
+        # actor), or deep-copied, gets an empty meter with the same counter; the lock never travels.
+        return (ContextMeter, (self.count,))
+
     def measure(self, message: AgentMessage) -> int:
         """The tokens of one message, counted afresh."""
         return message_tokens(message, self.count)
