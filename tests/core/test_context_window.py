@@ -408,3 +408,14 @@ def test_a_new_llm_call_brings_its_own_count_and_window() -> None:
         agent.llm_call = Counting(len)  # one token a character: 3,000 do not fit 1,000
         assert agent.prompt("b", timeout=10).stop_reason == "context_overflow"
     assert first.calls == 0 and second.calls == 1
+
+
+def test_a_count_of_tokens_that_is_not_a_count_ends_the_run_saying_so() -> None:
+    for wrong in (lambda text: -1, lambda text: "12", lambda text: float("nan")):
+        with YiemAgent(llm_call=Counting(wrong)) as agent:
+            response = agent.prompt("hello", timeout=10)
+            assert response.stop_reason == "error"
+            assert "context_window failed" in str(response.error_message)
+            assert "count_tokens must return an int of at least 0" in str(response.error_message)
+            agent.llm_call = Counting(len)  # the agent goes on with a model that counts
+            assert content_text(agent.prompt("again", timeout=10).content) == "hi"

@@ -84,39 +84,34 @@ def message_tokens(message: AgentMessage, count: TokenCounter | None = None) -> 
     parts: list[str] = []
     tokens = MESSAGE_OVERHEAD
     for block in getattr(message, "content", ()):
-        kind = type(block)  # the exact types first: this runs for every message once
-        if kind is TextContent:
+        if isinstance(block, TextContent):
             parts.append(block.text)
-        elif kind is AgentToolCall:
+        elif isinstance(block, AgentToolCall):
             parts.append(block.name)
             parts.append(repr(block.arguments))
-        else:
-            tokens += _other_block(block, parts)
+        elif isinstance(block, ThinkingContent):
+            parts.append(block.thinking)
+        elif isinstance(block, ImageContent):
+            tokens += IMAGE_TOKENS
+        elif isinstance(block, Mapping):  # a block given as a dict
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+            elif block.get("type") == "image":
+                tokens += IMAGE_TOKENS
     if count is not None:
-        return tokens + count("\n".join(parts))
+        return tokens + _counted(count, "\n".join(parts))
     chars = sum(map(len, parts)) + len(parts) - 1 if parts else 0
     return tokens + -(-chars // CHARS_PER_TOKEN)
 
 
-def _other_block(block: Any, parts: list[str]) -> int:
-    """Add the text of a block that is not exactly a text or tool call block to ``parts``; its
-    tokens beyond that text (an image's)."""
-    if isinstance(block, TextContent):
-        parts.append(block.text)
-    elif isinstance(block, AgentToolCall):
-        parts.append(block.name)
-        parts.append(repr(block.arguments))
-    elif isinstance(block, ThinkingContent):
-        parts.append(block.thinking)
-    elif isinstance(block, ImageContent):
-        return IMAGE_TOKENS
-    elif isinstance(block, Mapping):  # a block given as a dict
-        text = block.get("text")
-        if isinstance(text, str):
-            parts.append(text)
-        elif block.get("type") == "image":
-            return IMAGE_TOKENS
-    return 0
+def _counted(count: TokenCounter, text: str) -> int:
+    """``count(text)``, which must be a count: ``TypeError`` saying so otherwise (a model's own
+    ``count_tokens`` is the caller's code)."""
+    tokens = count(text)
+    if isinstance(tokens, bool) or not isinstance(tokens, int) or tokens < 0:
+        raise TypeError(f"count_tokens must return an int of at least 0, got {tokens!r}")
+    return tokens
 
 
 def fixed_tokens(system_prompt: str, tools: Any, count: TokenCounter | None = None) -> int:
@@ -125,7 +120,8 @@ def fixed_tokens(system_prompt: str, tools: Any, count: TokenCounter | None = No
     parts = [system_prompt]
     for tool in tools.values():
         parts += (tool.name, tool.description, json.dumps(tool.input_schema))
-    return MESSAGE_OVERHEAD + (count or estimate_tokens)("".join(parts))
+    text = "".join(parts)
+    return MESSAGE_OVERHEAD + (estimate_tokens(text) if count is None else _counted(count, text))
 
 
 class ContextMeter:
@@ -199,16 +195,6 @@ class ContextMeter:
                     sums.append(total)
                 self._tail = source[length - 1]
             return sizes, sums
-
-    def span(self, messages: Sequence[AgentMessage], start: int) -> tuple[int, int]:
-        """The tokens of all of ``messages`` and of ``messages[start:]``, counted once."""
-        measured = self._measured(messages)
-        length = len(messages)
-        if measured is not None:
-            sums = measured[1]
-            return sums[length], sums[length] - sums[min(start, length)]
-        sizes = [message_tokens(m, self.count) for m in messages]
-        return sum(sizes), sum(sizes[start:])
 
     def tokens(self, messages: Sequence[AgentMessage], start: int = 0) -> int:
         """The tokens of ``messages[start:]``: from the running sums when ``messages`` is a
