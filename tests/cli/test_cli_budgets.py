@@ -58,6 +58,7 @@ def test_a_prompt_past_the_context_window_is_not_sent(tmp_path: Path) -> None:
     assert done.returncode == 1
     assert "does not fit the context window of 500 tokens" in done.stderr
     assert "nothing was sent" in done.stderr and "Traceback" not in done.stderr
+    assert "--context-strategy trim" in done.stderr  # the advice a command-line user can follow
 
 
 def test_trim_sends_the_last_turn_without_the_oldest(tmp_path: Path) -> None:

@@ -331,5 +331,7 @@ def failure(message: AssistantMessage, max_turns: int) -> str | None:
         return f"stopped: no answer within {max_turns} turns (--max-turns); the model kept calling tools"
     if message.stop_reason in ("usage_limit", "context_overflow"):
         why = message.error_message or message.stop_reason
+        if message.stop_reason == "context_overflow":  # its advice names the library's settings
+            why += " (from the command line: --context-strategy trim leaves the oldest turns out)"
         return why if why.lower().startswith("stopped") else f"stopped: {why}"
     return None

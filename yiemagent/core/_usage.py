@@ -125,7 +125,8 @@ class UsageLimits:
         """Why the next LLM call would pass a limit (its input estimated at ``estimate`` tokens,
         priced at ``price`` when known), or ``None`` when it may be made."""
         if self.max_llm_calls is not None and usage.llm_calls >= self.max_llm_calls:
-            return f"max_llm_calls={self.max_llm_calls} reached: {usage.llm_calls} LLM calls made"
+            made = "1 LLM call" if usage.llm_calls == 1 else f"{usage.llm_calls} LLM calls"
+            return f"max_llm_calls={self.max_llm_calls} reached: {made} made"
         if self.max_input_tokens is not None and usage.input_tokens + estimate > self.max_input_tokens:
             return (
                 f"max_input_tokens={self.max_input_tokens} would be passed: {usage.input_tokens} input "
