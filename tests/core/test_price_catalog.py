@@ -203,6 +203,14 @@ def test_max_cost_is_checked_with_the_catalogs_prices() -> None:
     assert response.stop_reason == "usage_limit" and "max_cost" in (response.error_message or "")
 
 
+def fresh_python(code: str) -> str:
+    """What ``code`` prints in a fresh interpreter (which must exit 0)."""
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
+    )
+    return done.stdout
+
+
 def test_the_table_is_the_bundled_one_even_when_the_process_set_another() -> None:
     # What UpdatePrices does once it has fetched: set a snapshot for the whole process (here an
     # empty one, before the first catalog is made, in a fresh interpreter).
@@ -217,10 +225,7 @@ def test_the_table_is_the_bundled_one_even_when_the_process_set_another() -> Non
         "from yiemagent import LlmUsage, PriceCatalog\n"
         "print(PriceCatalog()['gpt-4o'].cost(LlmUsage(input=1000, output=10)))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    said, cost = done.stdout.splitlines()
+    said, cost = fresh_python(code).splitlines()
     assert said == "the process snapshot is empty"
     assert float(cost) == pytest.approx(charged("gpt-4o", "openai", input_tokens=1000, output_tokens=10))
 
@@ -244,7 +249,4 @@ def test_without_genai_prices_the_catalog_says_which_extra_to_install() -> None:
         "except ImportError as exc:\n"
         "    print(exc)\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True
-    )
-    assert "pip install 'yiemagent[prices]'" in done.stdout
+    assert "pip install 'yiemagent[prices]'" in fresh_python(code)

@@ -26,7 +26,7 @@ from llama_server import serve
 
 from yiemagent import AgentTool, AgentToolResult, TextContent, YiemAgent
 from yiemagent.core._context_window import MESSAGE_OVERHEAD, fixed_tokens, message_tokens
-from yiemagent.core._messages import AssistantMessage, ToolResultMessage
+from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage
 from yiemagent.llm import LlamaCppClient, OpenAIChatClient
 
 TURNS = 100
@@ -119,14 +119,21 @@ def server_agent(url: str, strategy: str, window: int | None = 2048) -> tuple[Yi
     return agent, llm
 
 
-@pytest.mark.timeout(600)
-def test_a_100_turn_run_with_trim_meets_no_provider_error_on_the_real_server(small_server_url: str) -> None:
-    agent, llm = server_agent(small_server_url, "trim")
+def server_run(
+    url: str, strategy: str, window: int | None = 2048
+) -> tuple[AssistantMessage, list[AgentMessage], Counted]:
+    """One run of ``server_agent``'s agent: its response, its history after it, its counter."""
+    agent, llm = server_agent(url, strategy, window)
     try:
-        response = agent.prompt("Read the survey log page by page, starting at page 1.", timeout=1800)
-        history = agent.messages
+        response = agent.prompt("Read the survey log page by page, starting at page 1.", timeout=500)
+        return response, agent.messages, llm
     finally:
         agent.shutdown()
+
+
+@pytest.mark.timeout(600)
+def test_a_100_turn_run_with_trim_meets_no_provider_error_on_the_real_server(small_server_url: str) -> None:
+    response, history, llm = server_run(small_server_url, "trim")
     assert llm.errors == []
     assert response.stop_reason == "max_turns", response.error_message
     assert llm.requests == TURNS and response.run_usage.llm_calls == TURNS
@@ -138,11 +145,7 @@ def test_a_100_turn_run_with_trim_meets_no_provider_error_on_the_real_server(sma
 
 @pytest.mark.timeout(600)
 def test_without_a_window_the_same_run_is_refused_by_the_server(small_server_url: str) -> None:
-    agent, llm = server_agent(small_server_url, "error", window=None)
-    try:
-        response = agent.prompt("Read the survey log page by page, starting at page 1.", timeout=1800)
-    finally:
-        agent.shutdown()
+    response, _, llm = server_run(small_server_url, "error", window=None)
     assert response.stop_reason == "error"
     assert len(llm.errors) == 1 and "maximum context length is 2048 tokens" in llm.errors[0]
     assert llm.requests < TURNS
@@ -152,12 +155,7 @@ def test_without_a_window_the_same_run_is_refused_by_the_server(small_server_url
 def test_the_error_strategy_ends_before_the_request_that_would_not_fit_on_the_real_server(
     small_server_url: str,
 ) -> None:
-    agent, llm = server_agent(small_server_url, "error")
-    try:
-        response = agent.prompt("Read the survey log page by page, starting at page 1.", timeout=600)
-        history = agent.messages
-    finally:
-        agent.shutdown()
+    response, history, llm = server_run(small_server_url, "error")
     assert llm.errors == []
     assert response.stop_reason == "context_overflow"
     assert "nothing was sent" in (response.error_message or "")
