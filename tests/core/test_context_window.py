@@ -370,6 +370,45 @@ def test_a_message_counts_its_text_thinking_calls_and_images() -> None:
     assert message_tokens(text, len) == 6 + 60  # a model's own count of the joined text
 
 
+class Block(TextContent):
+    """A text block of a subclass: measured by the general path, not the exact-type one."""
+
+
+BLOCKS = st.one_of(
+    st.builds(TextContent, st.text(max_size=40)),
+    st.builds(Block, st.text(max_size=40)),
+    st.builds(
+        AgentToolCall,
+        st.text(min_size=1, max_size=8),
+        st.text(min_size=1, max_size=12),
+        st.dictionaries(st.text(max_size=6), st.integers() | st.text(max_size=20), max_size=4),
+    ),
+    st.builds(lambda: ImageContent(PIXEL, "image/png")),
+    st.fixed_dictionaries({"type": st.just("text"), "text": st.text(max_size=40)}),
+)
+
+
+@given(st.lists(BLOCKS, max_size=6))
+def test_the_meter_estimates_a_message_as_its_joined_texts_whatever_its_blocks(blocks: list[Any]) -> None:
+    """The meter sums the usual blocks by exact type, without joining their texts; any other
+    block goes to ``message_tokens``. Both give what the documented rule gives."""
+    parts: list[str] = []
+    images = 0
+    for block in blocks:
+        if isinstance(block, AgentToolCall):
+            parts += [block.name, repr(block.arguments)]
+        elif isinstance(block, ImageContent):
+            images += 1
+        else:
+            parts.append(block.text if isinstance(block, TextContent) else block["text"])
+    chars = len("\n".join(parts))
+    expected = 6 + 500 * images + -(-chars // 3)
+    message = AssistantMessage(list(blocks))
+    assert message_tokens(message) == expected
+    history: list[AgentMessage] = [UserMessage("q"), message, message]
+    assert ContextMeter().tokens(history, 1) == 2 * expected
+
+
 def test_where_the_provider_counts_more_the_measure_is_scaled_by_as_much_trims_included() -> None:
     """A provider that counts six times our estimate (code, or another script): every request
     after its first count fits the window by the provider's count, trimmed ones too."""

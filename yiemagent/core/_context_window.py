@@ -81,8 +81,42 @@ def message_tokens(message: AgentMessage, count: TokenCounter | None = None) -> 
     """The tokens of one message: its text, thinking and tool calls' names and arguments by
     ``count`` (else estimated: their characters, newline-joined, at ``CHARS_PER_TOKEN``), images
     as 500, and ``MESSAGE_OVERHEAD``."""
+    parts, images = _texts(message)
+    tokens = MESSAGE_OVERHEAD + IMAGE_TOKENS * images
+    if count is not None:
+        return tokens + _counted(count, "\n".join(parts))
+    chars = sum(map(len, parts)) + len(parts) - 1 if parts else 0
+    return tokens + -(-chars // CHARS_PER_TOKEN)
+
+
+def _add_estimates(messages: Sequence[AgentMessage], start: int, stop: int, sums: list[int]) -> None:
+    """Append to ``sums`` the running total of the estimated tokens of ``messages[start:stop]``
+    (each as ``message_tokens`` estimates it). This runs before every measured LLM call, for the
+    messages added since the last: text blocks and tool calls, the usual content, are summed by
+    exact type without building the text; any other message is left to ``message_tokens``."""
+    total, append = sums[-1], sums.append
+    for index in range(start, stop):
+        message = messages[index]
+        chars = -1  # one newline fewer than there are parts
+        for block in getattr(message, "content", ()):
+            kind = type(block)
+            if kind is TextContent:
+                chars += len(block.text) + 1
+            elif kind is AgentToolCall:
+                chars += len(block.name) + len(repr(block.arguments)) + 2
+            else:
+                total += message_tokens(message)
+                break
+        else:
+            total += MESSAGE_OVERHEAD + (-(-chars // CHARS_PER_TOKEN) if chars > 0 else 0)
+        append(total)
+
+
+def _texts(message: AgentMessage) -> tuple[list[str], int]:
+    """The texts of ``message`` a model reads (text, thinking, tool calls' names and arguments;
+    a block given as a dict by its ``text``), and how many images it holds."""
     parts: list[str] = []
-    tokens = MESSAGE_OVERHEAD
+    images = 0
     for block in getattr(message, "content", ()):
         if isinstance(block, TextContent):
             parts.append(block.text)
@@ -92,17 +126,14 @@ def message_tokens(message: AgentMessage, count: TokenCounter | None = None) -> 
         elif isinstance(block, ThinkingContent):
             parts.append(block.thinking)
         elif isinstance(block, ImageContent):
-            tokens += IMAGE_TOKENS
+            images += 1
         elif isinstance(block, Mapping):  # a block given as a dict
             text = block.get("text")
             if isinstance(text, str):
                 parts.append(text)
             elif block.get("type") == "image":
-                tokens += IMAGE_TOKENS
-    if count is not None:
-        return tokens + _counted(count, "\n".join(parts))
-    chars = sum(map(len, parts)) + len(parts) - 1 if parts else 0
-    return tokens + -(-chars // CHARS_PER_TOKEN)
+                images += 1
+    return parts, images
 
 
 def _counted(count: TokenCounter, text: str) -> int:
@@ -133,14 +164,16 @@ class ContextMeter:
     history began (the message and its index), for the next trim to keep; ``scale`` how much
     more than this measure the provider counted, the last time it did (1.0 at the least)."""
 
-    __slots__ = ("_fixed", "_lock", "_sizes", "_source", "_sums", "_tail", "count", "cut", "scale")
+    __slots__ = ("_acquire", "_fixed", "_release", "_source", "_sums", "_tail", "count", "cut", "scale")
 
     def __init__(self, count: TokenCounter | None = None) -> None:
         self.count = count
-        self._lock = threading.Lock()
+        lock = threading.Lock()
+        # Bound once: the lock is taken before every measured LLM call, and a bound
+        # acquire/release pair costs less than a ``with`` block.
+        self._acquire, self._release = lock.acquire, lock.release
         self._source: list[AgentMessage] | None = None
-        self._sizes: list[int] = []
-        self._sums: list[int] = [0]
+        self._sums: list[int] = [0]  # _sums[i]: the tokens of the source's first i messages
         self._fixed: tuple[str, dict[str, Any], int] | None = None
         self._tail: AgentMessage | None = None  # the last message counted, where it was
         self.cut: tuple[AgentMessage, int] | None = None  # where the last trim's kept turns began
@@ -165,52 +198,65 @@ class ContextMeter:
         self._fixed = (system_prompt, dict(tools), tokens)
         return tokens
 
-    def _measured(self, messages: Sequence[AgentMessage]) -> tuple[list[int], list[int]] | None:
-        """The per-message sizes and running sums of the list ``messages`` is (a snapshot of
-        the start of), counted up to its length; ``None`` when it is no such list."""
-        if isinstance(messages, HistorySnapshot):
-            if messages._owned:
-                return None
-            source, length = messages._messages, messages._length
-        elif isinstance(messages, list):
-            source, length = messages, len(messages)
-        else:
-            return None
-        with self._lock:
-            sizes = self._sizes
-            done = len(sizes)
+    def _sums_to(self, source: list[AgentMessage], length: int) -> list[int]:
+        """The running sums of ``source``, counted up to ``length`` of its messages: those
+        counted before while the list only grew at its end, the rest now (all of them for
+        another list, or one that changed otherwise)."""
+        self._acquire()
+        try:
+            sums = self._sums
+            done = len(sums) - 1
             if source is not self._source or (
                 done and (done > len(source) or source[done - 1] is not self._tail)
             ):
-                self._source, self._sizes, self._sums = source, [], [0]
-                sizes, done = self._sizes, 0
+                self._source, self._sums = source, [0]
+                sums, done = self._sums, 0
                 self.cut, self.scale = None, 1.0  # they were of the other history
-            sums = self._sums
             if done < length:
-                count, total = self.count, sums[-1]
-                for message in source[done:length]:
-                    size = message_tokens(message, count)
-                    sizes.append(size)
-                    total += size
-                    sums.append(total)
+                count = self.count
+                if count is None:
+                    _add_estimates(source, done, length, sums)
+                else:
+                    total, append = sums[-1], sums.append
+                    for index in range(done, length):
+                        total += message_tokens(source[index], count)
+                        append(total)
                 self._tail = source[length - 1]
-            return sizes, sums
+        finally:
+            self._release()
+        return sums
 
     def tokens(self, messages: Sequence[AgentMessage], start: int = 0) -> int:
         """The tokens of ``messages[start:]``: from the running sums when ``messages`` is a
         snapshot of (or is) the list measured before, grown at its end; else counted afresh."""
-        measured = self._measured(messages)
-        if measured is not None:
-            sums, length = measured[1], len(messages)
-            return sums[length] - sums[min(start, length)]
-        return sum(message_tokens(m, self.count) for m in messages[start:])
+        known = _list_of(messages)
+        if known is None:
+            return sum(message_tokens(m, self.count) for m in messages[start:])
+        source, length = known
+        sums = self._sums_to(source, length)
+        return sums[length] - sums[start] if start < length else 0
 
     def sizes(self, messages: Sequence[AgentMessage]) -> list[int]:
         """The tokens of each of ``messages``, from what was counted before where it can."""
-        measured = self._measured(messages)
-        if measured is not None:
-            return measured[0][: len(messages)]
-        return [message_tokens(m, self.count) for m in messages]
+        known = _list_of(messages)
+        if known is None:
+            return [message_tokens(m, self.count) for m in messages]
+        source, length = known
+        sums = self._sums_to(source, length)
+        return [sums[i + 1] - sums[i] for i in range(length)]
+
+
+def _list_of(messages: Sequence[AgentMessage]) -> tuple[list[AgentMessage], int] | None:
+    """The list ``messages`` is, or is a snapshot of the start of, and how many of its messages
+    it holds; ``None`` for anything else (a snapshot that copied them, another sequence)."""
+    kind = type(messages)
+    if kind is HistorySnapshot:
+        if messages._owned:  # type: ignore[attr-defined]
+            return None
+        return messages._messages, messages._length  # type: ignore[attr-defined]
+    if kind is list:
+        return messages, len(messages)  # type: ignore[return-value]
+    return None
 
 
 def _turns(messages: Sequence[AgentMessage], start: int) -> list[tuple[int, int]]:

@@ -314,6 +314,7 @@ class _Run:
         "state",
         "usage",
         "window",
+        "window_budget",
     )
 
     def __init__(
@@ -355,6 +356,7 @@ class _Run:
         self.window = config.context_window
         if self.window is None and config.window_source is not None:
             self.window = _listed_window(config.window_source)
+        self.window_budget = budget_of(self.window or 0)
         self.shrink: int | None = None  # the budget after a provider refused the context
         self.measured = 0  # the tokens of the last request, as measured (and scaled) before it went
         self.sent_estimate = 0  # the last request as the meter measured it, before scaling
@@ -424,17 +426,23 @@ class _Run:
         """``ctx``, or with ``context_strategy`` applied when its measure would not fit the
         window (``context_window``: see ``context_window``); ``ContextOverflow`` when it cannot
         be made to fit, before anything is sent."""
-        config, messages, meter = self.config, ctx.messages, self.meter
-        window = self.window
-        budget = self.shrink if self.shrink is not None else budget_of(window or 0)
-        fixed = meter.fixed(ctx.system_prompt, ctx.tools)
-        estimate = fixed + meter.tokens(messages)
+        meter = self.meter
+        estimate = meter.fixed(ctx.system_prompt, ctx.tools) + meter.tokens(ctx.messages)
         # meter.scale: how much more the provider counted than this measure, at its last reply
         # (an estimate can undercount code or other scripts); trims are scaled by it too.
-        size = round(estimate * meter.scale)
+        scale = meter.scale
+        size = estimate if scale == 1.0 else round(estimate * scale)
         self.measured, self.sent_estimate = size, estimate
-        if size <= budget:
+        if size <= (self.shrink or self.window_budget):
             return ctx
+        return self.fitted(ctx, size)
+
+    def fitted(self, ctx: AgentContext, size: int) -> AgentContext:
+        """``ctx``, whose measure is ``size``, made to fit by ``context_strategy``; else
+        ``ContextOverflow`` saying why, before anything is sent."""
+        config, messages, meter, window = self.config, ctx.messages, self.meter, self.window
+        budget = self.shrink or self.window_budget
+        fixed = meter.fixed(ctx.system_prompt, ctx.tools)
         where = f"the context window of {window} tokens" if window else "what the provider accepted"
         strategy = config.context_strategy
         if strategy == "error":
