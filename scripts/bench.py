@@ -312,12 +312,15 @@ def check_answer(response: AssistantMessage, what: str) -> None:
         )
 
 
-def timed_prompt(agent: YiemAgent, text: str, what: str) -> float:
-    """Seconds from sending ``text`` to receiving the run's response, which is checked."""
+def timed_prompt(
+    agent: YiemAgent, text: str, what: str, clock: Callable[[], float] = time.perf_counter
+) -> float:
+    """Seconds from sending ``text`` to receiving the run's response, which is checked, by
+    ``clock`` (wall time unless told)."""
     gc.collect()
-    start = time.perf_counter()
+    start = clock()
     response = agent.prompt(text, RESPONSE_TIMEOUT_S)
-    elapsed = time.perf_counter() - start
+    elapsed = clock() - start
     check_answer(response, what)
     return elapsed
 
@@ -457,12 +460,14 @@ def history_run(
     turns: int,
     what: str = "history_growth",
     sent: list[int] | None = None,
+    clock: Callable[[], float] = time.perf_counter,
     **options: Any,
 ) -> tuple[float, float]:
     """A fresh agent holding ``history``: seconds from constructing it to the response of its
     first (one-call) prompt, which covers converting the history wherever the library does it,
-    then µs per turn of a run of ``turns`` tool-call turns and a final answer. ``sent`` and
-    ``options`` (``context_window``, ``context_strategy``) go to ``scripted_agent``."""
+    then µs per turn of a run of ``turns`` tool-call turns and a final answer, by ``clock``.
+    ``sent`` and ``options`` (``context_window``, ``context_strategy``) go to
+    ``scripted_agent``."""
     replies = [AssistantMessage([TextContent("warm")]), *tool_turns(turns, 1, tool.name, "g")]
     gc.collect()
     start = time.perf_counter()
@@ -470,7 +475,7 @@ def history_run(
     try:
         check_answer(agent.prompt("warm up", RESPONSE_TIMEOUT_S), f"{what} (first prompt)")
         first = time.perf_counter() - start
-        run = timed_prompt(agent, "go", what)
+        run = timed_prompt(agent, "go", what, clock)
         return first, run / (turns + 1) * 1e6
     finally:
         agent.shutdown()
@@ -509,51 +514,152 @@ def untrimmed_counts(history: int, turns: int) -> list[int]:
     return [history + 1, *(history + 3 + 2 * turn for turn in range(turns + 1))]
 
 
-def context_window(sizes: Sizes) -> Scenario:
-    """What measuring every request costs (issue "budgets"): µs per turn after ``history``
-    messages without a context window, with one so large that nothing is trimmed (every
-    request is measured before it is sent), and their difference per round (the target: at
-    most 5 µs more per turn); then with ``context_strategy="trim"`` and a window so small that
-    every request is trimmed (the trim path's cost; no target). Measured in interleaved rounds,
-    as ``history_growth`` does; every request's message count is checked (all of them sent
-    without trimming, fewer with it)."""
-    tool = make_tool("noop")
-    history = make_history(sizes.history, tool.name)
+class TurnTaker:
+    """The scripted model of one of two agents that take their turns in turn. Each call notes
+    the CPU time its agent's thread spent since the previous call returned (one turn of the
+    loop: the tool call, its result, measuring and formatting the next request), and, once
+    ``paired``, hands the turn to the other agent and waits for it back, except after the last
+    reply. Taking turns makes both agents' figures come from the same moments of a shared
+    machine, whose speed changes from one moment to the next."""
+
+    def __init__(self, replies: Iterable[AssistantMessage], mine: threading.Event, theirs: threading.Event):
+        self.replies = list(replies)
+        self.given = 0
+        self.mine, self.theirs = mine, theirs
+        self.paired = False
+        self.sent: list[int] = []  # the messages of each request
+        self.turn_us: list[float] = []  # CPU µs of each turn while paired
+        self.since: float | None = None
+
+    def __call__(self, request: Any) -> AssistantMessage:
+        now = time.thread_time()
+        if self.paired and self.since is not None:
+            self.turn_us.append((now - self.since) * 1e6)
+        self.sent.append(len(request.messages))
+        reply = self.replies[self.given]
+        self.given += 1
+        if self.paired:
+            self.theirs.set()
+            if self.given < len(self.replies):
+                if not self.mine.wait(RESPONSE_TIMEOUT_S):
+                    raise BenchError("the other agent did not hand the turn back")
+                self.mine.clear()
+        self.since = time.thread_time()
+        return reply
+
+    def pair(self) -> None:
+        """Take turns from the next call on; the figures start with the turn after it."""
+        self.paired, self.since = True, None
+
+
+def paired_turns(
+    history: list[AgentMessage], tool: AgentTool, turns: int, variants: dict[str, dict[str, Any]]
+) -> dict[str, TurnTaker]:
+    """Two fresh agents holding ``history`` (``variants``: name to agent options), each warmed
+    up by one prompt, then both given ``turns`` tool-call turns at once, taking turns (see
+    ``TurnTaker``); their models, holding each turn's CPU µs and each request's size."""
+    events = [threading.Event(), threading.Event()]
+    script = [AssistantMessage([TextContent("warm")]), *tool_turns(turns, 1, tool.name, "g")]
+    takers = {name: TurnTaker(script, events[i], events[1 - i]) for i, name in enumerate(variants)}
+    agents = {
+        name: YiemAgent(llm_call=takers[name], tools=[tool], messages=history, max_turns=turns + 5, **options)
+        for name, options in variants.items()
+    }
+    try:
+        for name, agent in agents.items():
+            check_answer(
+                agent.prompt("warm up", RESPONSE_TIMEOUT_S), f"context_window[{name}] (first prompt)"
+            )
+            takers[name].pair()
+        gc.collect()
+        with concurrent.futures.ThreadPoolExecutor(len(agents)) as pool:
+            runs = {
+                name: pool.submit(agent.prompt, "go", RESPONSE_TIMEOUT_S) for name, agent in agents.items()
+            }
+            for name, run in runs.items():
+                check_answer(run.result(RESPONSE_TIMEOUT_S), f"context_window[{name}]")
+    finally:
+        for agent in agents.values():
+            agent.shutdown()
+    return takers
+
+
+def window_round(history: list[AgentMessage], tool: AgentTool, sizes: Sizes) -> dict[str, float]:
+    """One round of ``context_window``: the median CPU µs per turn of an agent without a
+    window and of one with a window that trims nothing, taking turns (``paired_turns``), and
+    µs per turn of a run in which every request is trimmed; every request's size checked."""
     turns = sizes.window_turns
     full = untrimmed_counts(len(history), turns)
-    variants: dict[str, dict[str, Any]] = {
-        "none": {},
-        "window": {"context_window": sizes.window_tokens},
-        "trim": {"context_window": sizes.trim_window_tokens, "context_strategy": "trim"},
-    }
-    us: dict[str, list[float]] = {name: [] for name in variants}
+    paired = {"none": {}, "window": {"context_window": sizes.window_tokens}}
+    takers = paired_turns(history, tool, turns, paired)
+    for name, taker in takers.items():
+        if taker.sent != full:
+            raise BenchError(f"context_window[{name}]: the requests held {taker.sent} messages, not {full}")
+    sent: list[int] = []
+    trim = {"context_window": sizes.trim_window_tokens, "context_strategy": "trim"}
+    trimmed = history_run(history, tool, turns, "context_window[trim]", sent, time.process_time, **trim)
+    if len(sent) != len(full) or any(n >= f for n, f in zip(sent, full, strict=True)):
+        raise BenchError(f"context_window[trim]: not every request was trimmed: sent {sent}, of {full}")
+    return {name: statistics.median(takers[name].turn_us) for name in paired} | {"trim": trimmed[1]}
+
+
+@contextlib.contextmanager
+def one_cpu() -> Iterator[None]:
+    """Keep this thread, and the threads it starts, on one of the CPUs it may use while the
+    block runs, where the system allows it (Linux); elsewhere, or when refused, do nothing.
+    The CPUs of a shared machine run at speeds of their own: two agents whose threads sit on
+    different ones differ by a third, whatever they run."""
+    getter = getattr(os, "sched_getaffinity", None)
+    setter = getattr(os, "sched_setaffinity", None)
+    allowed: set[int] = getter(0) if getter is not None and setter is not None else set()
+    try:
+        if allowed:
+            setter(0, {max(allowed)})  # type: ignore[misc]
+    except OSError:
+        allowed = set()
+    try:
+        yield
+    finally:
+        if allowed:
+            setter(0, allowed)  # type: ignore[misc]
+
+
+def context_window(sizes: Sizes) -> Scenario:
+    """What measuring every request costs (issue "budgets"): CPU µs per turn after
+    ``history`` messages without a context window and with one so large that nothing is
+    trimmed (every request is measured before it is sent), and their difference (the target:
+    at most 5 µs more per turn); then with ``context_strategy="trim"`` and a window so small
+    that every request is trimmed (the trim path's cost; no target). A difference of a few µs
+    between two figures of about 40 is lost in a shared machine's noise unless both are taken
+    at the same moments: each round runs the two agents at once, taking turns, and gives each
+    the median CPU time of its turns (``paired_turns``); the figures are the medians over the
+    rounds of those and of their difference. Every request's message count is checked (all
+    of them sent without trimming, fewer with it)."""
+    tool = make_tool("noop")
+    history = make_history(sizes.history, tool.name)
+    us: dict[str, list[float]] = {"none": [], "window": [], "trim": []}
     overheads: list[float] = []
-    for rnd in range(sizes.warmup + sizes.history_pairs):
-        measured: dict[str, float] = {}
-        for name, options in variants.items():
-            sent: list[int] = []
-            what = f"context_window[{name}]"
-            measured[name] = history_run(history, tool, turns, what, sent, **options)[1]
-            if name == "trim":
-                if len(sent) != len(full) or any(n >= f for n, f in zip(sent, full, strict=True)):
-                    raise BenchError(f"{what}: not every request was trimmed: sent {sent}, of {full}")
-            elif sent != full:
-                raise BenchError(f"{what}: the requests held {sent} messages, not {full}")
-        if rnd >= sizes.warmup:
-            for name, value in measured.items():
-                us[name].append(value)
-            overheads.append(measured["window"] - measured["none"])
+    with one_cpu():
+        for rnd in range(sizes.warmup + sizes.history_pairs):
+            measured = window_round(history, tool, sizes)
+            if rnd >= sizes.warmup:
+                for name, value in measured.items():
+                    us[name].append(value)
+                overheads.append(measured["window"] - measured["none"])
     figures = [
         Figure(
-            "us_per_turn_no_window", f"µs per turn, {sizes.history} messages, no window", "µs", us["none"]
+            "us_per_turn_no_window",
+            f"CPU µs per turn, {sizes.history} messages, no window",
+            "µs",
+            us["none"],
         ),
-        Figure("us_per_turn_window", "µs per turn, window (measured, not trimmed)", "µs", us["window"]),
-        Figure("us_per_turn_window_overhead", "µs per turn, window - no window", "µs", overheads, 5.0),
-        Figure("us_per_turn_trim", "µs per turn, every request trimmed", "µs", us["trim"]),
+        Figure("us_per_turn_window", "CPU µs per turn, window (measured, not trimmed)", "µs", us["window"]),
+        Figure("us_per_turn_window_overhead", "CPU µs per turn, window - no window", "µs", overheads, 5.0),
+        Figure("us_per_turn_trim", "CPU µs per turn, every request trimmed", "µs", us["trim"]),
     ]
     params = {
         "history": sizes.history,
-        "turns": turns,
+        "turns": sizes.window_turns,
         "window_tokens": sizes.window_tokens,
         "trim_window_tokens": sizes.trim_window_tokens,
     }
