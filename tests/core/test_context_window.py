@@ -5,6 +5,7 @@ is sent; a callable strategy is checked; a provider's overflow refusal is handle
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
 from typing import Any
 
@@ -458,3 +459,54 @@ def test_a_count_of_tokens_that_is_not_a_count_ends_the_run_saying_so() -> None:
             assert "count_tokens must return an int of at least 0" in str(response.error_message)
             agent.llm_call = Counting(len)  # the agent goes on with a model that counts
             assert content_text(agent.prompt("again", timeout=10).content) == "hi"
+
+
+def test_a_meter_serves_one_run_at_a_time_and_is_given_back_when_it_ends() -> None:
+    """A run takes its config's meter (so measuring needs no lock); a run of the same config
+    in another thread meanwhile measures with a meter of its own, and still measures its own
+    history; the meter is free again after each run, one that failed too."""
+    meter = ContextMeter(len)
+    assert meter.for_run() is meter
+    other = meter.for_run()
+    assert other is not meter and other.count is meter.count
+    meter.release()
+    meter.release()  # harmless
+    assert meter.for_run() is meter
+    meter.release()
+
+    holding, go_on = threading.Event(), threading.Event()
+    held: list[bool] = []
+
+    def llm(request: Any) -> AssistantMessage:
+        if request.messages[-1].content[0].text == "short":
+            taken = config.meter.for_run()
+            held.append(taken is not config.meter)
+            taken.release()
+            holding.set()
+            assert go_on.wait(10)
+        return AssistantMessage([TextContent("hi")])
+
+    config = RunConfig(llm_call=llm, context_window=1000)
+    results: list[AssistantMessage] = []
+    first = threading.Thread(
+        target=lambda: results.append(run_loop([UserMessage("short")], AgentState(), config))
+    )
+    first.start()
+    try:
+        assert holding.wait(10)
+        long = run_loop([UserMessage("x" * 6000)], AgentState(), config)  # meanwhile, on its own meter
+    finally:
+        go_on.set()
+        first.join(10)
+    assert held == [True]
+    assert long.stop_reason == "context_overflow"
+    assert [r.stop_reason for r in results] == ["stop"]
+    assert config.meter.for_run() is config.meter
+    config.meter.release()
+
+    def failing(request: Any) -> AssistantMessage:
+        raise RuntimeError("the model is down")
+
+    broken = RunConfig(llm_call=failing, context_window=1000)
+    assert run_loop([UserMessage("q")], AgentState(), broken).stop_reason == "error"
+    assert broken.meter.for_run() is broken.meter

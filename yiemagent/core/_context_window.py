@@ -160,18 +160,18 @@ class ContextMeter:
     once and summed as the list grows at its end, across runs. A list that changed otherwise
     (cleared, or its last counted message no longer where it was) is counted afresh; another
     list starts over; the list is taken to change in no other way (the agent's history only
-    grows, or is replaced). Safe to share between threads. ``cut`` is where the last trim of the
-    history began (the message and its index), for the next trim to keep; ``scale`` how much
-    more than this measure the provider counted, the last time it did (1.0 at the least)."""
+    grows, or is replaced). It serves one run at a time: a run takes it with ``for_run`` (a run
+    that finds it taken, by another thread's run of the same config, gets a meter of its own)
+    and gives it back with ``release``, so measuring before each LLM call takes no lock.
+    ``cut`` is where the last trim of the history began (the message and its index), for the
+    next trim to keep; ``scale`` how much more than this measure the provider counted, the last
+    time it did (1.0 at the least)."""
 
-    __slots__ = ("_acquire", "_fixed", "_release", "_source", "_sums", "_tail", "count", "cut", "scale")
+    __slots__ = ("_fixed", "_source", "_sums", "_tail", "_taken", "count", "cut", "scale")
 
     def __init__(self, count: TokenCounter | None = None) -> None:
         self.count = count
-        lock = threading.Lock()
-        # Bound once: the lock is taken before every measured LLM call, and a bound
-        # acquire/release pair costs less than a ``with`` block.
-        self._acquire, self._release = lock.acquire, lock.release
+        self._taken = threading.Lock()  # held by the run the meter serves
         self._source: list[AgentMessage] | None = None
         self._sums: list[int] = [0]  # _sums[i]: the tokens of the source's first i messages
         self._fixed: tuple[str, dict[str, Any], int] | None = None
@@ -181,8 +181,19 @@ class ContextMeter:
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Counts are a cache, no part of a value: a run config sent to another process (a Ray
-        # actor), or deep-copied, gets an empty meter with the same counter; the lock never travels.
+        # actor), or deep-copied, gets an empty meter with the same counter, taken by no run.
         return (ContextMeter, (self.count,))
+
+    def for_run(self) -> ContextMeter:
+        """This meter, taken for one run until ``release``; a new meter with the same count
+        when another run holds it (that run's counts stay its own)."""
+        return self if self._taken.acquire(blocking=False) else ContextMeter(self.count)
+
+    def release(self) -> None:
+        """Give the meter back after the run that took it with ``for_run``; harmless for a
+        meter no run took."""
+        if self._taken.locked():
+            self._taken.release()
 
     def measure(self, message: AgentMessage) -> int:
         """The tokens of one message, counted afresh."""
@@ -198,32 +209,41 @@ class ContextMeter:
         self._fixed = (system_prompt, dict(tools), tokens)
         return tokens
 
+    def request(self, system_prompt: str, tools: Any, messages: Sequence[AgentMessage]) -> int:
+        """The tokens of a request: ``fixed`` and the ``tokens`` of all its ``messages``, in the
+        one call made before every measured LLM call."""
+        known = self._fixed
+        if known is not None and known[1] == tools and known[0] == system_prompt:
+            fixed = known[2]
+        else:
+            fixed = self.fixed(system_prompt, tools)
+        if type(messages) is HistorySnapshot and not messages._owned:  # the loop's own context
+            length = messages._length
+            return fixed + self._sums_to(messages._messages, length)[length]
+        return fixed + self.tokens(messages)
+
     def _sums_to(self, source: list[AgentMessage], length: int) -> list[int]:
         """The running sums of ``source``, counted up to ``length`` of its messages: those
         counted before while the list only grew at its end, the rest now (all of them for
         another list, or one that changed otherwise)."""
-        self._acquire()
-        try:
-            sums = self._sums
-            done = len(sums) - 1
-            if source is not self._source or (
-                done and (done > len(source) or source[done - 1] is not self._tail)
-            ):
-                self._source, self._sums = source, [0]
-                sums, done = self._sums, 0
-                self.cut, self.scale = None, 1.0  # they were of the other history
-            if done < length:
-                count = self.count
-                if count is None:
-                    _add_estimates(source, done, length, sums)
-                else:
-                    total, append = sums[-1], sums.append
-                    for index in range(done, length):
-                        total += message_tokens(source[index], count)
-                        append(total)
-                self._tail = source[length - 1]
-        finally:
-            self._release()
+        sums = self._sums
+        done = len(sums) - 1
+        if source is not self._source or (
+            done and (done > len(source) or source[done - 1] is not self._tail)
+        ):
+            self._source, self._sums = source, [0]
+            sums, done = self._sums, 0
+            self.cut, self.scale = None, 1.0  # they were of the other history
+        if done < length:
+            count = self.count
+            if count is None:
+                _add_estimates(source, done, length, sums)
+            else:
+                total, append = sums[-1], sums.append
+                for index in range(done, length):
+                    total += message_tokens(source[index], count)
+                    append(total)
+            self._tail = source[length - 1]
         return sums
 
     def tokens(self, messages: Sequence[AgentMessage], start: int = 0) -> int:

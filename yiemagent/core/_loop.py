@@ -163,7 +163,8 @@ class RunConfig:
     (docs/budgets.md). ``context_window`` (tokens; or read once per run from ``window_source``
     when not given) and ``context_strategy`` keep each request inside the model's window, measured
     by ``count_tokens(text)`` where given (the model's tokenizer), else estimated; ``meter`` holds
-    those counts for the history. Invalid settings raise ``TypeError``/``ValueError`` at
+    those counts for the history, for one run at a time (a run of the same config in another
+    thread meanwhile counts on a meter of its own). Invalid settings raise ``TypeError``/``ValueError`` at
     construction.
     """
 
@@ -352,7 +353,7 @@ class _Run:
         # (tokens the provider counted in the last reply's context, history length then)
         self.context_mark: tuple[int, int] | None = None
         self.last_model = ""  # the model of the run's last reply
-        self.meter = config.meter
+        self.meter = config.meter.for_run()  # given back when the run ends (run_loop)
         self.window = config.context_window
         if self.window is None and config.window_source is not None:
             self.window = _listed_window(config.window_source)
@@ -427,7 +428,7 @@ class _Run:
         window (``context_window``: see ``context_window``); ``ContextOverflow`` when it cannot
         be made to fit, before anything is sent."""
         meter = self.meter
-        estimate = meter.fixed(ctx.system_prompt, ctx.tools) + meter.tokens(ctx.messages)
+        estimate = meter.request(ctx.system_prompt, ctx.tools, ctx.messages)
         # meter.scale: how much more the provider counted than this measure, at its last reply
         # (an estimate can undercount code or other scripts); trims are scaled by it too.
         scale = meter.scale
@@ -988,6 +989,20 @@ def run_loop(
     as superseded by the messages in ``first``.
     """
     run = _Run(state, config, safe_emitter(emit), signal or AbortSignal(), has_input)
+    try:
+        return _run(run, first, approvals, take_input)
+    finally:
+        run.meter.release()
+
+
+def _run(
+    run: _Run,
+    first: Iterable[AgentMessage],
+    approvals: Mapping[str, Decision] | None,
+    take_input: Callable[[], list[AgentMessage]],
+) -> AssistantMessage:
+    """The body of ``run_loop`` (see it), on a ``run`` made for it."""
+    state, config = run.state, run.config
     if run.emit.active:
         run.emit.send(AgentStartEvent())
     try:
