@@ -257,3 +257,96 @@ def test_a_price_whose_calculation_fails_leaves_the_call_unpriced() -> None:
     usage.add_reply(reply, {"m": Broken(1e-6, 1e-6)})
     assert usage.cost is None and usage.unpriced_calls == 1
     assert (usage.llm_calls, usage.input_tokens, usage.output_tokens) == (1, 10, 2)
+
+
+def _tool_events(events: list[Any]) -> list[tuple[str, str]]:
+    return [(e.event_type, e.tool_call_id) for e in events if e.event_type.startswith("tool_execution")]
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_a_call_a_limit_stops_is_refused_in_its_place_as_any_refused_call_is(mode: str) -> None:
+    """The third call of the batch passes ``max_calls_per_tool``: its events and result come in
+    its place among the others', exactly where those of a call of an unknown tool come."""
+    limited: list[Any] = []
+    a, _ = agent(
+        [calls("look", "note", "look", "note", n=1), text()],
+        usage_limits=UsageLimits(max_calls_per_tool={"look": 1}),
+        tool_execution=mode,
+        agent_event_sink=limited.append,
+    )
+    with a:
+        assert a.prompt("go", timeout=WAIT_S).stop_reason == "usage_limit"
+        history = [
+            (m.tool_call_id, m.details.get("error_kind")) for m in a.messages if m.role == "toolResult"
+        ]
+    unknown: list[Any] = []
+    reply = calls("look", "note", "look", "note", n=1)
+    blocks = list(reply.content)
+    blocks[2] = AgentToolCall("c1_2", "gone", {"q": "1.2"})
+    b, _ = agent(
+        [AssistantMessage(blocks, stop_reason="toolUse", model="m", usage=reply.usage), text()],
+        tool_execution=mode,
+        agent_event_sink=unknown.append,
+    )
+    with b:
+        assert b.prompt("go", timeout=WAIT_S).stop_reason == "stop"
+    assert _tool_events(limited) == _tool_events(unknown)
+    assert [e[1] for e in _tool_events(limited) if e[0] == "tool_execution_start"] == [
+        "c1_0",
+        "c1_1",
+        "c1_2",
+        "c1_3",
+    ]
+    assert history == [("c1_0", None), ("c1_1", None), ("c1_2", "usage_limit"), ("c1_3", None)]
+
+
+@pytest.mark.parametrize("reload", [False, True])
+def test_a_paused_batch_holds_the_call_a_limit_stopped_in_its_place(reload: bool, tmp_path: Path) -> None:
+    """A batch that waits for approval holds the refused call's result in its place, asks
+    nothing about it, and, once decided (also by an agent loaded from the saved session),
+    leaves every result in call order and ends the run."""
+    from yiemagent import Approve
+
+    @function_tool(needs_approval=True)
+    def erase(text: str) -> str:
+        """Erase something."""
+        return "erased"
+
+    batch = AssistantMessage(
+        [
+            AgentToolCall("a", "look", {"q": "1"}),
+            AgentToolCall("b", "look", {"q": "2"}),
+            AgentToolCall("c", "erase", {"text": "x"}),
+        ],
+        stop_reason="toolUse",
+        model="m",
+    )
+    script = Script([batch, text()])
+    options: dict[str, Any] = {
+        "tools": [look, erase],
+        "usage_limits": UsageLimits(max_calls_per_tool={"look": 1}),
+        "max_repeated_calls": None,
+    }
+    first = YiemAgent(llm_call=script, **options)
+    try:
+        assert first.prompt("go", timeout=WAIT_S).stop_reason == "awaiting_approval"
+        assert [p.tool_call_id for p in first.pending_approvals] == ["c"]
+        assert first.messages[-1].role == "assistant"  # nothing in the history before the decision
+        before = first.usage.tool_calls
+        if reload:
+            first.save(tmp_path / "s.json")
+            first.shutdown()
+        a = YiemAgent.load(tmp_path / "s.json", llm_call=script, **options) if reload else first
+        with a:
+            a.resume({"c": Approve()})
+            response = a.take_response(timeout=WAIT_S)
+            results = [(m.tool_call_id, m.is_error) for m in a.messages if m.role == "toolResult"]
+            made = (a.usage.tool_calls, a.usage.calls_per_tool)
+    finally:
+        first.shutdown()
+    # The run the decisions resumed ends as the paused one would have: the limit named, the
+    # model not asked again; the two calls that ran count once each, the refused one not at all.
+    assert response.stop_reason == "usage_limit" and script.calls == 1
+    assert 'max_calls_per_tool["look"]=1 reached' in str(response.error_message)
+    assert results == [("a", False), ("b", True), ("c", False)]
+    assert before == 0 and made == (2, {"look": 1, "erase": 1})

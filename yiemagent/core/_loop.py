@@ -37,14 +37,13 @@ from yiemagent.core._context_window import (
 )
 from yiemagent.core._emit import Emit, SafeEmitter, safe_emitter
 from yiemagent.core._error_kinds import ABORTED as ABORTED_KIND
-from yiemagent.core._error_kinds import SKIPPED, USAGE_LIMIT
+from yiemagent.core._error_kinds import ERROR_KIND_KEY, SKIPPED, USAGE_LIMIT
 from yiemagent.core._events import (
     AgentEndEvent,
     AgentStartEvent,
     ApprovalRequestedEvent,
     MessageEndEvent,
     MessageStartEvent,
-    ToolExecStartEvent,
     TurnEndEvent,
     TurnStartEvent,
 )
@@ -59,12 +58,7 @@ from yiemagent.core._messages import (
 )
 from yiemagent.core._output import OutputSpec
 from yiemagent.core._output_json import output_json
-from yiemagent.core._pipeline import (
-    create_error_tool_result,
-    create_tool_result_message,
-    emit_tool_execution_end,
-    execute_tool_calls,
-)
+from yiemagent.core._pipeline import create_error_tool_result, execute_tool_calls
 from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_calls
 from yiemagent.core._request import LlmRequest, SpecFormatter
 from yiemagent.core._result_caps import cap_result, check_cap
@@ -77,8 +71,8 @@ from yiemagent.core._tools import (
     AgentLoopConfig,
     AgentState,
     AgentToolCallBatch,
+    AgentToolResult,
     BeforeHook,
-    FinalizedOutcome,
     positive_int,
 )
 from yiemagent.core._usage import Prices, RunUsage, UsageLimits, price_table
@@ -229,6 +223,7 @@ class RunConfig:
         tools: Any,
         skip_remaining: Callable[[], bool] | None = None,
         repeated_calls: RepeatedCalls | None = None,
+        refused_by_limit: Callable[[AgentToolCall], AgentToolResult | None] | None = None,
     ) -> AgentLoopConfig:
         """The pipeline's ``AgentLoopConfig`` for ``tools`` (shared, not copied)."""
         return AgentLoopConfig(
@@ -241,6 +236,7 @@ class RunConfig:
             skip_remaining=skip_remaining,
             clock=self.clock,
             repeated_calls=repeated_calls,
+            refused_by_limit=refused_by_limit,
             needs_approval=self.needs_approval,
             approval_checkpoint=self.approval_checkpoint,
         )
@@ -298,6 +294,7 @@ class _Run:
         "hook_context",
         "last_model",
         "limit_hit",
+        "limits_calls",
         "llm_keywords",
         "loop_config",
         "measured",
@@ -305,6 +302,7 @@ class _Run:
         "output",
         "output_failures",
         "output_tools",
+        "refused",
         "repeated_calls",
         "reply_started",
         "sent_estimate",
@@ -342,6 +340,11 @@ class _Run:
         self.skip_remaining = has_input if config.skip_tools_on_steer else None
         limit = config.max_repeated_calls
         self.repeated_calls = RepeatedCalls(limit) if limit is not None else None
+        limits = config.usage_limits
+        self.limits_calls = limits is not None and (
+            limits.max_tool_calls is not None or bool(limits.max_calls_per_tool)
+        )
+        self.refused: dict[int, AgentToolResult] = {}  # the batch's calls a tool-call limit stops (refusal)
         self.llm_keywords = self.keywords_for_llm()
         self.output = config.output
         self.output_failures = 0
@@ -499,7 +502,7 @@ class _Run:
         tools = self.tools_with_output()
         if cached is None or cached.tools is not tools:
             cached = self.loop_config = self.config.tool_loop_config(
-                tools, self.skip_remaining, self.repeated_calls
+                tools, self.skip_remaining, self.repeated_calls, self.refusal if self.limits_calls else None
             )
         return cached
 
@@ -538,69 +541,51 @@ class _Run:
 
     def run_tools(self, response: AssistantMessage, calls: list[AgentToolCall]) -> AgentToolCallBatch:
         """Step 6: execute the calls and add their results (and note the tools they added); or,
-        when calls need approval, pause the batch (``batch.paused``) and announce it."""
+        when calls need approval, pause the batch (``batch.paused``) and announce it (its calls
+        count when the batch is settled). Calls a tool-call limit stops are refused in their
+        place by the pipeline (``refusal``)."""
         state = self.state
         context = self.hooks_context()
         config = self.tool_config()
-        refused = self.refused_by_limits(calls)
-        allowed = [c for i, c in enumerate(calls) if i not in refused] if refused else calls
-        self.usage.add_tool_calls(c.name for c in allowed)
+        refused = self.refused = self.refused_by_limits(calls)
         state.pending_tool_calls = {call.id for call in calls}
         try:
-            if not allowed:
-                batch = AgentToolCallBatch([])
-            elif may_need_approval(allowed, context, config):
-                batch = prepare_or_pause(context, response, allowed, config, self.signal, self.emit)
+            if may_need_approval(calls, context, config):
+                batch = prepare_or_pause(context, response, calls, config, self.signal, self.emit)
             else:
-                batch = execute_tool_calls(context, response, allowed, config, self.signal, self.emit)
+                batch = execute_tool_calls(context, response, calls, config, self.signal, self.emit)
         finally:
             state.pending_tool_calls = set()
-        if refused:
-            batch = self.with_refused(batch, calls, refused)
+            self.refused = {}
         if batch.paused is not None:
             state.paused_batch = batch.paused
             if self.emit.active:
                 self.emit.send(ApprovalRequestedEvent(batch.paused.pending()))
             return batch
+        self.usage.add_tool_calls(c.name for c in calls if id(c) not in refused)
         self.add_results(batch)
         return batch
 
-    def refused_by_limits(self, calls: list[AgentToolCall]) -> dict[int, str]:
-        """The calls (by index) a tool-call limit stops, with the limit; the first one is kept
-        in ``limit_hit`` (the run ends after this batch)."""
+    def refused_by_limits(self, calls: list[AgentToolCall]) -> dict[int, AgentToolResult]:
+        """The error results of the calls a tool-call limit stops, by the calls' identity; the
+        first limit is kept in ``limit_hit`` (the run ends after this batch)."""
         limits = self.config.usage_limits
         if limits is None or (limits.max_tool_calls is None and not limits.max_calls_per_tool):
             return {}
         verdicts = limits.allowed_calls(self.usage, [c.name for c in calls])
-        refused = {i: v for i, v in enumerate(verdicts) if v is not None}
+        refused = {
+            id(call): limit_refusal(call.name, verdict)
+            for call, verdict in zip(calls, verdicts, strict=True)
+            if verdict is not None
+        }
         if refused:
-            self.limit_hit = next(iter(refused.values()))
+            self.limit_hit = next(v for v in verdicts if v is not None)
         return refused
 
-    def with_refused(
-        self, batch: AgentToolCallBatch, calls: list[AgentToolCall], refused: dict[int, str]
-    ) -> AgentToolCallBatch:
-        """``batch`` with an error result for each call a limit stopped, in call order (their
-        start and end events are sent now); a paused batch gets them in the history at once,
-        before its decided results."""
-        made = {}
-        for index, reason in refused.items():
-            call = calls[index]
-            if self.emit.active:
-                self.emit.send(ToolExecStartEvent(call.id, call.name, call.arguments))
-            result = create_error_tool_result(
-                f'Tool "{call.name}" was not run: the run reached its usage limit ({reason}).', USAGE_LIMIT
-            )
-            finalized = FinalizedOutcome(call, result, True)
-            emit_tool_execution_end(finalized, self.emit)
-            made[index] = create_tool_result_message(finalized, self.config.clock())
-        if batch.paused is not None:
-            for msg in made.values():
-                self.add(msg)
-            return batch
-        ran = iter(batch.messages)
-        messages = [made[i] if i in made else next(ran) for i in range(len(calls))]
-        return AgentToolCallBatch(messages, False, output=batch.output)
+    def refusal(self, call: AgentToolCall) -> AgentToolResult | None:
+        """The pipeline's ``refused_by_limit``: the error result of ``call`` when a tool-call
+        limit stops it in the batch being run."""
+        return self.refused.get(id(call))
 
     def add_results(self, batch: AgentToolCallBatch) -> None:
         """Add a batch's result messages to the history (each capped to its tool's
@@ -633,10 +618,36 @@ class _Run:
             self.hooks_context(), paused, approvals, fallback, self.tool_config(), self.signal, self.emit
         )
         # The batch's turn ended (turn_end) when it paused; its results join this run as
-        # messages do, before its first turn.
-        self.usage.add_tool_calls(m.tool_name for m in batch.messages)
+        # messages do, before its first turn. A call a limit refused when it paused does not
+        # count, and the limit ends this run after the batch, as it would have ended that one.
+        limits = {id(m): limit for m in batch.messages if (limit := _limit_of(m)) is not None}
+        self.usage.add_tool_calls(m.tool_name for m in batch.messages if id(m) not in limits)
+        if limits:
+            self.limit_hit = next(iter(limits.values()))
         self.add_results(batch)
         return _after_batch(self, paused.message, batch)
+
+
+_REFUSED = 'Tool "{}" was not run: the run reached its usage limit ({}).'
+
+
+def limit_refusal(name: str, limit: str) -> AgentToolResult:
+    """The error result of a call of ``name`` that the tool-call limit ``limit`` (its verdict,
+    such as ``max_tool_calls=3 reached``) stops."""
+    return create_error_tool_result(_REFUSED.format(name, limit), USAGE_LIMIT)
+
+
+def _limit_of(message: ToolResultMessage) -> str | None:
+    """The verdict of the tool-call limit that refused the call ``message`` answers (the
+    inverse of ``limit_refusal``), or ``None`` when no limit refused it. Read back from the
+    text, which a saved session keeps: a batch paused in one run may be settled in another."""
+    if not message.is_error or message.details.get(ERROR_KIND_KEY) != USAGE_LIMIT:
+        return None
+    head, _, tail = _REFUSED.format(message.tool_name, "\0").partition("\0")
+    text = "".join(b.text for b in message.content if isinstance(b, TextContent))
+    if text.startswith(head) and text.endswith(tail) and len(text) > len(head) + len(tail):
+        return text[len(head) : len(text) - len(tail)]
+    return None
 
 
 def build_terminated_response(

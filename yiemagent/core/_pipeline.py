@@ -188,14 +188,18 @@ def prepare_tool_call(
 ) -> PreparedToolCall | ImmediateOutcome:
     """Resolve the tool, prepare and validate the arguments, and run ``before_tool_call``.
 
-    Returns a ``PreparedToolCall`` ready to execute, or an error ``ImmediateOutcome`` when the
-    tool is unknown, the arguments are invalid, the call repeats one the run already made
+    Returns a ``PreparedToolCall`` ready to execute, or an error ``ImmediateOutcome`` when a
+    usage limit of the run refuses the call (``config.refused_by_limit``), the tool is unknown,
+    the arguments are invalid, the call repeats one the run already made
     ``config.repeated_calls.limit`` times, the hook blocks or fails, or the signal is aborted.
     Never raises.
     """
     name = tool_call.name
     if _is_aborted(signal):
         return ImmediateOutcome(*_aborted_outcome(name))
+    refuse = config.refused_by_limit
+    if refuse is not None and (refused := refuse(tool_call)) is not None:
+        return ImmediateOutcome(refused, True)
     tool = context.tools.get(name)
     if tool is None:
         known = ", ".join(context.tools) or "(none)"

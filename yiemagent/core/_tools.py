@@ -364,6 +364,8 @@ class AgentLoopConfig:
     the millisecond timestamps of the result messages (``now_ms`` unless a test fixes it).
     ``repeated_calls``, when set, counts the calls of a run and refuses one made with the same
     tool and prepared arguments more often than its limit (the agent's ``max_repeated_calls``).
+    ``refused_by_limit(call)``, when set, is asked first for each call: a result it gives
+    refuses the call with that error result (the run's tool-call limits).
     ``needs_approval(tool, args, context)`` is the agent's policy: a call it (or the tool's own
     ``needs_approval``) asks about waits for a decision. ``approval_checkpoint()`` is called
     whenever a resumed batch's calls are about to start or have ended (the agent saves its
@@ -379,6 +381,9 @@ class AgentLoopConfig:
     skip_remaining: Callable[[], bool] | None = attrs.field(default=None, kw_only=True)
     clock: Callable[[], int] = attrs.field(default=now_ms, kw_only=True)
     repeated_calls: RepeatedCalls | None = attrs.field(default=None, kw_only=True)
+    refused_by_limit: Callable[[AgentToolCall], AgentToolResult | None] | None = attrs.field(
+        default=None, kw_only=True
+    )
     needs_approval: Callable[[AgentTool, dict[str, Any], AgentContext], bool] | None = attrs.field(
         default=None, kw_only=True
     )
