@@ -630,7 +630,7 @@ def context_window(sizes: Sizes) -> Scenario:
     trimmed (every request is measured before it is sent), and their difference (the target:
     at most 5 µs more per turn); then with ``context_strategy="trim"`` and a window so small
     that every request is trimmed (the trim path's cost; no target). A difference of a few µs
-    between two figures of about 40 is lost in a shared machine's noise unless both are taken
+    between two figures of some tens is lost in a shared machine's noise unless both are taken
     at the same moments: each round runs the two agents at once, taking turns, and gives each
     the median CPU time of its turns (``paired_turns``); the figures are the medians over the
     rounds of those and of their difference. Every request's message count is checked (all

@@ -158,8 +158,8 @@ class RunConfig:
     when not given) and ``context_strategy`` keep each request inside the model's window, measured
     by ``count_tokens(text)`` where given (the model's tokenizer), else estimated; ``meter`` holds
     those counts for the history, for one run at a time (a run of the same config in another
-    thread meanwhile counts on a meter of its own). Invalid settings raise ``TypeError``/``ValueError`` at
-    construction.
+    thread meanwhile counts on a meter of its own). Invalid settings raise ``TypeError`` or
+    ``ValueError`` at construction.
     """
 
     llm_call: Callable[..., AssistantMessage] = attrs.field(validator=_check_callable)
@@ -344,7 +344,7 @@ class _Run:
         self.limits_calls = limits is not None and (
             limits.max_tool_calls is not None or bool(limits.max_calls_per_tool)
         )
-        self.refused: dict[int, AgentToolResult] = {}  # the batch's calls a tool-call limit stops (refusal)
+        self.refused: dict[int, AgentToolResult] = {}  # the batch's calls a tool-call limit stops
         self.llm_keywords = self.keywords_for_llm()
         self.output = config.output
         self.output_failures = 0
@@ -570,11 +570,11 @@ class _Run:
         """The error results of the calls a tool-call limit stops, by the calls' identity; the
         first limit is kept in ``limit_hit`` (the run ends after this batch)."""
         limits = self.config.usage_limits
-        if limits is None or (limits.max_tool_calls is None and not limits.max_calls_per_tool):
+        if limits is None or not self.limits_calls:
             return {}
         verdicts = limits.allowed_calls(self.usage, [c.name for c in calls])
         refused = {
-            id(call): limit_refusal(call.name, verdict)
+            id(call): _limit_refusal(call.name, verdict)
             for call, verdict in zip(calls, verdicts, strict=True)
             if verdict is not None
         }
@@ -631,7 +631,7 @@ class _Run:
 _REFUSED = 'Tool "{}" was not run: the run reached its usage limit ({}).'
 
 
-def limit_refusal(name: str, limit: str) -> AgentToolResult:
+def _limit_refusal(name: str, limit: str) -> AgentToolResult:
     """The error result of a call of ``name`` that the tool-call limit ``limit`` (its verdict,
     such as ``max_tool_calls=3 reached``) stops."""
     return create_error_tool_result(_REFUSED.format(name, limit), USAGE_LIMIT)
@@ -639,7 +639,7 @@ def limit_refusal(name: str, limit: str) -> AgentToolResult:
 
 def _limit_of(message: ToolResultMessage) -> str | None:
     """The verdict of the tool-call limit that refused the call ``message`` answers (the
-    inverse of ``limit_refusal``), or ``None`` when no limit refused it. Read back from the
+    inverse of ``_limit_refusal``), or ``None`` when no limit refused it. Read back from the
     text, which a saved session keeps: a batch paused in one run may be settled in another."""
     if not message.is_error or message.details.get(ERROR_KIND_KEY) != USAGE_LIMIT:
         return None
