@@ -609,19 +609,16 @@ def one_cpu() -> Iterator[None]:
     block runs, where the system allows it (Linux); elsewhere, or when refused, do nothing.
     The CPUs of a shared machine run at speeds of their own: two agents whose threads sit on
     different ones differ by a third, whatever they run."""
-    getter = getattr(os, "sched_getaffinity", None)
-    setter = getattr(os, "sched_setaffinity", None)
-    allowed: set[int] = getter(0) if getter is not None and setter is not None else set()
     try:
-        if allowed:
-            setter(0, {max(allowed)})  # type: ignore[misc]
-    except OSError:
-        allowed = set()
+        allowed = os.sched_getaffinity(0)
+        os.sched_setaffinity(0, {max(allowed)})
+    except (AttributeError, OSError):  # no such call here, or not allowed
+        yield
+        return
     try:
         yield
     finally:
-        if allowed:
-            setter(0, allowed)  # type: ignore[misc]
+        os.sched_setaffinity(0, allowed)
 
 
 def context_window(sizes: Sizes) -> Scenario:

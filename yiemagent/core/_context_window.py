@@ -212,6 +212,8 @@ class ContextMeter:
     def request(self, system_prompt: str, tools: Any, messages: Sequence[AgentMessage]) -> int:
         """The tokens of a request: ``fixed`` and the ``tokens`` of all its ``messages``, in the
         one call made before every measured LLM call."""
+        # fixed()'s check of what it kept, made here: in the loop, the extra call cost more
+        # than the rest of the measure (bench context_window: 4.5 µs a turn against 2.9).
         known = self._fixed
         if known is not None and known[1] == tools and known[0] == system_prompt:
             fixed = known[2]

@@ -340,10 +340,7 @@ class _Run:
         self.skip_remaining = has_input if config.skip_tools_on_steer else None
         limit = config.max_repeated_calls
         self.repeated_calls = RepeatedCalls(limit) if limit is not None else None
-        limits = config.usage_limits
-        self.limits_calls = limits is not None and (
-            limits.max_tool_calls is not None or bool(limits.max_calls_per_tool)
-        )
+        self.limits_calls = config.usage_limits is not None and config.usage_limits.limits_tool_calls
         self.refused: dict[int, AgentToolResult] = {}  # the batch's calls a tool-call limit stops
         self.llm_keywords = self.keywords_for_llm()
         self.output = config.output

@@ -157,6 +157,11 @@ class UsageLimits:
             )
         return None
 
+    @property
+    def limits_tool_calls(self) -> bool:
+        """Whether a tool-call limit is set (``max_tool_calls`` or ``max_calls_per_tool``)."""
+        return self.max_tool_calls is not None or bool(self.max_calls_per_tool)
+
     def allowed_calls(self, usage: RunUsage, names: Iterable[str]) -> list[str | None]:
         """For each call of a batch (by tool name, in call order): ``None`` when it may run, or
         why it may not (a tool-call limit it would pass), counting the calls before it."""
