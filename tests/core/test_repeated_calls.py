@@ -1,6 +1,7 @@
 """``max_repeated_calls``: a model that calls one tool with the same arguments again and again
-gets, from the third such call of a run on (by default), an error result telling it that it
-already has that result, and the tool does not run again."""
+gets, from the third turn of a run that repeats such a call on (by default), an error result
+telling it that it already has that result, and the tool does not run again. Identical calls
+in one batch count as one (four dice rolled at once are not a loop)."""
 
 from __future__ import annotations
 
@@ -74,16 +75,63 @@ def test_other_arguments_are_not_repeats_and_each_run_counts_afresh() -> None:
     assert [r["city"] for r in runs] == ["Paris", "Rome", "Paris", "Rome", "Paris"]
 
 
-def test_repeats_within_one_parallel_batch_count_too() -> None:
-    runs: list[dict[str, Any]] = []
-    replies = [calls("Oslo", "Oslo", "Oslo", "Bergen"), "done"]
+def dice_tool(rolls: list[int], parallel: bool = False) -> AgentTool:
+    """``roll {}``: a fair die, so four identical calls are four different answers."""
+    faces = iter([3, 6, 1, 4, 2, 5, 6, 6, 1, 2, 3, 4])
+
+    def execute(_id: str, _args: dict[str, Any], _signal: Any, _on_partial: Any) -> AgentToolResult:
+        rolls.append(next(faces))
+        return AgentToolResult(str(rolls[-1]))
+
+    return AgentTool(
+        "roll", "Roll", "Roll a die.", {"type": "object"}, execute, parallel_tool_execute=parallel
+    )
+
+
+def rolls_of(count: int, tag: str) -> dict[str, Any]:
+    return {"tool_calls": [{"id": f"{tag}{i}", "name": "roll", "arguments": {}} for i in range(count)]}
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_four_identical_calls_in_one_batch_all_run_by_default(mode: str) -> None:
+    """ "Roll four dice": the model sends four identical ``roll {}`` calls at once, before any
+    result; that is four requests, not a loop, so each one runs (two were refused before)."""
+    rolls: list[int] = []
+    replies = [rolls_of(4, "a"), "You rolled 3, 6, 1 and 4."]
     with YiemAgent(
-        llm_call=ScriptedModel(replies), tools=[weather_tool(runs, parallel=True)], tool_execution="parallel"
+        llm_call=ScriptedModel(replies), tools=[dice_tool(rolls, mode == "parallel")], tool_execution=mode
+    ) as agent:
+        answer = agent.prompt("Roll four dice.", timeout=WAIT_S)
+        assert answer.stop_reason == "stop"
+        assert [kind for kind, _ in results(agent)] == [None] * 4
+    assert sorted(rolls) == [1, 3, 4, 6]
+
+
+@pytest.mark.parametrize("mode", ["sequential", "parallel"])
+def test_repeats_are_counted_across_turns_with_a_batch_counting_once(mode: str) -> None:
+    """Two batches of identical calls may run (the default limit is 2 batches); the third batch
+    that repeats them after seeing their results is refused, every call of it."""
+    rolls: list[int] = []
+    replies = [rolls_of(3, "a"), rolls_of(2, "b"), rolls_of(2, "c"), "done"]
+    with YiemAgent(
+        llm_call=ScriptedModel(replies), tools=[dice_tool(rolls, mode == "parallel")], tool_execution=mode
     ) as agent:
         agent.prompt("go", timeout=WAIT_S)
         kinds = [kind for kind, _ in results(agent)]
-    assert kinds == [None, None, "repeated_call", None]
-    assert sorted(r["city"] for r in runs) == ["Bergen", "Oslo", "Oslo"]
+    assert kinds == [None] * 5 + ["repeated_call"] * 2
+    assert len(rolls) == 5
+
+
+def test_a_batch_of_identical_calls_is_refused_whole_once_over_the_limit() -> None:
+    runs: list[dict[str, Any]] = []
+    replies = [calls("Oslo", tag="a"), calls("Oslo", "Oslo", "Bergen", tag="b"), "done"]
+    with YiemAgent(
+        llm_call=ScriptedModel(replies), tools=[weather_tool(runs)], max_repeated_calls=1
+    ) as agent:
+        agent.prompt("go", timeout=WAIT_S)
+        kinds = [kind for kind, _ in results(agent)]
+    assert kinds == [None, "repeated_call", "repeated_call", None]
+    assert [r["city"] for r in runs] == ["Oslo", "Bergen"]
 
 
 @pytest.mark.parametrize(("limit", "ran"), [(1, 1), (3, 3), (None, 5)])
@@ -106,10 +154,11 @@ def test_a_bad_limit_is_refused_with_what_is_accepted(bad: Any) -> None:
 
 def test_counts_tell_types_and_nesting_apart() -> None:
     counts = RepeatedCalls(1)
-    counts.record("t", {"n": 1, "tags": ["a", "b"]})
-    assert counts.refusal("t", {"tags": ["a", "b"], "n": 1}) is not None  # key order is no matter
-    assert counts.refusal("t", {"n": 1, "tags": ["b", "a"]}) is None
-    assert counts.refusal("u", {"n": 1, "tags": ["a", "b"]}) is None
-    counts.record("t", {"flag": 1})
-    assert counts.refusal("t", {"flag": True}) is None  # 1 == True in Python, not in JSON
-    assert counts.refusal("t", {"flag": 1}) is not None
+    counts.record("t", {"n": 1, "tags": ["a", "b"]}, "first batch")
+    later = "later batch"
+    assert counts.refusal("t", {"tags": ["a", "b"], "n": 1}, later) is not None  # key order is no matter
+    assert counts.refusal("t", {"n": 1, "tags": ["b", "a"]}, later) is None
+    assert counts.refusal("u", {"n": 1, "tags": ["a", "b"]}, later) is None
+    counts.record("t", {"flag": 1}, later)
+    assert counts.refusal("t", {"flag": True}, "third batch") is None  # 1 == True in Python, not in JSON
+    assert counts.refusal("t", {"flag": 1}, "third batch") is not None

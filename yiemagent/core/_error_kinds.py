@@ -27,8 +27,8 @@ kind                   phase       cause
 ``timeout``            execute     the call ran past its timeout
 ``skipped``            batch       a new message arrived and ``skip_tools_on_steer`` gave it
                                    the floor before the call started
-``repeated_call``      prepare     the run already made ``max_repeated_calls`` calls of this
-                                   tool with the same prepared arguments
+``repeated_call``      prepare     the run already made this call (same tool, same prepared
+                                   arguments) in ``max_repeated_calls`` earlier batches
 ``denied``             approval    the call needed approval and was denied (or a new message
                                    superseded the batch that waited for it)
 ``interrupted``        approval    an approved call had started when the process stopped; its

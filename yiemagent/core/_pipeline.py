@@ -217,7 +217,7 @@ def prepare_tool_call(
         msg = f'Preparing the arguments for tool "{name}" failed: {describe_error(exc)}'
         return ImmediateOutcome(create_error_tool_result(msg, PREPARE_FAILED), True)
     repeats = config.repeated_calls
-    if repeats is not None and (refusal := repeats.refusal(name, args)) is not None:
+    if repeats is not None and (refusal := repeats.refusal(name, args, assistant_message)) is not None:
         return ImmediateOutcome(create_error_tool_result(refusal, REPEATED_CALL), True)
     if config.before_tool_call is not None:
         try:
@@ -233,7 +233,7 @@ def prepare_tool_call(
     if _is_aborted(signal):
         return ImmediateOutcome(*_aborted_outcome(name))
     if repeats is not None:
-        repeats.record(name, args)
+        repeats.record(name, args, assistant_message)
     return PreparedToolCall(tool, tool_call, args)
 
 

@@ -1,9 +1,12 @@
 """Stopping a model that loops: the same tool called with the same arguments again and again.
 
 A small model that does not read a tool's result calls the tool once more, with the same
-arguments, until its context overflows. ``RepeatedCalls`` counts, for one run, how often each
-tool was called with each set of (prepared) arguments; past the limit a call is refused with an
-error result that tells the model it already has that result, so it answers instead.
+arguments, until its context overflows. ``RepeatedCalls`` counts, for one run, in how many
+batches each tool was called with each set of (prepared) arguments; past the limit a call is
+refused with an error result that tells the model it already has that result, so it answers
+instead. Identical calls within one batch count as one: the model sent them together, before
+seeing any result, so they are not a loop but the same request made several times on purpose
+(four dice rolled, a counter bumped twice, a status polled by several workers).
 """
 
 from __future__ import annotations
@@ -37,22 +40,35 @@ def check_max_repeated_calls(value: Any) -> int | None:
 
 
 class RepeatedCalls:
-    """Per-run counts of (tool, arguments) pairs; ``limit`` calls of one pair are allowed.
+    """Per-run counts of (tool, arguments) pairs, one per batch that made the call; ``limit``
+    batches of one pair are allowed.
 
-    Only the run's loop thread uses it (calls are prepared in order, also in parallel mode), so
-    it needs no lock.
+    A batch is known by its assistant message (the reply that made its calls). Only the run's
+    loop thread uses it (calls are prepared in order, also in parallel mode), so it needs no
+    lock.
     """
 
-    __slots__ = ("_counts", "limit")
+    __slots__ = ("_batch", "_counts", "_in_batch", "limit")
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self._counts: dict[Any, int] = {}
+        self._batch: object | None = None  # the reply whose calls are being prepared
+        self._in_batch: set[Any] = set()  # the pairs that batch has counted already
 
-    def refusal(self, name: str, args: dict[str, Any]) -> str | None:
-        """The error text for a call of ``name`` with ``args`` made ``limit`` times already in
-        this run, or ``None`` when it may run."""
-        if self._counts.get(_key(name, args), 0) < self.limit:
+    def _enter(self, batch: object) -> None:
+        """Start counting for ``batch`` when it is not the batch counted so far."""
+        if batch is not self._batch:
+            self._batch = batch
+            self._in_batch = set()
+
+    def refusal(self, name: str, args: dict[str, Any], batch: object) -> str | None:
+        """The error text for a call of ``name`` with ``args`` when that pair ran in ``limit``
+        earlier batches of this run, or ``None`` when it may run (always, for a pair this
+        ``batch`` already counted: identical calls in one batch are one)."""
+        key = _key(name, args)
+        self._enter(batch)
+        if key in self._in_batch or self._counts.get(key, 0) < self.limit:
             return None
         times = "once" if self.limit == 1 else f"{self.limit} times"
         return (
@@ -61,7 +77,11 @@ class RepeatedCalls:
             "tool with different arguments."
         )
 
-    def record(self, name: str, args: dict[str, Any]) -> None:
-        """Count a call of ``name`` with ``args`` that is about to run."""
+    def record(self, name: str, args: dict[str, Any], batch: object) -> None:
+        """Count a call of ``name`` with ``args`` of ``batch`` that is about to run (once per
+        batch)."""
         key = _key(name, args)
-        self._counts[key] = self._counts.get(key, 0) + 1
+        self._enter(batch)
+        if key not in self._in_batch:
+            self._in_batch.add(key)
+            self._counts[key] = self._counts.get(key, 0) + 1

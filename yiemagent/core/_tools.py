@@ -362,8 +362,9 @@ class AgentLoopConfig:
     returns true, the calls not yet started get error results saying they were skipped (the
     agent's ``skip_tools_on_steer`` uses it to give a new message the floor). ``clock()`` gives
     the millisecond timestamps of the result messages (``now_ms`` unless a test fixes it).
-    ``repeated_calls``, when set, counts the calls of a run and refuses one made with the same
-    tool and prepared arguments more often than its limit (the agent's ``max_repeated_calls``).
+    ``repeated_calls``, when set, counts the calls of a run (identical calls of one batch once)
+    and refuses one made with the same tool and prepared arguments in more batches than its
+    limit (the agent's ``max_repeated_calls``).
     ``refused_by_limit(call)``, when set, is asked first for each call: a result it gives
     refuses the call with that error result (the run's tool-call limits).
     ``needs_approval(tool, args, context)`` is the agent's policy: a call it (or the tool's own
