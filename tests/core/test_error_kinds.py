@@ -59,7 +59,7 @@ def tool(execute: Any = ok, **kw: Any) -> AgentTool:
 def _made_once() -> RepeatedCalls:
     """A run's counts in which ``t`` was already called once with ``{"n": 1}``, of one allowed."""
     counts = RepeatedCalls(1)
-    counts.record("t", {"n": 1})
+    counts.record("t", {"n": 1}, "an earlier batch")
     return counts
 
 

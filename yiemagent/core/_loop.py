@@ -143,8 +143,9 @@ class RunConfig:
     when set, is called before every LLM call with the names that tool results added since
     the last one (the agent uses it to follow its tool store). ``max_repeated_calls`` (default
     2, ``None`` for no limit) is in how many turns one run may call a tool with the same
-    prepared arguments (identical calls of one reply count once); a further call gets a ``repeated_call`` error result saying the model already has
-    that result, which stops a small model that loops. ``skip_tools_on_steer`` makes
+    prepared arguments (identical calls of one reply count once); a further call gets a
+    ``repeated_call`` error result saying the model already has that result, which stops a
+    small model that loops. ``skip_tools_on_steer`` makes
     the calls not yet started in a sequential batch give way to a message that arrived during
     the batch. ``clock()`` (milliseconds) stamps the messages the loop makes (tool results, its
     own responses) and ``new_tool_call_id()`` names the tool calls a reply sent without an id;
