@@ -307,6 +307,27 @@ def test_tools_defaults_to_the_example_tools(tmp_path: Path) -> None:
     assert done.stdout.startswith("ok: 3 tool files loaded from ")
 
 
+def test_tools_says_run_and_chat_offer_the_example_write_tool_only_with_its_flag(tmp_path: Path) -> None:
+    """The example writeTool is listed, but run and chat leave it out unless
+    --allow-write-tool is given: its line (and its JSON entry) says so, and no other does."""
+    text = run_cli("tools", cwd=tmp_path)
+    assert text.returncode == 0, text.stderr
+    heads = {line.split(":")[0]: line for line in text.stdout.splitlines() if line[:1].isalpha()}
+    assert heads["writeTool"] == (
+        "writeTool: Write Tool  (writeTool.py; run and chat offer it only with --allow-write-tool, "
+        "and ask before each call)"
+    )
+    assert all("--allow-write-tool" not in line for name, line in heads.items() if name != "writeTool")
+    listed = {t["name"]: t for t in json.loads(run_cli("tools", "--json", cwd=tmp_path).stdout)}
+    assert listed["writeTool"]["offered_only_with"] == "--allow-write-tool"
+    assert [n for n, t in listed.items() if "offered_only_with" in t] == ["writeTool"]
+    # A folder the user names is offered as it is: its writeTool needs no flag.
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "writeTool.py").write_bytes((ROOT / "tools" / "writeTool.py").read_bytes())
+    own = json.loads(run_cli("tools", "mine", "--json", cwd=tmp_path).stdout)
+    assert next(t for t in own if t["name"] == "writeTool").get("offered_only_with") is None
+
+
 def test_tools_check_names_each_broken_file_and_line(tmp_path: Path, tools: Path) -> None:
     (tools / "broken.py").write_text("x = 1\n\ndef get_tool(:\n    pass\n", encoding="utf-8")
     (tools / "raises.py").write_text("import os\nraise RuntimeError('boom')\n", encoding="utf-8")

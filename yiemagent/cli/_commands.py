@@ -8,7 +8,7 @@ import argparse
 import contextlib
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from typing import Any, TextIO
 
 from yiemagent.cli._approve import Approver, settle_approvals
@@ -18,6 +18,7 @@ from yiemagent.cli._model import CliError, ModelChoice, choose_model, recorded
 from yiemagent.cli._render import Renderer
 from yiemagent.cli._schema import read_schema
 from yiemagent.cli._session import (
+    EXAMPLE_TOOL,
     Sink,
     Tools,
     answer_text,
@@ -226,35 +227,44 @@ def _empty(response: AssistantMessage) -> str | None:
     )
 
 
-def _describe_tools(store: ToolStore, as_json: bool, origin: Callable[[str], str]) -> str:
+WRITE_TOOL_FLAG = "--allow-write-tool"
+# How `tools` marks the example writeTool, which `run` and `chat` leave out unless asked.
+WRITE_TOOL_NOTE = f"run and chat offer it only with {WRITE_TOOL_FLAG}, and ask before each call"
+
+
+def _describe_tools(
+    store: ToolStore, as_json: bool, origin: Callable[[str], str], flagged: Collection[str] = ()
+) -> str:
     """The store's tools for ``yiemagent tools``: each with its label, file, description and
-    input schema as indented text, or (``as_json``) as a JSON list of objects. Neither holds a
-    control character: the JSON escapes them, the text leaves them out (``printable``; tabs
-    become spaces), so a tool's name or description cannot send escape sequences to the
-    terminal."""
+    input schema as indented text, or (``as_json``) as a JSON list of objects; the tools in
+    ``flagged`` (the example ``writeTool``) say that ``run`` and ``chat`` offer them only with
+    ``--allow-write-tool`` (``"offered_only_with"`` in the JSON). Neither holds a control
+    character: the JSON escapes them, the text leaves them out (``printable``; tabs become
+    spaces), so a tool's name or description cannot send escape sequences to the terminal."""
     tools = list(store.tools.values())
     if as_json:  # ensure_ascii: every control character is written as a \u escape
-        return json.dumps(
-            [
-                {
-                    "name": t.name,
-                    "label": t.label,
-                    "description": t.description,
-                    "input_schema": t.input_schema,
-                    "parallel": t.parallel_tool_execute,
-                    "file": store.source_of(t.name),
-                    "from": origin(t.name),
-                }
-                for t in tools
-            ],
-            indent=2,
-        )
+        listed = []
+        for t in tools:
+            entry = {
+                "name": t.name,
+                "label": t.label,
+                "description": t.description,
+                "input_schema": t.input_schema,
+                "parallel": t.parallel_tool_execute,
+                "file": store.source_of(t.name),
+                "from": origin(t.name),
+            }
+            if t.name in flagged:
+                entry["offered_only_with"] = WRITE_TOOL_FLAG
+            listed.append(entry)
+        return json.dumps(listed, indent=2)
     parts = []
     for tool in tools:
         schema = json.dumps(tool.input_schema, indent=2, ensure_ascii=False)
         lines = [*tool.description.splitlines(), "input schema:", *schema.splitlines()]
         body = "\n".join("    " + line for line in lines)
-        parts.append(f"{tool.name}: {tool.label}  ({origin(tool.name)})\n{body}")
+        where = origin(tool.name) + (f"; {WRITE_TOOL_NOTE}" if tool.name in flagged else "")
+        parts.append(f"{tool.name}: {tool.label}  ({where})\n{body}")
     return printable("\n\n".join(parts)).expandtabs(4)
 
 
@@ -262,6 +272,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
     """``yiemagent tools [FOLDER]``: list the tools with their schemas, or ``--check`` every
     file and name each problem with its file and line (exit 1 when there is one)."""
     folder = next((f for f in (args.folder, args.tools) if f is not None), None)
+    examples = folder is None
     if folder is None:
         folder = example_tools_folder()
     else:
@@ -270,10 +281,15 @@ def cmd_tools(args: argparse.Namespace) -> int:
         with stdout_to_stderr():  # what tool files print as they load must not mix with the list
             problems = load_folder(store, folder)
             servers = load_mcp(store, args.mcp)
-        return _report_tools(args, Tools(store, shown_path(folder), problems, servers), folder)
+        # run and chat leave the example writeTool out unless --allow-write-tool; a folder
+        # named with --tools is offered as it is, so its writeTool needs no note.
+        flagged = {n for n in store.tools if examples and (store.source_of(n) or "").endswith(EXAMPLE_TOOL)}
+        return _report_tools(args, Tools(store, shown_path(folder), problems, servers), folder, flagged)
 
 
-def _report_tools(args: argparse.Namespace, tools: Tools, folder: Any) -> int:
+def _report_tools(
+    args: argparse.Namespace, tools: Tools, folder: Any, flagged: Collection[str] = ()
+) -> int:
     """``tools``' output: the problems with ``--check``, else the tools and their schemas."""
     store, problems = tools.store, tools.problems
     if args.check:
@@ -286,7 +302,7 @@ def _report_tools(args: argparse.Namespace, tools: Tools, folder: Any) -> int:
             return 1
         print(f"ok: {loaded}")
         return 0
-    print(_describe_tools(store, args.json, tools.origin))
+    print(_describe_tools(store, args.json, tools.origin, flagged))
     warn_problems(problems, sys.stderr)
     return 1 if problems else 0
 
