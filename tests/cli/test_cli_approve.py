@@ -212,6 +212,68 @@ def test_without_a_terminal_the_answers_come_from_stdin_and_its_end_denies(tmp_p
     assert marker(tmp_path) == {"text": "piped"}
 
 
+def test_two_calls_of_one_id_are_asked_about_apart_and_the_denied_one_never_runs(tmp_path: Path) -> None:
+    same_id = [
+        {
+            "tool_calls": [
+                {"name": "mark", "arguments": {"text": "first"}, "id": "call_mark"},
+                {"name": "mark", "arguments": {"text": "second"}, "id": "call_mark"},
+            ]
+        },
+        "Done.",
+    ]
+    script = script_file(tmp_path / "replies.json", same_id)
+    mark_tools(tmp_path)
+    args = ("run", "Mark", "--model", f"scripted:{script}", "--tools", "tools", "--events", "jsonl")
+    done = run_cli(*args, cwd=tmp_path, env=env_without_editor(), stdin="n\ny\n")
+    assert done.returncode == 0, done.stderr
+    assert done.stderr.count(QUESTION) == 2
+    assert marker(tmp_path) == {"text": "second"}  # the first, denied, never ran
+    events = [json.loads(line) for line in done.stdout.splitlines()]
+    decided = [(e["tool_call_id"], e["decision"]) for e in events if e["type"] == "approval_decision"]
+    assert decided[0] == ("call_mark", "deny") and decided[1][1] == "approve"
+    assert decided[1][0] != "call_mark"
+    ended = [(e["tool_call_id"], e["is_error"]) for e in events if e["type"] == "tool_execution_end"]
+    assert ended == [("call_mark", True), (decided[1][0], False)]
+
+
+def test_a_closed_stdin_at_the_question_denies_without_a_traceback(tmp_path: Path) -> None:
+    """``yiemagent run --approve ... 0<&-``: nobody can answer, so the call is denied, as at the
+    end of the input (input() raised "lost sys.stdin" with a traceback)."""
+    script = script_file(tmp_path / "replies.json", MARK_THEN_ANSWER)
+    mark_tools(tmp_path)
+    done = run_cli(
+        "run",
+        "Mark",
+        "--model",
+        f"scripted:{script}",
+        "--tools",
+        "tools",
+        "--approve",
+        cwd=tmp_path,
+        closed=(0,),
+    )
+    assert done.returncode == 0, done.stderr
+    assert "no answer (the input is closed): denied 1 call" in done.stderr
+    assert "Traceback" not in done.stderr and done.stdout == "Done.\n"
+    assert marker(tmp_path) is None
+
+
+@pytest.mark.parametrize("depth", [5_000, 100_000])
+def test_an_edit_nested_too_deep_at_the_prompt_is_refused_and_asked_again(tmp_path: Path, depth: int) -> None:
+    script = script_file(tmp_path / "replies.json", MARK_THEN_ANSWER)
+    mark_tools(tmp_path)
+    deep = '{"text": ' + "[" * depth + "]" * depth + "}"
+    done = run_cli(
+        "run", "Mark", "--model", f"scripted:{script}", "--tools", "tools",
+        cwd=tmp_path, env=env_without_editor(), stdin=f"e\n{deep}\n\nn not that\n",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and "RecursionError" not in done.stderr
+    assert "the edit cannot be used: it is nested too deep (at most 64 levels)" in done.stderr
+    assert done.stderr.count(QUESTION) == 2 and marker(tmp_path) is None
+
+
 def test_approve_asks_about_every_tool_and_events_hold_the_request_and_the_decisions(
     tmp_path: Path,
 ) -> None:

@@ -444,8 +444,8 @@ class YiemAgent:
     def pending_approvals(self) -> list[PendingApproval]:
         """The calls waiting for a decision, in call order (empty when none waits, and while
         the decisions given run): each with the arguments that will execute if it is approved."""
+        paused = self._worker_core.waiting_batch()
         with self._cond:
-            paused = self._state.paused_batch
             return [] if paused is None or paused.settled else paused.pending()
 
     def take_response(self, timeout: float | None = None) -> AssistantMessage:

@@ -24,10 +24,11 @@ from yiemagent.agent._session import SessionData
 from yiemagent.agent._session import save_session as save_session_file
 from yiemagent.agent._tool_sync import ToolSync
 from yiemagent.core._approval import Decision, PausedBatch, paused_batch_from_dict, paused_belongs
+from yiemagent.core._approval_batch import reassess
 from yiemagent.core._emit import SafeEmitter
 from yiemagent.core._loop import RunConfig, resume_problem, run_loop
 from yiemagent.core._messages import AgentMessage, AssistantMessage, UserMessage
-from yiemagent.core._tools import AbortSignal, AgentState
+from yiemagent.core._tools import AbortSignal, AgentContext, AgentState
 from yiemagent.core._usage import RunUsage
 from yiemagent.errors import AgentClosedError, ApprovalError
 
@@ -325,11 +326,27 @@ class AgentWorker:
         paused = self.state.paused_batch
         return paused if paused is not None and not paused.settled else None
 
+    def waiting_batch(self) -> PausedBatch | None:
+        """The batch waiting for approval decisions, if any, with each call a tool of the agent
+        (or its policy) now wants approved marked as waiting (``reassess``: a session file's
+        flags never decide that). The tools' rules are asked without the lock held, so a rule
+        may read the agent."""
+        with self.cond:
+            paused = self._paused()
+            if paused is None:
+                return None
+            state = self.state
+            context = AgentContext(state.system_prompt, list(state.messages), state.tools)
+            policy = self.config.needs_approval
+        reassess(paused, context, policy)
+        return paused
+
     def request_resume(self, approvals: Mapping[str, Any] | None = None) -> None:
         """Queue a resume behind whatever is active or queued; when nothing is, check it now and
         raise ``ValueError`` saying why it cannot resume. While a batch waits for approval, the
         decisions are checked here (``ApprovalError`` names every problem) and nothing runs when
         they are refused; the agent must be idle then."""
+        self.waiting_batch()  # every call the tools now want approved needs its decision
         with self.cond:
             if self.hub.closed:
                 raise AgentClosedError("the agent was shut down; it takes no new messages")

@@ -38,7 +38,7 @@ from yiemagent.core._approval import Approve, Decision, Deny, Edit, PendingAppro
 from yiemagent.core._arguments import validate_tool_arguments
 from yiemagent.core._content import AgentToolCall
 from yiemagent.core._events import AgentEvent
-from yiemagent.core._json_safety import json_ready
+from yiemagent.core._json_safety import MAX_JSON_DEPTH, argument_problem, json_ready
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.core._tools import AgentTool
 from yiemagent.errors import ApprovalError, CliError, describe_error
@@ -234,6 +234,10 @@ class Approver:
             raise _NoAnswer("the input ended") from None
         except KeyboardInterrupt:
             raise _NoAnswer("interrupted") from None
+        except (OSError, RuntimeError, ValueError):
+            # stdin closed (input() says "lost sys.stdin"), or a read of a closed file: nobody
+            # can answer, so the call is denied as at the end of the input.
+            raise _NoAnswer("the input is closed") from None
         for mark in _PASTE_MARKS:
             line = line.replace(mark, "")
         if not terminal:  # nothing echoed it: show it, for a readable transcript
@@ -285,7 +289,7 @@ class Approver:
             if not line.strip():
                 return text
             text += line + "\n"
-            with contextlib.suppress(ValueError):
+            with contextlib.suppress(ValueError, RecursionError):
                 json.loads(text)
                 return text
 
@@ -322,8 +326,13 @@ class Approver:
             value = json.loads(text)
         except ValueError as exc:
             raise _Retry(f"it is not valid JSON ({exc})") from None
+        except RecursionError:
+            raise _Retry(f"it is nested too deep (at most {MAX_JSON_DEPTH} levels)") from None
         if not isinstance(value, dict):
             raise _Retry(f"the arguments must be a JSON object, not {type(value).__name__}")
+        unusable = argument_problem(value)
+        if unusable is not None:
+            raise _Retry(f"the arguments cannot be used: {unusable}")
         tool = agent.tools.get(call.tool_name)
         if tool is not None:
             try:

@@ -21,9 +21,10 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from yiemagent.core._approval import Decision, Deny, Edit, PausedBatch, PausedCall, result_from_dict
+from yiemagent.core._arguments import validate_tool_arguments
 from yiemagent.core._content import AgentToolCall
 from yiemagent.core._emit import Emit, safe_emitter
-from yiemagent.core._error_kinds import ABORTED, DENIED, INTERRUPTED, SKIPPED, TOOL_NOT_FOUND
+from yiemagent.core._error_kinds import ABORTED, DENIED, INTERRUPTED, PREPARE_FAILED, SKIPPED, TOOL_NOT_FOUND
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.core._pipeline import (
     _asks_to_skip,
@@ -45,9 +46,9 @@ from yiemagent.core._tools import (
     FinalizedOutcome,
     PreparedToolCall,
 )
-from yiemagent.errors import describe_error, reraise_interrupt
+from yiemagent.errors import ToolArgumentError, describe_error, reraise_interrupt
 
-__all__ = ["SUPERSEDED", "may_need_approval", "prepare_or_pause", "settle_paused_batch"]
+__all__ = ["SUPERSEDED", "may_need_approval", "prepare_or_pause", "reassess", "settle_paused_batch"]
 
 logger = logging.getLogger("yiemagent")
 SUPERSEDED = "superseded by a new message: the user sent a message while this call waited for approval"
@@ -63,10 +64,13 @@ def may_need_approval(calls: Sequence[AgentToolCall], context: AgentContext, con
     return any((tool := tools.get(c.name)) is not None and tool.needs_approval is not False for c in calls)
 
 
-def _needs_approval(prep: PreparedToolCall, context: AgentContext, config: AgentLoopConfig) -> bool:
-    """Whether the prepared call waits for a decision. A rule that raises asks for approval: a
-    broken policy must not let a call run unasked."""
-    rule, policy = prep.tool.needs_approval, config.needs_approval
+def _needs_approval(
+    prep: PreparedToolCall, context: AgentContext, policy: Callable[..., bool] | None
+) -> bool:
+    """Whether the prepared call waits for a decision: its tool's rule, else the agent's
+    ``policy``. A rule that raises asks for approval: a broken policy must not let a call run
+    unasked."""
+    rule = prep.tool.needs_approval
     try:
         if rule is True or (callable(rule) and rule(copy.deepcopy(prep.args), context)):
             return True
@@ -79,6 +83,23 @@ def _needs_approval(prep: PreparedToolCall, context: AgentContext, config: Agent
             describe_error(exc),
         )
         return True
+
+
+def reassess(paused: PausedBatch, context: AgentContext, policy: Callable[..., bool] | None) -> None:
+    """Ask the tools as they are now (and the agent's ``policy``) whether each call of
+    ``paused`` that has not ended waits for a decision, and mark those that do. Never unmarks:
+    a call shown for approval stays so; and whatever a session file says, a call of a tool that
+    needs approval never runs without a decision. Never raises."""
+    tools = context.tools
+    for call in paused.calls:
+        if call.needs_approval or call.outcome is not None or call.started:
+            continue
+        tool = tools.get(call.tool_call.name)
+        if tool is None:
+            continue  # it gets a tool_not_found result, and never runs
+        prep = PreparedToolCall(tool, call.tool_call, dict(call.arguments or {}))
+        if _needs_approval(prep, context, policy):
+            call.needs_approval = True
 
 
 def _runs_in_parallel(entries: Sequence[Entry], config: AgentLoopConfig, context: AgentContext) -> bool:
@@ -169,10 +190,13 @@ def prepare_or_pause(
     entries: list[Entry] = [_start_and_prepare(context, message, tc, config, signal, sink) for tc in calls]
     parallel = _runs_in_parallel(entries, config, context)
     gated = {
-        id(e) for e in entries if isinstance(e, PreparedToolCall) and _needs_approval(e, context, config)
+        id(e)
+        for e in entries
+        if isinstance(e, PreparedToolCall) and _needs_approval(e, context, config.needs_approval)
     }
     if not gated:
         return _batch(_run_entries(context, message, entries, config, signal, sink, parallel), config.clock)
+    entries = _one_call_per_id(entries, gated)
     paused_calls = [
         PausedCall(e.tool_call, copy.deepcopy(e.args), id(e) in gated)
         if isinstance(e, PreparedToolCall)
@@ -180,6 +204,28 @@ def prepare_or_pause(
         for e in entries
     ]
     return AgentToolCallBatch([], False, paused=PausedBatch(message, paused_calls, parallel))
+
+
+def _one_call_per_id(entries: list[Entry], gated: set[int]) -> list[Entry]:
+    """``entries`` with each call that would wait for a decision under an id an earlier call of
+    the batch has too refused in its place: a decision names a call by its id, and must never
+    cover two calls. (The loop gives a reply's calls distinct ids; this holds for a history
+    given as it is, too.)"""
+    if len({e.tool_call.id for e in entries}) == len(entries):
+        return entries
+    out: list[Entry] = []
+    seen: set[str] = set()
+    for entry in entries:
+        call = entry.tool_call
+        if id(entry) in gated and call.id in seen:
+            text = (
+                f'Tool "{call.name}" was not run: another call of this reply has the same id '
+                f"({call.id}), so an approval could not tell the two apart."
+            )
+            entry = _Refused(call, create_error_tool_result(text, DENIED), True)
+        seen.add(call.id)
+        out.append(entry)
+    return out
 
 
 class _Refused(FinalizedOutcome):
@@ -198,6 +244,7 @@ def _entry(
     fallback: str,
     context: AgentContext,
     emit: Any,
+    from_file: bool = False,
 ) -> Entry:
     """What becomes of one paused call: its outcome, a refusal, or a prepared call to run."""
     name = call.tool_call.name
@@ -224,9 +271,17 @@ def _entry(
     if tool is None:
         text = f'Tool "{name}" no longer exists, so the approved call was not run.'
         return _ended(call, text, TOOL_NOT_FOUND, emit)
-    args = (
-        copy.deepcopy(dict(decision.arguments)) if isinstance(decision, Edit) else dict(call.arguments or {})
-    )
+    if isinstance(decision, Edit):  # checked against the tool when the decision was given
+        return PreparedToolCall(tool, call.tool_call, copy.deepcopy(dict(decision.arguments)))
+    args = dict(call.arguments or {})
+    if from_file:  # arguments a file holds are checked again, as the model's were
+        try:
+            args = validate_tool_arguments(tool, AgentToolCall(call.tool_call.id, name, args))
+        except ToolArgumentError as exc:
+            return _ended(call, str(exc), exc.kind, emit)
+        except Exception as exc:  # the tool's own validator raised
+            text = f'Checking the arguments for tool "{name}" failed: {describe_error(exc)}'
+            return _ended(call, text, PREPARE_FAILED, emit)
     return PreparedToolCall(tool, call.tool_call, args)
 
 
@@ -244,13 +299,15 @@ def settle_paused_batch(
     the batch: waiting calls are denied, the others skipped) or ``"aborted"``. Calls that ended
     before keep their outcome; one that had started and has none is ``interrupted``. Marks each
     call started before it runs and records its outcome after, calling the config's
-    ``approval_checkpoint`` each time. Never raises."""
+    ``approval_checkpoint`` each time. Whether a call waits for a decision is asked of the
+    tools again first (``reassess``). Never raises."""
     sink = safe_emitter(emit)
     decisions = decisions or {}
+    reassess(paused, context, config.needs_approval)
     by_entry: dict[int, PausedCall] = {}
     entries: list[Entry] = []
     for call in paused.calls:
-        entry = _entry(call, decisions.get(call.tool_call.id), fallback, context, sink)
+        entry = _entry(call, decisions.get(call.tool_call.id), fallback, context, sink, paused.from_file)
         if isinstance(entry, PreparedToolCall):
             by_entry[id(entry)] = call
         elif call.outcome is None:

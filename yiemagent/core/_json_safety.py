@@ -17,7 +17,15 @@ import enum
 import math
 from typing import Any
 
-__all__ = ["MAX_ECHO_CHARS", "MAX_JSON_DEPTH", "argument_problem", "clip", "json_ready", "reject_constant"]
+__all__ = [
+    "MAX_ECHO_CHARS",
+    "MAX_JSON_DEPTH",
+    "argument_problem",
+    "clip",
+    "json_ready",
+    "nested_too_deep",
+    "reject_constant",
+]
 
 MAX_JSON_DEPTH = 64  # levels of objects/arrays in tool arguments and details
 MAX_ECHO_CHARS = 4000  # characters of received arguments an error text repeats
@@ -79,6 +87,24 @@ def argument_problem(value: Any) -> str | None:
         else:
             return f"{_render_path(path)} is a {type(item).__name__}, which is not JSON"
     return None
+
+
+def nested_too_deep(value: Any, limit: int = MAX_JSON_DEPTH) -> bool:
+    """Whether ``value``'s dicts, lists and tuples nest more than ``limit`` levels deep (walked
+    without recursion, and without looking into anything else). Never raises."""
+    stack: list[tuple[Any, int]] = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, (list, tuple)):
+            children = item
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((child, depth + 1) for child in children)
+    return False
 
 
 def reject_constant(name: str) -> Any:

@@ -63,7 +63,13 @@ from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_cal
 from yiemagent.core._request import LlmRequest, SpecFormatter
 from yiemagent.core._result_caps import cap_result, check_cap
 from yiemagent.core._session_id import check_whole_session_id
-from yiemagent.core._tool_calls import extract_tool_calls, new_tool_call_id, normalize_tool_calls
+from yiemagent.core._tool_calls import (
+    distinct_from,
+    extract_tool_calls,
+    new_tool_call_id,
+    normalize_tool_calls,
+    used_tool_call_ids,
+)
 from yiemagent.core._tools import (
     AbortSignal,
     AfterHook,
@@ -868,13 +874,22 @@ def _play_turn(run: _Run) -> AssistantMessage | None:
             run.emit.send(TurnEndEvent(ended, []))
         return ended
     response = normalize_tool_calls(response, run.config.new_tool_call_id)
+    has_calls, calls = extract_tool_calls(response.content)
+    if has_calls and may_need_approval(calls, run.hooks_context(), run.tool_config()):
+        # A call shown for approval is decided by its id: an id the history used already (a
+        # model that numbers its calls afresh each turn) gets a fresh one, so a decision given
+        # for an earlier, superseded batch can never apply to this one.
+        used = used_tool_call_ids(run.state.messages)
+        renamed = distinct_from(response, used, run.config.new_tool_call_id)
+        if renamed is not response:
+            response = renamed
+            has_calls, calls = extract_tool_calls(response.content)
     run.usage.add_reply(response, run.config.prices)
     run.last_model = response.model
     run.add(response, started=True)
     if response.usage is not None:
         run.context_mark = (response.usage.input + response.usage.output, len(run.state.messages))
         _learn_scale(run, response.usage)
-    has_calls, calls = extract_tool_calls(response.content)
     # After an abort the calls still get (aborted) results, so the history stays well formed.
     batch = run.run_tools(response, calls) if has_calls else None
     if run.emit.active:

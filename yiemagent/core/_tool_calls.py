@@ -17,15 +17,17 @@ import attrs
 
 from yiemagent.core._content import AgentToolCall, ContentBlock, MessageContent, content_list
 from yiemagent.core._json_safety import argument_problem, reject_constant
-from yiemagent.core._messages import AssistantMessage
+from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage
 
 __all__ = [
     "UNUSABLE_NOTE",
+    "distinct_from",
     "extract_tool_calls",
     "new_tool_call_id",
     "normalize_tool_calls",
     "parse_arguments",
     "tool_call_from_entry",
+    "used_tool_call_ids",
 ]
 
 
@@ -162,21 +164,69 @@ def _typed_content(content: list[ContentBlock], new_id: Callable[[], str]) -> li
     return typed
 
 
+def _has_repeated_ids(content: list[ContentBlock]) -> bool:
+    """Whether two typed tool calls of ``content`` share an id (one pass; a reply with fewer
+    than two calls costs a count)."""
+    seen: set[str] = set()
+    for block in content:
+        if isinstance(block, AgentToolCall):
+            if block.id in seen:
+                return True
+            seen.add(block.id)
+    return False
+
+
+def used_tool_call_ids(messages: Iterable[AgentMessage]) -> set[str]:
+    """Every tool-call id that ``messages`` use: their replies' calls and their results."""
+    used: set[str] = set()
+    for message in messages:
+        if isinstance(message, ToolResultMessage):
+            used.add(message.tool_call_id)
+        elif isinstance(message, AssistantMessage):
+            used.update(c.id for c in extract_tool_calls(message.content)[1])
+    return used
+
+
+def distinct_from(
+    reply: AssistantMessage, taken: set[str], new_id: Callable[[], str] = new_tool_call_id
+) -> AssistantMessage:
+    """``reply`` (its calls typed, as ``normalize_tool_calls`` makes them) with a fresh id, made
+    by ``new_id``, for each call whose id is in ``taken`` or repeats an earlier call of the
+    reply; ``reply`` itself when no id needs one. ``taken`` is not changed."""
+    used = set(taken)
+    content: list[ContentBlock] = []
+    changed = False
+    for block in reply.content:
+        if isinstance(block, AgentToolCall):
+            if block.id in used:
+                fresh = new_id()
+                while fresh in used:
+                    fresh = new_id()
+                block, changed = attrs.evolve(block, id=fresh), True
+            used.add(block.id)
+        content.append(block)
+    return reply._with_checked_content(content_list(content)) if changed else reply
+
+
 def normalize_tool_calls(
     reply: AssistantMessage, new_id: Callable[[], str] = new_tool_call_id
 ) -> AssistantMessage:
-    """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with a text id
-    and name and with arguments that can be stored and sent again.
+    """``reply`` with every tool call as a typed ``AgentToolCall`` block, each with a text id of
+    its own and name and with arguments that can be stored and sent again.
 
     The loop applies it when a reply enters the history, so a call the model sent without an
-    id gets one id, once, and its result and every later request use that same id; arguments
+    id gets one id, once, and its result and every later request use that same id; a call whose
+    id repeats an earlier call of the reply (models and servers send duplicate ids) gets a
+    fresh one, so each call has one result and one approval decision of its own; arguments
     that are not finite JSON, or are nested deeper than ``MAX_JSON_DEPTH``, are replaced by a
-    short note, which the pipeline answers with an error result. Missing ids are made by
-    ``new_id`` (the run config's ``new_tool_call_id``; tests inject a counter). Replies that need
-    none of this (what the provider clients return) are returned as they are.
+    short note, which the pipeline answers with an error result. Missing and fresh ids are made
+    by ``new_id`` (the run config's ``new_tool_call_id``; tests inject a counter). Replies that
+    need none of this (what the provider clients return) are returned as they are.
     """
-    if all(map(_is_usable, reply.content)):
-        return reply
-    # Every block is a checked block already, or a typed call made here: no need to check the
-    # reply's other fields again.
-    return reply._with_checked_content(content_list(_typed_content(reply.content, new_id)))
+    if not all(map(_is_usable, reply.content)):
+        # Every block is a checked block already, or a typed call made here: no need to check
+        # the reply's other fields again.
+        reply = reply._with_checked_content(content_list(_typed_content(reply.content, new_id)))
+    if _has_repeated_ids(reply.content):
+        reply = distinct_from(reply, set(), new_id)
+    return reply
