@@ -287,9 +287,7 @@ def cmd_tools(args: argparse.Namespace) -> int:
         return _report_tools(args, Tools(store, shown_path(folder), problems, servers), folder, flagged)
 
 
-def _report_tools(
-    args: argparse.Namespace, tools: Tools, folder: Any, flagged: Collection[str] = ()
-) -> int:
+def _report_tools(args: argparse.Namespace, tools: Tools, folder: Any, flagged: Collection[str] = ()) -> int:
     """``tools``' output: the problems with ``--check``, else the tools and their schemas."""
     store, problems = tools.store, tools.problems
     if args.check:
