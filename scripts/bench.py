@@ -2,8 +2,9 @@
 """Benchmarks of the agent loop's own cost (issue 6): turn overhead, parallel batches, history
 growth, many agents in one process, tool loading, conversations through a pool of Ray actors
 (issue 14; needs the ``ray`` extra, else it is reported unavailable), and the embedded local
-model (issue 11): tokens per second through ``LlamaCppClient`` against llama-cpp-python called
-directly.
+model: tokens per second through ``LlamaCppClient`` (llama.cpp's own server, in-process) against
+llama-cpp-python called directly where it is installed, the throughput of 1, 4 and 16 agents
+asking one loaded model at once, and seconds per structured answer in the ``grammar`` mode.
 
 Every scenario drives a real ``YiemAgent`` (worker thread, channels, default ``prepare_context``
 and ``format_msg_for_llm``, events to a sink that keeps them) through its public API, with an
@@ -45,7 +46,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 REPO = Path(__file__).resolve().parents[1]
 if str(REPO) not in sys.path:  # run from a checkout without installing the package
@@ -73,6 +74,8 @@ SCENARIOS = (
     "tool_loading",
     "ray_pool",
     "local_model",
+    "local_agents",
+    "local_structured",
     "replay",
 )
 ARGS_SCHEMA: dict[str, Any] = {
@@ -1130,49 +1133,46 @@ def ray_pool(sizes: Sizes) -> Scenario:
 
 
 LOCAL_PROMPT = "Write a long story about a cat who learns to sail."
-LOCAL_TARGET = 1 / 0.95  # direct ÷ client tokens/s: the client keeps at least 95 % of the speed
+LOCAL_TARGET = 1 / 0.95  # llama-cpp-python ÷ client tokens/s: the client keeps at least 95 % of it
+LOCAL_AGENTS = (1, 4, 16)
 
 
 def local_model(sizes: Sizes) -> Scenario:
-    """Tokens per second of the embedded model through ``LlamaCppClient`` (a plain text reply,
-    deltas streamed to ``on_update``) and through llama-cpp-python called directly on the same
-    prompt with the same settings (``create_completion``, not streamed), runs interleaved.
-    ``slowdown`` is direct ÷ client per pair of runs; its target 1.053 means the client keeps
-    ≥ 0.95 of the direct speed. Reports ``unavailable`` without the ``local`` extra.
+    """Tokens per second of the embedded model through ``LlamaCppClient`` (llama.cpp's own
+    server in-process, from xllamacpp; a plain text reply, deltas streamed to ``on_update``) and,
+    where llama-cpp-python is installed (it is no longer a dependency: ``pip install
+    llama-cpp-python`` to compare), through it called directly on the same prompt tokens with the
+    same settings, runs interleaved. ``slowdown`` is direct ÷ client per pair of runs; its target
+    1.053 means the client keeps ≥ 0.95 of llama-cpp-python's speed. Reports ``unavailable``
+    without the ``local`` extra.
 
     ``cli_startup_s`` is the command's start-up: seconds from starting ``python -m yiemagent run``
     (with the embedded model, whose loading it includes) to its first streamed output, the
     model's first token; ``cli_scripted_s`` the same with a scripted model, i.e. the command's
     own start-up without a model to load."""
-    params = {"max_tokens": sizes.local_tokens, "prompt": LOCAL_PROMPT}
-    figures = [
-        Figure("client_tokens_per_s", "LlamaCppClient tokens/s", "tok/s", []),
-        Figure("direct_tokens_per_s", "llama-cpp-python tokens/s", "tok/s", []),
-        Figure("slowdown", "direct ÷ client tokens/s", "x", [], LOCAL_TARGET),
-    ]
+    params: dict[str, Any] = {"max_tokens": sizes.local_tokens, "prompt": LOCAL_PROMPT}
+    figures = [Figure("client_tokens_per_s", "LlamaCppClient tokens/s", "tok/s", [])]
     try:
         llamacpp = importlib.import_module("yiemagent.llm.llamacpp._client")
         client = llamacpp.LlamaCppClient(max_tokens=sizes.local_tokens)
-        llama_cpp = importlib.import_module("llama_cpp")
     except ImportError as exc:
         return Scenario("local_model", "unavailable", params, figures, str(exc))
+    try:
+        llama_cpp: Any = importlib.import_module("llama_cpp")
+    except ImportError:
+        llama_cpp = None
     prompts = importlib.import_module("yiemagent.llm.llamacpp._prompts")
     utils = importlib.import_module("yiemagent.core._context")
     context = importlib.import_module("yiemagent.core._tools").AgentContext(
         "", [UserMessage(LOCAL_PROMPT)], []
     )
     request = utils.format_msg_for_llm(context)
-    direct = llama_cpp.Llama(
-        model_path=str(client.model_path),
-        n_ctx=client.n_ctx,
-        n_threads=client.n_threads,
-        seed=client.seed,
-        verbose=False,
-    )
+    direct = None
     try:
         client(request)  # loads the model: not part of any measured run
-        prompt = client._render(prompts.transcript(request["messages"], client.system_prompt))
-        tokens = direct.tokenize(prompt.encode("utf-8"), special=True)
+        engine = client._load()
+        prompt = engine.apply_template(prompts.transcript(request["messages"], client.system_prompt))
+        tokens = engine.tokenize(prompt, special=True)
         updates: list[Any] = []
 
         def through_client() -> tuple[float, int]:
@@ -1193,25 +1193,38 @@ def local_model(sizes: Sizes) -> Scenario:
                 temperature=client.temperature,
                 repeat_penalty=client.repeat_penalty,
                 seed=client.seed,
-                stop=client._stops,
             )
             return time.perf_counter() - start, int(out["usage"]["completion_tokens"])
 
+        if llama_cpp is not None:
+            direct = llama_cpp.Llama(
+                model_path=str(client.model_path),
+                n_ctx=client.n_ctx,
+                n_threads=client.n_threads,
+                seed=client.seed,
+                verbose=False,
+            )
+            figures += [
+                Figure("direct_tokens_per_s", "llama-cpp-python tokens/s", "tok/s", []),
+                Figure("slowdown", "llama-cpp-python ÷ client tokens/s", "x", [], LOCAL_TARGET),
+            ]
         for _ in range(sizes.warmup):
-            called_directly()
+            if direct is not None:
+                called_directly()
             through_client()
         for _ in range(sizes.runs):
-            direct_s, direct_n = called_directly()
             client_s, client_n = through_client()
-            if client_n != direct_n:
-                raise BenchError(f"the client generated {client_n} tokens, the direct call {direct_n}")
             figures[0].samples.append(client_n / client_s)
-            figures[1].samples.append(direct_n / direct_s)
-            figures[2].samples.append(client_s / direct_s)
-        params["tokens"] = direct_n
+            params["tokens"] = client_n
+            if direct is not None:
+                direct_s, direct_n = called_directly()
+                figures[1].samples.append(direct_n / direct_s)
+                figures[2].samples.append((direct_n / direct_s) / (client_n / client_s))
+                params["direct_tokens"] = direct_n
     finally:
         client.close()
-        direct.close()
+        if direct is not None:
+            direct.close()
     figures.append(
         Figure(
             "cli_startup_s",
@@ -1228,7 +1241,96 @@ def local_model(sizes: Sizes) -> Scenario:
             sample(lambda: cli_first_output("scripted"), sizes),
         )
     )
-    return Scenario("local_model", params=params, figures=figures)
+    note = "" if direct is not None else "llama-cpp-python not installed: no direct figures"
+    return Scenario("local_model", params=params, figures=figures, note=note)
+
+
+def local_agents(sizes: Sizes) -> Scenario:
+    """Many agents on one embedded model: ``n`` agents (1, 4 and 16) of one
+    ``LlamaCppClient`` model (``n_parallel=16``: one loaded model serving up to 16 calls at once)
+    each ask for a story at the same moment; the figure is all the tokens they got per second of
+    the wall time until the last answer, and ``speedup_n`` that against one agent alone."""
+    params: dict[str, Any] = {"agents": list(LOCAL_AGENTS), "max_tokens": sizes.local_tokens // 2}
+    figures = [
+        Figure(f"tokens_per_s_{n}", f"tokens/s, {n} agents at once", "tok/s", []) for n in LOCAL_AGENTS
+    ]
+    try:
+        llamacpp = importlib.import_module("yiemagent.llm.llamacpp._client")
+        client = llamacpp.LlamaCppClient(max_tokens=sizes.local_tokens // 2, n_parallel=max(LOCAL_AGENTS))
+    except ImportError as exc:
+        return Scenario("local_agents", "unavailable", params, figures, str(exc))
+
+    def round_of(n: int) -> float:
+        agents = [YiemAgent(llm_call=client) for _ in range(n)]
+        try:
+            start = time.perf_counter()
+            for agent in agents:
+                agent.run_agent(LOCAL_PROMPT)
+            replies = [agent.take_response(timeout=600) for agent in agents]
+            elapsed = time.perf_counter() - start
+        finally:
+            for agent in agents:
+                agent.shutdown()
+        if any(r.stop_reason not in ("stop", "length") or r.usage is None for r in replies):
+            raise BenchError(f"an agent's answer failed: {[r.error_message for r in replies]}")
+        return sum(r.usage.output for r in replies if r.usage is not None) / elapsed
+
+    try:
+        round_of(1)  # loads the model
+        for figure, n in zip(figures, LOCAL_AGENTS, strict=True):
+            figure.samples.extend(sample(lambda n=n: round_of(n), sizes))
+    finally:
+        client.close()
+    alone = statistics.median(figures[0].samples)
+    for figure, n in zip(list(figures[1:]), LOCAL_AGENTS[1:], strict=True):
+        figures.append(
+            Figure(
+                f"speedup_{n}", f"{n} agents ÷ 1 agent, tokens/s", "x", [s / alone for s in figure.samples]
+            )
+        )
+    return Scenario("local_agents", params=params, figures=figures)
+
+
+class _City(TypedDict):
+    name: str
+    country: str
+    population: int
+
+
+LOCAL_CITIES = ("Paris", "Lima", "Oslo", "Tokyo", "Rome", "Cairo", "Quito", "Perth", "Dakar", "Hanoi")
+
+
+def local_structured(sizes: Sizes) -> Scenario:
+    """Seconds per structured answer of the embedded model in the ``grammar`` output mode (a
+    three-field schema; the grammar bounds its strings and layout and the token budget is sized
+    to it), over ``runs`` × the cities asked in turn; ``valid`` counts answers that fit the
+    schema (every one must)."""
+    params: dict[str, Any] = {"schema": "name: str, country: str, population: int"}
+    figures = [Figure("seconds_per_answer", "seconds per structured answer", "s", [], 30.0)]
+    try:
+        llamacpp = importlib.import_module("yiemagent.llm.llamacpp._client")
+        client = llamacpp.LlamaCppClient()
+    except ImportError as exc:
+        return Scenario("local_structured", "unavailable", params, figures, str(exc))
+    valid = 0
+    try:
+        with YiemAgent(llm_call=client, output_schema=_City, output_mode="grammar") as agent:
+            agent.prompt("Describe Paris as data.", timeout=600)  # loads the model
+            for _ in range(sizes.runs):
+                for city in LOCAL_CITIES[: max(2, sizes.runs)]:
+                    agent.reset()
+                    start = time.perf_counter()
+                    reply = agent.prompt(f"Describe {city} as data.", timeout=600)
+                    figures[0].samples.append(time.perf_counter() - start)
+                    valid += reply.stop_reason == "stop" and isinstance(reply.output, dict)
+    finally:
+        client.close()
+    params["answers"] = len(figures[0].samples)
+    params["valid"] = valid
+    if valid != len(figures[0].samples):
+        raise BenchError(f"{len(figures[0].samples) - valid} structured answers were not valid")
+    figures.append(Figure("max_seconds", "slowest structured answer", "s", [max(figures[0].samples)], 30.0))
+    return Scenario("local_structured", params=params, figures=figures)
 
 
 def cli_first_output(model: str) -> float:
@@ -1366,6 +1468,8 @@ RUNNERS: dict[str, Callable[[Sizes], Scenario]] = {
     "tool_loading": tool_loading,
     "ray_pool": ray_pool,
     "local_model": local_model,
+    "local_agents": local_agents,
+    "local_structured": local_structured,
     "replay": replay,
 }
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Progress lines for scripts/setup.sh (sourced by it): a long step says, every 30 s, how long it
-# has been running, so that a first set-up compiling llama.cpp does not look like a hang.
+# has been running, so that a slow download does not look like a hang.
 
 # Runs "$@" in the background and waits for it, printing "setup: still <$1> (M min S s so far)"
 # every SETUP_PROGRESS_EVERY_S seconds (30 by default) while it runs; returns its exit status.

@@ -51,9 +51,9 @@ def get_tool():
     )
 """
 
-# What a session's llama_cpp looks like when the `local` extra is not installed: importing it
+# What a session's xllamacpp looks like when the `local` extra is not installed: importing it
 # fails, whatever is installed in the environment running the tests.
-NO_LLAMA_CPP = "raise ImportError(\"No module named 'llama_cpp' (test stand-in)\")\n"
+NO_XLLAMACPP = "raise ImportError(\"No module named 'xllamacpp' (test stand-in)\")\n"
 
 
 def tools_folder(path: Path) -> Path:

@@ -1,20 +1,22 @@
-"""The real llama-cpp-python server (``python -m llama_cpp.server``) running SmolLM2-135M with
-``--chat_format chatml-function-calling``, for the tests that talk to a server we did not write.
+"""llama.cpp's own server (what people run as ``llama-server``, served by xllamacpp from the
+``local`` extra) running SmolLM2-135M with its chat template, for the tests that talk to a
+server we did not write.
 
-It is started once per test session (``llama_server_url`` in ``conftest.py``) as a subprocess
-on a free loopback port, waited for with a bounded poll of ``/v1/models``, and stopped at the
-end. Nothing is mocked; the ``local`` extra (installed by ``scripts/setup.sh``) must be there.
+It is started once per test session (``server_url`` in ``conftest.py``) as a subprocess
+(``llama_server_child.py``) on a free loopback port, waited for with a bounded poll of
+``/v1/models``, and stopped at the end. Nothing is mocked; the ``local`` extra (installed by
+``scripts/setup.sh``) must be there.
 """
 
 from __future__ import annotations
 
-import os
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import IO
 
 import requests
@@ -34,24 +36,8 @@ def serve(n_ctx: int = 4096) -> Iterator[str]:
     """Start the server with a context of ``n_ctx`` tokens; yield ``http://127.0.0.1:<port>/v1``;
     stop it (the fixture's body)."""
     port = free_port()
-    command = [
-        sys.executable,
-        "-m",
-        "llama_cpp.server",
-        "--model",
-        str(default_model_path()),
-        "--chat_format",
-        "chatml-function-calling",
-        "--n_ctx",
-        str(n_ctx),
-        # Every core: the server's default is half of them, which halves its speed on 2 cores.
-        "--n_threads",
-        str(os.cpu_count() or 1),
-        "--host",
-        "127.0.0.1",
-        "--port",
-        str(port),
-    ]
+    child = Path(__file__).with_name("llama_server_child.py")
+    command = [sys.executable, str(child), str(default_model_path()), str(n_ctx), str(port)]
     # The log goes to a file: llama.cpp writes far more than a pipe holds, and a full pipe
     # would stop the server before it ever answers.
     with tempfile.TemporaryFile() as log, requests.Session() as probe:
@@ -81,12 +67,12 @@ def wait_until_ready(
     deadline = time.monotonic() + READY_WITHIN_S
     while True:
         if process.poll() is not None:
-            raise RuntimeError(f"llama_cpp.server exited at start:\n{tail()}")
+            raise RuntimeError(f"llama.cpp's server exited at start:\n{tail()}")
         try:
             if probe.get(f"{base}/models", timeout=2).ok:
                 return base
         except requests.ConnectionError:
             pass
         if time.monotonic() > deadline:
-            raise RuntimeError(f"llama_cpp.server not ready within {READY_WITHIN_S:g} s:\n{tail()}")
+            raise RuntimeError(f"llama.cpp's server not ready within {READY_WITHIN_S:g} s:\n{tail()}")
         time.sleep(0.1)

@@ -169,7 +169,7 @@ def test_import_yiemagent_loads_no_provider_and_no_heavy_dependency() -> None:
     code = (
         "import sys, yiemagent\n"
         "heavy = [m for m in sys.modules if m.split('.')[0] in "
-        "('requests', 'tenacity', 'jsonschema', 'ray', 'mcp', 'llama_cpp', 'opentelemetry')"
+        "('requests', 'tenacity', 'jsonschema', 'ray', 'mcp', 'xllamacpp', 'opentelemetry')"
         " or m.startswith(('yiemagent.llm', 'yiemagent.agent', 'yiemagent.core._'))]\n"
         "print(heavy)"
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import threading
+import urllib.parse
 from typing import Any
 
 import requests
@@ -106,6 +107,22 @@ def _excerpt(response: requests.Response) -> str:
     return text[:200] + ("…" if len(text) > 200 else "")
 
 
+def _why_unreachable(exc: requests.RequestException, url: str) -> str:
+    """Why a request failed, in a few words, with the host: not urllib3's whole chain of
+    wrapped exceptions (which names the same host three times)."""
+    host = urllib.parse.urlsplit(url).hostname or url
+    text = str(exc)
+    if isinstance(exc, requests.exceptions.SSLError):
+        return f"the secure connection to {host} failed."
+    if "NameResolutionError" in text or "Name or service not known" in text or "getaddrinfo" in text:
+        return f"the name {host} could not be resolved (is this machine offline?)."
+    if "Connection refused" in text:
+        return f"{host} refused the connection."
+    if isinstance(exc, requests.ConnectionError):
+        return f"no connection to {host} (is this machine offline?)."
+    return f"{type(exc).__name__} for {host}."
+
+
 def _get_json(
     service: str,
     url: str,
@@ -142,7 +159,8 @@ def _get_json(
             raise WeatherLookupError(
                 f"The {service} service did not answer within {timeout:g} s; try again later."
             ) from None
-        raise WeatherLookupError(f"Could not reach the {service} service: {exc}") from None
+        why = _why_unreachable(exc, url)
+        raise WeatherLookupError(f"Could not reach the {service} service: {why}") from None
     finally:
         timer.cancel()
         if unregister is not None:

@@ -96,8 +96,8 @@ def test_scripted_reads_its_file(tmp_path: Path) -> None:
     assert isinstance(choose_model(f"scripted:{script}", None, {}).llm_call, ScriptedModel)
 
 
-def test_without_llama_cpp_the_message_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", None)  # importing it raises ImportError
+def test_without_xllamacpp_the_message_says_how_to_install_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "xllamacpp", None)  # importing it raises ImportError
     with pytest.raises(CliError) as info:
         choose_model(None, None, {})
     assert INSTALL_LOCAL in str(info.value) and "--model openai:gpt-4o-mini" in str(info.value)
@@ -106,7 +106,7 @@ def test_without_llama_cpp_the_message_says_how_to_install_it(monkeypatch: pytes
 def test_with_the_local_extra_it_asks_the_factory_for_local(
     monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
-    monkeypatch.setitem(sys.modules, "llama_cpp", types.ModuleType("llama_cpp"))
+    monkeypatch.setitem(sys.modules, "xllamacpp", types.ModuleType("xllamacpp"))
     monkeypatch.setitem(
         sys.modules, "yiemagent.llm.llamacpp._client", types.ModuleType("yiemagent.llm.llamacpp._client")
     )

@@ -439,6 +439,38 @@ def test_where_the_provider_counts_more_the_measure_is_scaled_by_as_much_trims_i
     assert max(provider_counts[1:]) <= 12_000  # the first request could not know the rate
 
 
+def test_a_chat_templates_fixed_text_is_learned_as_an_offset_not_a_rate() -> None:
+    """A server whose chat template adds 400 tokens to every request (llama.cpp's tools section,
+    say), counting the rest as we estimate: the first request is small, so its count is several
+    times the estimate; taken as a rate that would make every later request look too big to send
+    even trimmed to its last turn. Learned as an offset, every request fits by the server's own
+    count, trimmed ones too, and none ends the run."""
+    fetch = tool(size=1500)
+    provider_counts: list[int] = []
+
+    def estimate(request: Any) -> int:
+        return fixed_tokens(request.system_prompt, request.tools) + sum(
+            message_tokens(m) for m in request.messages
+        )
+
+    def llm(request: Any) -> AssistantMessage:
+        counted = estimate(request) + 400
+        provider_counts.append(counted)
+        n = len(provider_counts)
+        usage = LlmUsage(input=counted, output=10)
+        if n > 30:
+            return AssistantMessage([TextContent("done")], usage=usage)
+        return AssistantMessage(
+            [AgentToolCall(f"c{n}", "fetch", {"n": n})], stop_reason="toolUse", usage=usage
+        )
+
+    state = AgentState(tools=[fetch])
+    config = RunConfig(llm_call=llm, context_window=2048, context_strategy="trim", max_repeated_calls=None)
+    response = run_loop([UserMessage("go")], state, config)
+    assert response.stop_reason == "stop", response.error_message
+    assert len(provider_counts) == 31 and max(provider_counts[1:]) <= 2048
+
+
 def test_a_new_llm_call_brings_its_own_count_and_window() -> None:
     first, second = Counting(len), Counting(lambda text: 0)
     second.context_window = 50

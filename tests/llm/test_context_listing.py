@@ -107,9 +107,9 @@ def test_the_client_reads_the_listing_once_and_raises_its_failure_once() -> None
     assert len(server.requests) == 1
 
 
-def test_the_real_llama_cpp_server_lists_no_window_and_the_run_goes_on(server_url: str) -> None:
+def test_the_real_llama_cpp_server_lists_its_window_and_a_run_reads_it(server_url: str) -> None:
     client = OpenAIChatClient("smollm2", server_url, api_key_env=None, extra_body={"max_tokens": 8})
-    assert client.listed_context_window() is None  # llama-cpp-python's listing names no window
+    assert client.listed_context_window() == 4096  # llama.cpp lists the context it runs (meta.n_ctx)
     agent = YiemAgent(llm_call=client, context_window="auto")
     try:
         response = agent.prompt("Say hello.", timeout=120)

@@ -1,15 +1,18 @@
-"""The context window against real models: the llama-cpp-python server run with ``n_ctx=2048``
-and the embedded model (``LlamaCppClient(n_ctx=2048)``), each given a tool whose results are
-1,500 characters. With ``"trim"`` a 100-turn run never meets a provider error; with ``"error"``
-the run ends with ``context_overflow`` before a request that would not fit is sent; without a
-window the same run is refused by the server (so the server does hold to its 2048 tokens).
+"""The context window against real models: llama.cpp's own server (``llama-server``, served by
+xllamacpp) run with ``n_ctx=2048`` and the embedded model (``LlamaCppClient(n_ctx=2048)``), each
+given a tool whose results are 1,500 characters. With ``"trim"`` a 100-turn run never meets a
+provider error; with ``"error"`` the run ends with ``context_overflow`` before a request that
+would not fit is sent; without a window the same run is refused by the server (so the server
+does hold to its 2048 tokens).
 
-The server's ``chatml-function-calling`` template leaves tool results out of the prompt (it
-renders a ``tool`` message as its role alone), so there the prompt grows by the calls, about 32
-tokens a turn, and passes 2048 near turn 58 without a window. The embedded model's prompt holds
-every result; it evaluates about 200 tokens a second here and starts afresh at each generation,
-so its run is ``LOCAL_TURNS`` turns (24: two a prompt, the window filled and trimmed several
-times) in the test suite; ``YIEM_LOCAL_TURNS=100`` runs the 100 turns (about 12 minutes).
+The server's template shows its model every tool result, so the prompt grows by about 300
+tokens a turn and passes 2048 within a few turns without a window. Its 135M model never starts
+a tool call of its own there (it answers in text), so ``Counted(calls=True)`` sends each request
+to the server, for real (a request that does not fit is refused by it), and then puts a call of
+the next page in the reply's place, with the usage the server counted. The embedded model's
+prompt holds every result too; it starts afresh at each generation, so its run is
+``LOCAL_TURNS`` turns (24: two a prompt, the window filled and trimmed several times) in the
+test suite; ``YIEM_LOCAL_TURNS=100`` runs the 100 turns.
 
 Every call goes through ``Counted``, which records each request the provider got and each
 error it gave, so "no provider error" is what the provider said, not what the run shows (a
@@ -24,7 +27,7 @@ from typing import Any
 import pytest
 from llama_server import serve
 
-from yiemagent import AgentTool, AgentToolResult, TextContent, YiemAgent
+from yiemagent import AgentTool, AgentToolCall, AgentToolResult, TextContent, YiemAgent
 from yiemagent.core._context_window import MESSAGE_OVERHEAD, fixed_tokens, message_tokens
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage
 from yiemagent.llm import LlamaCppClient, OpenAIChatClient
@@ -66,8 +69,9 @@ class Counted:
     number of requests and every error the provider raised. It keeps the client's
     ``context_window`` and ``count_tokens``, so an agent measures as it would with the client."""
 
-    def __init__(self, client: Any) -> None:
+    def __init__(self, client: Any, calls: bool = False) -> None:
         self.client = client
+        self.calls = calls  # reply with a call of the next page (after the server answered)
         self.requests = 0
         self.errors: list[str] = []
         window = getattr(client, "context_window", None)
@@ -87,27 +91,29 @@ class Counted:
     ) -> AssistantMessage:
         self.requests += 1
         try:
-            return self.client(request, on_update=on_update, signal=signal, session_id=session_id)
+            reply = self.client(request, on_update=on_update, signal=signal, session_id=session_id)
         except Exception as exc:
             self.errors.append(f"{type(exc).__name__}: {exc}")
             raise
+        if not self.calls:
+            return reply
+        call = AgentToolCall(f"call_{self.requests}", "read_page", {"page": self.requests})
+        return AssistantMessage([call], usage=reply.usage, stop_reason="toolUse")
 
 
 @pytest.fixture(scope="module")
 def small_server_url() -> Iterator[str]:
-    """The real llama-cpp-python server with a context of 2048 tokens, for this module."""
+    """llama.cpp's own server with a context of 2048 tokens, for this module."""
     yield from serve(n_ctx=2048)
 
 
 def server_agent(url: str, strategy: str, window: int | None = 2048) -> tuple[YiemAgent, Counted]:
     client = OpenAIChatClient(
-        "smollm2",
-        url,
-        api_key_env=None,
-        tool_choice=FORCED,  # every turn calls the tool: the history grows by 1,500 characters a turn
-        extra_body={"max_tokens": 48, "temperature": 0},
+        "smollm2", url, api_key_env=None, extra_body={"max_tokens": 4, "temperature": 0}
     )
-    llm = Counted(client)
+    llm = Counted(
+        client, calls=True
+    )  # every turn calls the tool: the history grows by 1,500 characters a turn
     agent = YiemAgent(
         llm_call=llm,
         tools=[read_page_tool()],
@@ -147,7 +153,7 @@ def test_a_100_turn_run_with_trim_meets_no_provider_error_on_the_real_server(sma
 def test_without_a_window_the_same_run_is_refused_by_the_server(small_server_url: str) -> None:
     response, _, llm = server_run(small_server_url, "error", window=None)
     assert response.stop_reason == "error"
-    assert len(llm.errors) == 1 and "maximum context length is 2048 tokens" in llm.errors[0]
+    assert len(llm.errors) == 1 and "exceeds the available context size" in llm.errors[0]
     assert llm.requests < TURNS
 
 

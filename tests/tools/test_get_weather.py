@@ -133,7 +133,26 @@ def test_an_unreachable_service(get_weather: AgentTool, monkeypatch: pytest.Monk
     monkeypatch.setenv("YIEM_GEOCODING_URL", f"http://127.0.0.1:{port}/v1/search")
     monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
     message = call(get_weather, {"city": "Tokyo"})
-    assert message.is_error and "Could not reach the geocoding service" in text(message)
+    assert message.is_error
+    assert text(message) == (
+        'Tool "getWeather" failed: WeatherLookupError: Could not reach the geocoding service: '
+        "127.0.0.1 refused the connection."
+    )
+
+
+def test_an_offline_machine_is_said_in_one_line(
+    get_weather: AgentTool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A name that cannot be resolved (the weather example on a machine without a network):
+    one line saying what failed and why, not urllib3's chain of wrapped exceptions."""
+    monkeypatch.setenv("YIEM_GEOCODING_URL", "http://geocoding.invalid/v1/search")
+    message = call(get_weather, {"city": "Tokyo"})
+    assert message.is_error and "\n" not in text(message)
+    assert text(message).endswith(
+        "Could not reach the geocoding service: the name geocoding.invalid could not be resolved "
+        "(is this machine offline?)."
+    )
+    assert "urllib3" not in text(message) and "Max retries" not in text(message)
 
 
 def test_an_aborted_signal_stops_before_any_request(get_weather: AgentTool, meteo: OpenMeteoServer) -> None:

@@ -45,6 +45,11 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _window(text: str) -> int | str:
+    """argparse type of ``--context-window``: a whole number of at least 1, or ``auto``."""
+    return "auto" if text == "auto" else _positive_int(text)
+
+
 def _temperature(text: str) -> float:
     """argparse type: a finite number from 0 to 2 (the range providers accept)."""
     try:
@@ -133,10 +138,11 @@ def build_parser() -> argparse.ArgumentParser:
     )
     group.add_argument(
         "--context-window",
-        metavar="TOKENS",
-        type=_positive_int,
-        help="the model's context window (the embedded model's is known): a request that "
-        "would not fit is not sent (see --context-strategy)",
+        metavar="TOKENS|auto",
+        type=_window,
+        help="the model's context window (the embedded model's is known; auto reads it from "
+        "the server's model listing, where it gives one): a request that would not fit is not "
+        "sent (see --context-strategy)",
     )
     group.add_argument(
         "--context-strategy",

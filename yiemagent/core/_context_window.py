@@ -6,9 +6,11 @@ counted once per message of the history and kept while the history only grows (a
 the system prompt and the tools are counted again only when they change. The text's tokens are
 the model's own count where the ``llm_call`` offers one (``count_tokens``: the embedded model's
 tokenizer), else an estimate at ``CHARS_PER_TOKEN`` characters a token (a conservative rate:
-real tokenizers give English about 4). Where the provider counted more for the last request than
-the estimate did, the estimate is scaled up by as much (``ContextMeter.scale``). A request fits
-when that measure is at most the window less ``MARGIN`` of it, which leaves room for the reply.
+real tokenizers give English about 4). Where the provider counts more than the estimate, what it
+counts is learned from its replies as a rate and an offset (``ContextMeter.learn``: the rate
+from how its count grew between requests, the offset from what its chat template adds, a tools
+section say), and the estimate is taken to that. A request fits when that measure is at most the
+window less ``MARGIN`` of it, which leaves room for the reply.
 
 ``trim`` drops the oldest turns (a user message; an assistant message with the tool results that
 follow it) and never the system prompt, the messages up to the first user message, the last
@@ -56,6 +58,7 @@ IMAGE_TOKENS = 500  # what providers charge a small image, about
 # A trim leaves the request at this share of its budget, so the turns after it are added to the
 # same start: a provider's prompt cache (and llama.cpp's reuse of its last prompt) keeps working.
 TRIM_GOAL = 0.5
+LEARN_GROWTH = 32  # tokens a request must have grown by for the rate to be learned from it
 
 TokenCounter = Callable[[str], int]  # the tokens of a text, by the model's own tokenizer
 
@@ -164,10 +167,12 @@ class ContextMeter:
     that finds it taken, by another thread's run of the same config, gets a meter of its own)
     and gives it back with ``release``, so measuring before each LLM call takes no lock.
     ``cut`` is where the last trim of the history began (the message and its index), for the
-    next trim to keep; ``scale`` how much more than this measure the provider counted, the last
-    time it did (1.0 at the least)."""
+    next trim to keep. What the provider counts is taken to be ``scale`` times this measure
+    (1.0 at the least: its tokenizer may read a script or code more finely) plus ``offset``
+    tokens (what its chat template adds: a tools section, role markers), both learned from the
+    provider's counts by ``learn``."""
 
-    __slots__ = ("_fixed", "_source", "_sums", "_tail", "_taken", "count", "cut", "scale")
+    __slots__ = ("_fixed", "_last", "_source", "_sums", "_tail", "_taken", "count", "cut", "offset", "scale")
 
     def __init__(self, count: TokenCounter | None = None) -> None:
         self.count = count
@@ -177,7 +182,29 @@ class ContextMeter:
         self._fixed: tuple[str, dict[str, Any], int] | None = None
         self._tail: AgentMessage | None = None  # the last message counted, where it was
         self.cut: tuple[AgentMessage, int] | None = None  # where the last trim's kept turns began
-        self.scale = 1.0  # how much more than this measure the provider last counted
+        self.scale = 1.0  # how much more than this measure the provider counts, per token
+        self.offset = 0  # the tokens the provider counts beyond scale times this measure
+        self._last: tuple[int, int] | None = None  # the last request learned from: measure, count
+
+    def learn(self, measured: int, counted: int) -> None:
+        """Take the provider's ``counted`` tokens for a request this meter measured as
+        ``measured``: the rate from what the count grew by since the last request, when the
+        request grew by at least ``LEARN_GROWTH`` (a fixed text the template adds cancels out
+        there, and would otherwise inflate every later measure by its ratio to the first small
+        request), and the offset from the rest."""
+        last = self._last
+        if last is not None and measured - last[0] >= LEARN_GROWTH:
+            self.scale = max(1.0, (counted - last[1]) / (measured - last[0]))
+        self.offset = max(0, counted - round(measured * self.scale))
+        self._last = (measured, counted)
+
+    def provider_tokens(self, measured: int) -> int:
+        """What the provider will count for a request measured as ``measured``, as learned."""
+        return (measured if self.scale == 1.0 else round(measured * self.scale)) + self.offset
+
+    def measure_for(self, budget: int) -> int:
+        """The largest measure whose ``provider_tokens`` stay within ``budget``."""
+        return int((budget - self.offset) / self.scale)
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Counts are a cache, no part of a value: a run config sent to another process (a Ray
@@ -235,7 +262,7 @@ class ContextMeter:
         ):
             self._source, self._sums = source, [0]
             sums, done = self._sums, 0
-            self.cut, self.scale = None, 1.0  # they were of the other history
+            self.cut, self.scale, self.offset, self._last = None, 1.0, 0, None  # of the other history
         if done < length:
             count = self.count
             if count is None:

