@@ -240,8 +240,8 @@ FAULTS = [
         "results",
         "the same call is never refused as a repeat",
         "core/_pipeline.py",
-        "if repeats is not None and (refusal := repeats.refusal(name, args)) is not None:",
-        "if False and repeats is not None and (refusal := repeats.refusal(name, args)) is not None:",
+        "if repeats is not None and (refusal := repeats.refusal(",
+        "if False and repeats is not None and (refusal := repeats.refusal(",
     ),
     Fault(
         "turn_end_without_results",

@@ -11,6 +11,7 @@ from typing import Any
 from yiemagent.llm.llamacpp._grammar import (
     ANY_OBJECT,
     MAX_ANSWER_ITEMS,
+    MAX_ANSWER_NUMBER,
     MAX_ANSWER_STRING,
     bounded_output_grammar,
     schema_grammar,
@@ -48,7 +49,25 @@ def test_an_answers_grammar_bounds_every_string_and_list_and_closes_its_objects(
     assert "maxLength" not in CITY["properties"]["name"]  # the schema given is not changed
     assert budget == 512  # eight tags of 120 characters could take that many
     three_fields = {**CITY, "properties": {k: v for k, v in CITY["properties"].items() if k != "tags"}}
-    assert 32 <= bounded_output_grammar(three_fields, max_tokens=512)[1] < 120  # sized to the schema
+    assert 32 <= bounded_output_grammar(three_fields, max_tokens=512)[1] < 140  # sized to the schema
+
+
+def test_an_answers_grammar_bounds_every_number_the_schema_leaves_open() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "open": {"type": "integer"},
+            "ranged": {"type": "number", "minimum": 0, "maximum": 10},
+            "exclusive": {"type": "integer", "exclusiveMinimum": 0},
+            "choice": {"type": "integer", "enum": [1, 2]},
+        },
+    }
+    props = schema_in(bounded_output_grammar(schema, max_tokens=512)[0])["properties"]
+    assert props["open"]["minimum"] == -MAX_ANSWER_NUMBER and props["open"]["maximum"] == MAX_ANSWER_NUMBER
+    assert props["ranged"]["minimum"] == 0 and props["ranged"]["maximum"] == 10  # its own range stays
+    assert "minimum" not in props["exclusive"] and props["exclusive"]["maximum"] == MAX_ANSWER_NUMBER
+    assert "minimum" not in props["choice"] and "maximum" not in props["choice"]
+    assert "minimum" not in schema_in(schema_grammar(schema))["properties"]["open"]  # not for arguments
 
 
 def test_the_budget_is_the_reply_limit_when_the_schema_cannot_be_sized() -> None:

@@ -85,6 +85,24 @@ def test_the_grammar_mode_gives_a_schema_valid_output_in_100_of_100_runs(data_ll
     assert valid == 100
 
 
+class Place(TypedDict):
+    name: str
+    country: str
+    population: int
+
+
+@pytest.mark.timeout(600)
+def test_a_grammar_answer_ends_its_numbers_within_the_token_budget(data_llm: LlamaCppClient) -> None:
+    """With an integer last, the model writes digits on and on ("315222222…") until its budget
+    ends and the answer is cut: the grammar bounds an unbounded number, so every answer closes."""
+    with YiemAgent(llm_call=data_llm, output_schema=Place, output_mode="grammar", output_retries=0) as agent:
+        for city in CITIES[:10]:
+            response = agent.prompt(f"Describe {city} as data.", timeout=ANSWER_TIMEOUT_S)
+            agent.reset()
+            assert response.stop_reason == "stop", (city, response.error_message)
+            assert type(response.output["population"]) is int
+
+
 # Cities the loopback Open-Meteo server knows, each with its own whole-degree temperature.
 PLACES = {
     "Lima": (-12.04, -77.03, 19.0, 3),

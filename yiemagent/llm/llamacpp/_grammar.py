@@ -5,8 +5,8 @@ field). A small model under a schema's grammar alone can still run on for its wh
 budget: whitespace between every token, a string that never closes, a list that never ends,
 properties the schema never named. The grammar here is made from a copy of the schema that
 closes those doors (a compact layout, every object closed to unnamed properties where the
-schema leaves that open, and, for a structured answer, every string and list bounded), and a
-structured answer's token budget is sized to that bounded schema. The schema itself still
+schema leaves that open, and, for a structured answer, every string, list and number bounded),
+and a structured answer's token budget is sized to that bounded schema. The schema itself still
 judges the answer: only what the model may write is narrowed.
 """
 
@@ -17,10 +17,18 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-__all__ = ["ANY_OBJECT", "MAX_ANSWER_ITEMS", "MAX_ANSWER_STRING", "bounded_output_grammar", "schema_grammar"]
+__all__ = [
+    "ANY_OBJECT",
+    "MAX_ANSWER_ITEMS",
+    "MAX_ANSWER_NUMBER",
+    "MAX_ANSWER_STRING",
+    "bounded_output_grammar",
+    "schema_grammar",
+]
 
 MAX_ANSWER_STRING = 120  # characters of a string of a structured answer the schema leaves unbounded
 MAX_ANSWER_ITEMS = 8  # items of a list of a structured answer the schema leaves unbounded
+MAX_ANSWER_NUMBER = 10**15  # magnitude of a number of a structured answer the schema leaves unbounded
 _MIN_BUDGET = 32
 _LAYOUT = {"whitespace_flexible": False, "key_separator": ": ", "item_separator": ", "}
 ANY_OBJECT = "%llguidance {}\nstart: %json " + json.dumps({"type": "object", "x-guidance": _LAYOUT})
@@ -46,9 +54,22 @@ def _walk(schema: Any, bound: bool) -> Any:
         out["additionalProperties"] = False
     if bound and "string" in kinds and "enum" not in out and "const" not in out:
         out["maxLength"] = min(int(out.get("maxLength", MAX_ANSWER_STRING)), MAX_ANSWER_STRING)
+    if bound and kinds & {"integer", "number"} and "enum" not in out and "const" not in out:
+        _bound_number(out)
     if bound and "array" in kinds:
         out["maxItems"] = min(int(out.get("maxItems", MAX_ANSWER_ITEMS)), MAX_ANSWER_ITEMS)
     return out
+
+
+def _bound_number(schema: dict[str, Any]) -> None:
+    """Give a number the schema leaves unbounded a range of at most ``MAX_ANSWER_NUMBER`` either
+    side of 0, since a small model's digits otherwise run on until its token budget ends."""
+    for key, limit in (("minimum", -MAX_ANSWER_NUMBER), ("maximum", MAX_ANSWER_NUMBER)):
+        exclusive = "exclusiveMinimum" if key == "minimum" else "exclusiveMaximum"
+        if not isinstance(schema.get(key), (int, float)) and not isinstance(
+            schema.get(exclusive), (int, float)
+        ):
+            schema[key] = limit
 
 
 def schema_grammar(schema: Any) -> str:
@@ -95,7 +116,7 @@ def _tokens(schema: Any, defs: Mapping[str, Any], depth: int) -> int | None:
                 return None
             total += 3 + len(name) // 2 + size
         sizes.append(total)
-    return max(sizes) if sizes else 8  # a number, a boolean, null or anything small
+    return max(sizes) if sizes else 18  # a number (up to 16 digits, a token each), a boolean, null
 
 
 def bounded_output_grammar(schema: Mapping[str, Any], max_tokens: int) -> tuple[str, int]:
