@@ -113,6 +113,8 @@ def test_no_key_is_recorded(tmp_path: Path, tools: Path) -> None:
         (["--model", "replay:x.json", "--base-url", "http://localhost:1/v1"], "--base-url does not apply"),
         (["--record", "no/such/folder/c.json"], "--record no/such/folder/c.json: cannot write the cassette"),
         (["--replay-match", "fuzzy"], "invalid choice: 'fuzzy'"),
+        (["--record", ""], "--record is empty; give the file to write the cassette to"),
+        (["--record", "  "], "--record is empty"),
     ],
 )
 def test_bad_record_and_replay_options_are_exit_2(
@@ -124,3 +126,31 @@ def test_bad_record_and_replay_options_are_exit_2(
     done = run_cli("run", "hi", *model, *args, "--tools", str(tools), cwd=tmp_path)
     assert done.returncode == 2, done.stderr
     assert says in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize("same", ["echo.json", "./echo.json", "{folder}/echo.json", "link.json"])
+def test_recording_over_the_replayed_cassette_is_refused_and_keeps_it(
+    tmp_path: Path, tools: Path, cassette: Path, same: str
+) -> None:
+    """``--model replay:X --record X`` would replace the recording with this run's interactions
+    (one error interaction when the run does not match): it is refused before anything runs."""
+    (tmp_path / "link.json").hardlink_to(cassette)
+    before = cassette.read_bytes()
+    record = same.format(folder=tmp_path)
+    done = run_cli(
+        "run", "Something else", "--model", "replay:echo.json", "--record", record, "--tools", str(tools),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 2, done.stderr
+    assert f"--record {record} is the cassette --model replay:echo.json replays" in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "Traceback" not in done.stderr
+    assert cassette.read_bytes() == before
+
+
+def test_a_replayed_run_may_be_recorded_to_another_file(tmp_path: Path, tools: Path, cassette: Path) -> None:
+    done = run_cli(
+        "run", "Echo hi", "--model", "replay:echo.json", "--record", "copy.json", "--tools", str(tools),
+        cwd=tmp_path,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert json.loads((tmp_path / "copy.json").read_text())["interactions"]

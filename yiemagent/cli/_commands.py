@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from yiemagent.cli._approve import Approver, settle_approvals
 from yiemagent.cli._chat import run_chat
 from yiemagent.cli._io import read_prompt, stdout_to_stderr
-from yiemagent.cli._model import CliError, ModelChoice, choose_model, recorded
+from yiemagent.cli._model import CliError, ModelChoice, check_record_path, choose_model, recorded
 from yiemagent.cli._render import Renderer
 from yiemagent.cli._schema import read_schema
 from yiemagent.cli._session import (
@@ -179,6 +179,7 @@ def _deliver(
 
 def _model(args: argparse.Namespace) -> ModelChoice:
     """The model ``--model`` and its options choose, recorded to ``--record``'s cassette when given."""
+    check_record_path(args.record, args.model)
     choice = choose_model(
         args.model,
         args.base_url,
@@ -186,7 +187,7 @@ def _model(args: argparse.Namespace) -> ModelChoice:
         temperature=args.temperature,
         replay_match=args.replay_match,
     )
-    return recorded(choice, args.record) if args.record else choice
+    return recorded(choice, args.record) if args.record is not None else choice
 
 
 def cmd_run(args: argparse.Namespace) -> int:

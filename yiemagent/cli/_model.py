@@ -17,7 +17,15 @@ from yiemagent.errors import CassetteError, CliError, describe_error
 from yiemagent.llm._factory import PROVIDERS, create_llm_call, parse_llm_spec
 from yiemagent.testing._scripted import ScriptedModel, ScriptError
 
-__all__ = ["INSTALL_LOCAL", "CliError", "ModelChoice", "choose_model", "default_spec", "recorded"]
+__all__ = [
+    "INSTALL_LOCAL",
+    "CliError",
+    "ModelChoice",
+    "check_record_path",
+    "choose_model",
+    "default_spec",
+    "recorded",
+]
 
 INSTALL_LOCAL = "pip install 'yiemagent[local]'"
 NO_MODEL = f"""no model is available.
@@ -128,6 +136,36 @@ def _replayed(spec: str, match: str) -> LlmCall:
         return replay(os.path.expanduser(path), "sequence" if match == "sequence" else "strict")
     except CassetteError as exc:
         raise CliError(f"--model {spec}: {exc}") from None
+
+
+def check_record_path(record: str | None, model: str | None) -> None:
+    """``CliError`` (exit 2) when ``--record`` names no file, or names the cassette that
+    ``--model replay:`` reads: recording over it would replace the recording with this run's
+    interactions (one error, when the run does not match), so it is refused before anything runs."""
+    if record is None:
+        return
+    if not record.strip():
+        raise CliError("--record is empty; give the file to write the cassette to, e.g. --record run.json")
+    spec = (model or "").strip()
+    if spec.partition(":")[0].lower() != "replay":
+        return
+    replayed = os.path.expanduser(spec.partition(":")[2])
+    if replayed and _same_file(os.path.expanduser(record), replayed):
+        raise CliError(
+            f"--record {record} is the cassette --model {spec} replays; recording over it would "
+            "replace it: give --record another file"
+        )
+
+
+def _same_file(one: str, other: str) -> bool:
+    """Whether two paths name one file: the same path once resolved, or (both existing) one
+    file under two names, such as a hard link."""
+    if os.path.realpath(one) == os.path.realpath(other):
+        return True
+    try:
+        return os.path.samefile(one, other)
+    except OSError:
+        return False
 
 
 def recorded(choice: ModelChoice, path: str) -> ModelChoice:
