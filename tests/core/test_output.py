@@ -5,10 +5,15 @@ with a scripted model that records every request."""
 
 from __future__ import annotations
 
+import re
+import subprocess
+import sys
 from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from yiemagent import (
     AgentState,
@@ -24,7 +29,7 @@ from yiemagent import (
     UserMessage,
     run_loop,
 )
-from yiemagent.core._output import OutputSpec
+from yiemagent.core._output import OutputSpec, _unfenced
 
 PERSON = {
     "type": "object",
@@ -360,3 +365,56 @@ def test_every_refusal_the_loop_sends_back_is_recognised_as_one() -> None:
         ok, problem = spec.accept_text(reply)
         assert not ok and is_refusal(spec.retry_text(problem)), problem
     assert not is_refusal("Who is Ada?")
+
+
+# --- a reply is judged in linear time --------------------------------------------------------
+
+FENCE_REGEX = re.compile(r"^```[a-zA-Z]*\s*\n(.*)\n```$", re.DOTALL)  # the old rule, as reference
+
+
+@given(st.lists(st.sampled_from(["```", "`", "\n", " ", "\t", "json", "{}", '{"a": 1}', "x"]), max_size=12))
+def test_a_fenced_block_is_unfenced_as_the_old_rule_did(pieces: list[str]) -> None:
+    body = "".join(pieces).strip()
+    matched = FENCE_REGEX.match(body)
+    assert _unfenced(body) == (matched.group(1).strip() if matched else body)
+
+
+@pytest.mark.parametrize(
+    ("reply", "taken"),
+    [
+        ('```json\n{"name": "Ada", "age": 36, "role": "admin"}\n```', True),
+        ('```\n\n  {"name": "Ada", "age": 36, "role": "admin"}  \n\n```', True),
+        ('{"name": "Ada", "age": 36, "role": "admin"}', True),
+        ('```json {"name": "Ada", "age": 36, "role": "admin"}```', False),  # no line break: not a block
+    ],
+)
+def test_a_fenced_or_bare_json_answer_is_read(reply: str, taken: bool) -> None:
+    assert OutputSpec(schema=PERSON).accept_text(reply)[0] is taken
+
+
+HOSTILE_REPLIES = {
+    "fence_then_line_breaks": "'```json' + '\\n' * SIZE + 'x'",
+    "fence_line_breaks_and_an_unclosed_value": "'```json' + '\\n' * SIZE + '{'",
+    "many_fences": "'```\\n' * (SIZE // 4)",
+    "fence_spaces_no_close": "'```' + ' \\n' * (SIZE // 2) + '``'",
+    "deep_brackets": "'```json\\n' + '[' * SIZE + '\\n```'",
+}
+
+
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("shape", list(HOSTILE_REPLIES))
+def test_a_20_mb_hostile_reply_is_judged_and_refused(shape: str) -> None:
+    """A child interpreter judges a 20 MB reply of each shape: the old fence rule took minutes on
+    the first (quadratic backtracking, holding the GIL). The timeout only guards against a hang;
+    ``scripts/bench.py`` is where speed is measured."""
+    code = (
+        "from yiemagent.core._output import OutputSpec\n"
+        f"SIZE = 20 * 1024 * 1024\nreply = {HOSTILE_REPLIES[shape]}\n"
+        "ok, problem = OutputSpec(schema={'type': 'object'}).accept_text(reply)\n"
+        "print(ok, problem)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.startswith("False The answer is not JSON."), done.stdout[:300]

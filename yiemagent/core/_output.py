@@ -14,7 +14,6 @@ wrapped as ``{"value": ...}`` on the wire and unwrapped here.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping
 from typing import Any, Literal
 
@@ -53,7 +52,7 @@ _DESCRIPTION = (
     "Give the final answer. Call this once you have everything the answer needs; its arguments "
     "are the answer, and they must match its schema."
 )
-_FENCE = re.compile(r"^```[a-zA-Z]*\s*\n(.*)\n```$", re.DOTALL)
+_FENCE = "```"
 
 
 def _identity(value: Any) -> Any:
@@ -175,10 +174,7 @@ class OutputSpec:
 
     def accept_text(self, text: str) -> tuple[bool, Any]:
         """``accept`` for a reply's text: JSON (a fenced block is unfenced), then checked."""
-        body = text.strip()
-        fenced = _FENCE.match(body)
-        if fenced is not None:
-            body = fenced.group(1).strip()
+        body = _unfenced(text.strip())
         try:
             data = json.loads(body, parse_constant=_refuse_constant)
         except (ValueError, RecursionError):
@@ -212,6 +208,26 @@ class OutputSpec:
         if not ok:
             raise OutputRejected(value)
         return AgentToolResult([TextContent(ACCEPTED)], output=value)
+
+
+def _unfenced(body: str) -> str:
+    """The content of a fenced block (```` ```json ````, a line break, the content, a line
+    break, ```` ``` ````) that is the whole of ``body``, stripped; else ``body`` itself. One
+    pass over the text: a regular expression for this backtracked in quadratic time on a fence
+    followed by many line breaks, holding the GIL for minutes."""
+    if not (body.startswith(_FENCE) and body.endswith("\n" + _FENCE)):
+        return body
+    start = len(_FENCE)
+    while start < len(body) and body[start].isascii() and body[start].isalpha():
+        start += 1  # the language tag
+    blank = start
+    while blank < len(body) and body[blank].isspace():
+        blank += 1
+    closing = len(body) - len(_FENCE) - 1  # the line break before the closing fence
+    opening = body.rfind("\n", start, min(blank, closing))
+    if opening == -1:
+        return body
+    return body[opening + 1 : closing].strip()
 
 
 def is_refusal(text: str) -> bool:
