@@ -244,3 +244,21 @@ def test_bad_options_are_refused_where_they_are_given() -> None:
         with pytest.raises(TypeError, match="output_schema must be"):
             agent.prompt("?", timeout=WAIT_S, output_schema="a person")
         assert agent.messages == []  # nothing was queued
+
+
+def test_a_pydantic_list_schema_given_as_it_is_is_accepted() -> None:
+    """``TypeAdapter(list[Model]).json_schema()`` puts its ``$defs`` at the root of an array
+    schema: wrapping it for the model used to break its references, and the refusal blamed the
+    output tool's input_schema."""
+    schema = pydantic.TypeAdapter(list[WeatherModel]).json_schema()
+    assert schema["type"] == "array" and schema["items"]["$ref"].startswith("#/$defs/")
+    answer = {"value": [{"city": "Oslo", "temperature": 3, "sky": "rainy"}]}
+    with YiemAgent(llm_call=answering(answer), output_schema=schema) as agent:
+        response = agent.prompt("Weather in Oslo?", timeout=WAIT_S)
+    assert response.stop_reason == "stop", response.error_message
+    assert response.output == answer["value"]
+
+
+def test_a_schema_that_refers_to_itself_is_refused_by_the_agent_naming_the_output_schema() -> None:
+    with pytest.raises(ValueError, match=r"^output_schema refers to itself without end"):
+        YiemAgent(llm_call=answering({}), output_schema={"type": "object", "$ref": "#"})

@@ -72,6 +72,7 @@ def test_spent_retries_exit_1_saying_why(tmp_path: Path) -> None:
         ('{"type": ', "--schema text is not JSON: Expecting value at line 1, column 10"),
         ('{"type": 3}', "--schema text: output_schema is not a valid JSON Schema"),
         ('{"a": NaN}', "--schema text is not JSON: NaN is not JSON"),
+        ('{"type": "object", "$ref": "#"}', "--schema text: output_schema refers to itself without end"),
     ],
 )
 def test_a_schema_that_cannot_be_used_is_one_line_and_exit_2(tmp_path: Path, schema: str, says: str) -> None:

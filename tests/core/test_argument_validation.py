@@ -11,6 +11,7 @@ from pipeline_helpers import WEATHER_SCHEMA, make_tool, text
 from yiemagent import (
     AgentContext,
     AgentLoopConfig,
+    AgentTool,
     AgentToolCall,
     AssistantMessage,
     ImmediateOutcome,
@@ -233,3 +234,12 @@ def test_custom_validator_that_raises_becomes_an_error_outcome() -> None:
     )
     assert isinstance(out, ImmediateOutcome) and out.is_error
     assert "RuntimeError: validator crashed" in text(out.result)
+
+
+def test_a_tool_schema_that_refers_to_itself_without_end_is_refused_naming_the_tool() -> None:
+    """Checking arguments against it would recurse until the stack ran out; an MCP server or a
+    tool file may send one, so it is refused when the tool is made."""
+    with pytest.raises(ValueError, match=r'^Tool "loop": input_schema refers to itself without end'):
+        AgentTool("loop", "loop", "d", {"type": "object", "allOf": [{"$ref": "#"}]}, lambda *_: "x")
+    tree = {"type": "object", "properties": {"children": {"type": "array", "items": {"$ref": "#"}}}}
+    assert AgentTool("tree", "tree", "d", tree, lambda *_: "x").name == "tree"  # recursion into parts is fine

@@ -418,3 +418,77 @@ def test_a_20_mb_hostile_reply_is_judged_and_refused(shape: str) -> None:
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.startswith("False The answer is not JSON."), done.stdout[:300]
+
+
+# --- every valid schema is accepted; a refusal names the output schema -------------------------
+
+LIST_OF_MODELS = {  # what pydantic's TypeAdapter(list[Model]).json_schema() writes
+    "$defs": {
+        "Model": {
+            "properties": {"x": {"title": "X", "type": "integer"}},
+            "required": ["x"],
+            "title": "Model",
+            "type": "object",
+        }
+    },
+    "items": {"$ref": "#/$defs/Model"},
+    "type": "array",
+}
+
+
+@pytest.mark.parametrize(
+    "schema",
+    [
+        {"type": "object", "$ref": "#"},
+        {"$ref": "#"},
+        {"$ref": "#/$defs/a", "$defs": {"a": {"$ref": "#/$defs/a"}}},
+        {"type": "array", "items": {"$ref": "#/$defs/a"}, "$defs": {"a": {"allOf": [{"$ref": "#/$defs/a"}]}}},
+        {
+            "type": "object",
+            "properties": {"x": {"$ref": "#/$defs/a"}},
+            "$defs": {"a": {"not": {"$ref": "#/$defs/a"}}},
+        },
+        {"anyOf": [{"type": "string"}, {"$ref": "#"}]},
+    ],
+)
+def test_a_schema_that_refers_to_itself_without_end_is_refused_naming_the_output_schema(
+    schema: dict[str, Any],
+) -> None:
+    """Checking any value against these recursed until Python's stack ran out: the run ended
+    with a bare RecursionError text. They are refused where they are given."""
+    with pytest.raises(ValueError, match=r"^output_schema refers to itself without end \(at "):
+        OutputSpec(schema=schema)
+
+
+def test_a_list_of_models_with_root_definitions_is_the_runs_output() -> None:
+    response, _state, script = run(
+        [answer({"value": [{"x": 1}, {"x": 2}]})], OutputSpec(schema=LIST_OF_MODELS)
+    )
+    assert response.stop_reason == "stop", response.error_message
+    assert response.output == [{"x": 1}, {"x": 2}]
+    wire = script.requests[0].tools["final_answer"].input_schema
+    assert wire["$defs"] == LIST_OF_MODELS["$defs"]  # the references find their definitions at the root
+    assert wire["properties"]["value"]["items"] == {"$ref": "#/$defs/Model"}
+    ok, problem = OutputSpec(schema=LIST_OF_MODELS).accept({"value": [{"x": "one"}]})
+    assert not ok and "output.value[0].x: 'one' is not of type 'integer'" in problem
+
+
+def test_references_into_a_wrapped_schemas_root_follow_it() -> None:
+    nested = {"type": "array", "items": {"anyOf": [{"type": "integer"}, {"$ref": "#"}]}}
+    spec = OutputSpec(schema=nested)
+    assert spec.accept({"value": [1, [2, [3]]]}) == (True, [1, [2, [3]]])
+    assert spec.accept({"value": [1, ["x"]]})[0] is False
+    with_id = {
+        "$id": "urn:example:list",
+        "type": "array",
+        "items": {"$ref": "#/$defs/n"},
+        "$defs": {"n": {"type": "integer"}},
+    }
+    assert OutputSpec(schema=with_id).accept({"value": [1, 2]}) == (True, [1, 2])  # its own resource
+
+
+def test_a_reference_that_does_not_resolve_is_refused_naming_the_output_schema() -> None:
+    with pytest.raises(ValueError) as info:
+        OutputSpec(schema={"type": "array", "items": {"$ref": "#/$defs/missing"}})
+    assert str(info.value).startswith("output_schema has a $ref '#/$defs/missing'")
+    assert "final_answer" not in str(info.value) and "input_schema" not in str(info.value)

@@ -122,20 +122,14 @@ class OutputSpec:
         except ValueError as exc:  # its text names the tool's input_schema: say which schema
             raise ValueError(str(exc).replace("input_schema", "output_schema", 1)) from None
         wrapped = not _is_object_schema(schema)
-        wire = (
-            {
-                "type": "object",
-                "properties": {WRAP_KEY: schema},
-                "required": [WRAP_KEY],
-                "additionalProperties": False,
-            }
-            if wrapped
-            else schema
-        )
+        wire = _wrapped(schema) if wrapped else schema
         object.__setattr__(self, "schema", schema)
         object.__setattr__(self, "wrapped", wrapped)
         object.__setattr__(self, "wire_schema", wire)
-        tool = AgentTool(self.name, "Final answer", _DESCRIPTION, wire, self._execute)
+        try:
+            tool = AgentTool(self.name, "Final answer", _DESCRIPTION, wire, self._execute)
+        except ValueError as exc:  # the wire form's refusal would name the output tool's input
+            raise ValueError(f"output_schema cannot be offered to the model: {exc}") from None
         object.__setattr__(self, "tool", tool)
         object.__setattr__(self, "request", OutputRequest(self.name, wire, self.mode))
 
@@ -228,6 +222,70 @@ def _unfenced(body: str) -> str:
     if opening == -1:
         return body
     return body[opening + 1 : closing].strip()
+
+
+_DEFINITIONS = ("$defs", "definitions")
+_ROOT_ONLY = ("$schema", "$vocabulary")
+
+
+def _wrapped(schema: Mapping[str, Any]) -> dict[str, Any]:
+    """The object the model fills for a schema of another type: ``{"value": <schema>}``. The
+    schema's definitions move to the wrapper's root, where ``#/$defs/...`` references (pydantic's
+    ``TypeAdapter(list[Model])`` writes them) still find them, and every other reference into
+    the schema's root (``#``, ``#/items``) is pointed at ``#/properties/value`` where the schema
+    now sits. A schema with its own ``$id`` is a resource of its own and is left as it is."""
+    inner = dict(schema)
+    outer: dict[str, Any] = {
+        "type": "object",
+        "properties": {WRAP_KEY: inner},
+        "required": [WRAP_KEY],
+        "additionalProperties": False,
+    }
+    if "$id" in inner:
+        return outer
+    for key in (*_DEFINITIONS, *_ROOT_ONLY):
+        if key in inner:
+            outer[key] = inner.pop(key)
+    outer["properties"] = {WRAP_KEY: _point_into_value(inner)}
+    for key in _DEFINITIONS:
+        if isinstance(outer.get(key), Mapping):
+            outer[key] = _point_into_value(outer[key])
+    return outer
+
+
+def _point_into_value(schema: Any) -> Any:
+    """A copy of ``schema`` whose references into the old root (other than its definitions)
+    point under ``#/properties/value``. Subschemas with their own ``$id`` keep theirs: their
+    references resolve against that. Iterative, so a deep schema cannot exhaust the stack."""
+    top: list[Any] = [None]
+    stack: list[tuple[Any, Any, Any]] = [(schema, top, 0)]
+    while stack:
+        node, parent, key = stack.pop()
+        if isinstance(node, Mapping):
+            copy: Any = dict(node)
+            if "$id" not in node or node is schema:
+                for name, value in node.items():
+                    if name == "$ref" and isinstance(value, str):
+                        copy[name] = _moved_ref(value)
+                    else:
+                        stack.append((value, copy, name))
+        elif isinstance(node, list):
+            copy = list(node)
+            stack.extend((value, copy, n) for n, value in enumerate(node))
+        else:
+            copy = node
+        parent[key] = copy
+    return top[0]
+
+
+def _moved_ref(ref: str) -> str:
+    """``ref`` as seen from the wrapper: the definitions stay at the root, the rest of the old
+    root is under ``#/properties/value``."""
+    if ref != "#" and not ref.startswith("#/"):
+        return ref  # another document, or an anchor (found anywhere in the resource)
+    if any(ref == f"#/{d}" or ref.startswith(f"#/{d}/") for d in _DEFINITIONS):
+        return ref
+    return f"#/properties/{WRAP_KEY}{ref[1:]}"
 
 
 def is_refusal(text: str) -> bool:

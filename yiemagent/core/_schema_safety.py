@@ -224,6 +224,7 @@ def _walk(cls: type[Validator], schema: Mapping[str, Any], untrusted: bool) -> s
         default=referencing.Specification.OPAQUE,
     )
     root = specification.create_resource(schema)
+    finished: set[int] = set()
     seen: set[int] = set()
     uses = {"unevaluatedProperties": False, "patternProperties": False}
     stack = [(root, _LOCAL.resolver_with_root(root), "")]
@@ -233,7 +234,9 @@ def _walk(cls: type[Validator], schema: Mapping[str, Any], untrusted: bool) -> s
         if not isinstance(contents, Mapping) or id(contents) in seen:
             continue
         seen.add(id(contents))
-        problem = _pattern_problem(contents, where) if untrusted else None
+        problem = _endless_reference(specification, contents, resolver, where, finished)
+        if problem is None and untrusted:
+            problem = _pattern_problem(contents, where)
         for keyword in uses:
             uses[keyword] = uses[keyword] or keyword in contents
         for keyword in _REF_KEYWORDS:
@@ -262,6 +265,73 @@ def _walk(cls: type[Validator], schema: Mapping[str, Any], untrusted: bool) -> s
             "uses unevaluatedProperties together with patternProperties, which cannot be "
             "checked in bounded time; yiemagent does not accept that from an untrusted source"
         )
+    return None
+
+
+_IN_PLACE_LISTS = ("allOf", "anyOf", "oneOf")
+_IN_PLACE_ONES = ("not", "if", "then", "else")
+Step = tuple[Any, Any, str]  # a subschema's contents, its resolver, where it is
+
+
+def _in_place(specification: Any, contents: Mapping[str, Any], resolver: Any, where: str) -> Iterator[Step]:
+    """The subschemas that apply to the same value as ``contents`` (its references' targets,
+    ``allOf``/``anyOf``/``oneOf`` items, ``not``/``if``/``then``/``else``, ``dependentSchemas``):
+    following only these never moves into a part of the value."""
+    for keyword in _REF_KEYWORDS:
+        ref = contents.get(keyword)
+        if isinstance(ref, str):
+            try:
+                resolved = resolver.lookup(ref)
+            except referencing.exceptions.Unresolvable:
+                continue  # the main walk names it
+            yield resolved.contents, resolved.resolver, _at(where, keyword)
+    subs: list[tuple[Any, str]] = [(contents.get(k), _at(where, k)) for k in _IN_PLACE_ONES]
+    for key in _IN_PLACE_LISTS:
+        items = contents.get(key)
+        if isinstance(items, list):
+            subs += [(item, _at(where, f"{key}/{n}")) for n, item in enumerate(items)]
+    dependent = contents.get("dependentSchemas")
+    if isinstance(dependent, Mapping):
+        subs += [(item, _at(where, f"dependentSchemas/{name}")) for name, item in dependent.items()]
+    for item, at in subs:
+        if isinstance(item, Mapping):
+            resource = specification.create_resource(item)
+            yield item, resolver.in_subresource(resource), at
+
+
+def _endless_reference(
+    specification: Any, first: Mapping[str, Any], resolver: Any, where: str, done: set[int]
+) -> str | None:
+    """A reference reachable from ``first`` that leads back to a subschema it came from without
+    moving into a part of the value (``{"$ref": "#"}`` at the root, two definitions naming each
+    other): checking a value against it would recurse without end. Depth first, without
+    recursion; ``done`` holds the subschemas already cleared, shared by the calls of one walk so
+    that the whole walk stays linear."""
+    if id(first) in done:
+        return None
+    open_now = {id(first)}
+    stack: list[tuple[Mapping[str, Any], Iterator[Step]]] = [
+        (first, _in_place(specification, first, resolver, where))
+    ]
+    while stack:
+        contents, steps = stack[-1]
+        step = next(steps, None)
+        if step is None:
+            stack.pop()
+            open_now.discard(id(contents))
+            done.add(id(contents))
+            continue
+        target, target_resolver, at = step
+        if not isinstance(target, Mapping) or id(target) in done:
+            continue
+        if id(target) in open_now:
+            return (
+                f"refers to itself without end (at {at}): the reference leads back to where it "
+                "started without moving into a part of the value, so no value could ever be "
+                "checked against it"
+            )
+        open_now.add(id(target))
+        stack.append((target, _in_place(specification, target, target_resolver, at)))
     return None
 
 
