@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import io
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from yiemagent import AgentTool, AgentToolResult, AssistantMessage, LlmUsage, TextContent, YiemAgent
-from yiemagent.errors import LlmError
+from yiemagent.errors import LlmError, ScenarioError
 from yiemagent.testing import ScriptedModel, read_cassette, record
 from yiemagent.testing.parity import compare, load_scenario, run_scenario
 from yiemagent.testing.parity._capture import capture_scenario, scenario_name
@@ -162,3 +164,52 @@ def test_an_unusable_cassette_is_an_error_line(tmp_path: Path, content: str, mes
     out = io.StringIO()
     assert main(["capture", str(path)], out) == 1
     assert out.getvalue().startswith("ERROR ") and message in out.getvalue()
+
+
+BACKTRACKING = "^(?=(a+)+!)"  # RE2 refuses the lookahead; Python's re takes 2^n steps on "aaa…"
+
+
+@pytest.mark.timeout(120)
+def test_a_cassettes_backtracking_pattern_is_refused_not_matched_with_re(tmp_path: Path) -> None:
+    """A schema read from a cassette is untrusted, as an MCP server's is: a pattern RE2 cannot
+    run is refused by name, so capturing a hand-made cassette can never hang in Python's ``re``
+    (it did, on the recorded call's argument). Run as the command, in a child interpreter."""
+    tool = AgentTool(
+        "lookup",
+        "lookup",
+        "Look a word up.",
+        {"type": "object", "properties": {"word": {"type": "string", "pattern": "^[a-z!]+$"}}},
+        lambda *_: AgentToolResult([TextContent("found")]),
+    )
+    word = "a" * 40
+    path = recorded(
+        tmp_path / "hostile.json",
+        [{"tool_calls": [{"name": "lookup", "arguments": {"word": word}}]}, "Done."],
+        [tool],
+        ("Look it up.",),
+    )
+    text = path.read_text(encoding="utf-8")
+    path.write_text(text.replace("^[a-z!]+$", BACKTRACKING), encoding="utf-8")
+    done = subprocess.run(
+        [sys.executable, "-m", "yiemagent.parity", "capture", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert "cannot be matched in linear time" in done.stdout and "tools[0].input_schema" in done.stdout
+    assert "Traceback" not in done.stderr
+
+
+def test_a_scenarios_output_schema_is_held_to_the_same_rule(tmp_path: Path) -> None:
+    path = recorded(tmp_path / "plain.json", ["Hi."], [], ("Hi?",))
+    data = capture_scenario(read_cassette(path)).data
+    data["output"] = {
+        "schema": {"type": "object", "properties": {"w": {"type": "string", "pattern": BACKTRACKING}}}
+    }
+    data["profile"] = ["output"]
+    scenario_file = tmp_path / "plain.json"
+    scenario_file.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ScenarioError, match=r"output\.schema.*cannot be matched in linear time"):
+        load_scenario(scenario_file)

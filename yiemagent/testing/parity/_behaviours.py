@@ -158,6 +158,7 @@ def _tool(spec: Mapping[str, Any], harness: Harness, register: Callable[[Sequenc
         timeout_s=spec.get("timeout_s"),
         needs_approval=bool(spec.get("needs_approval", False)),
         max_tool_result_chars=spec.get("max_result_chars"),
+        untrusted_schema=True,  # a scenario's schema comes from outside, as an MCP server's does
     )
 
 

@@ -221,11 +221,26 @@ def _steps(data: Mapping[str, Any]) -> Iterator[tuple[list[Any], dict[str, Any]]
             yield ["replies", i, "steps", j], step
 
 
+def _schemas(data: Mapping[str, Any]) -> Iterator[tuple[list[Any], Any]]:
+    """Every JSON Schema a scenario gives, with its path: the tools' and the tool files' input
+    schemas, and the output's schema."""
+    for i, tool in enumerate(data.get("tools", [])):
+        yield ["tools", i, "input_schema"], tool.get("input_schema", {"type": "object"})
+    for i, file in enumerate(data.get("tool_files", [])):
+        if isinstance(file.get("tool"), Mapping) and "input_schema" in file["tool"]:
+            yield ["tool_files", i, "tool", "input_schema"], file["tool"]["input_schema"]
+    output = data.get("output")
+    if isinstance(output, Mapping) and "schema" in output:
+        yield ["output", "schema"], output["schema"]
+
+
 def _schema_problem(input_schema: Any) -> str | None:
-    """Why a tool's ``input_schema`` is not a JSON Schema the tool can be built with, or
-    ``None``: the library's own check, so the scenario is refused before it runs."""
+    """Why a schema of the scenario (a tool's ``input_schema``, the output's ``schema``) is not
+    one the library can use, or ``None``: the library's own check, as for a schema from an MCP
+    server, since a scenario (or a cassette captured into one) comes from outside. A pattern RE2
+    cannot run in linear time is refused here, so it is never matched with Python's ``re``."""
     try:
-        compile_schema_validator(None, input_schema)
+        compile_schema_validator(None, input_schema, untrusted=True)
     except ValueError as exc:
         return str(exc)
     except RecursionError:
@@ -258,10 +273,10 @@ def _rule_problems(data: Mapping[str, Any], stem: str | None) -> list[Problem]:
     for j, name in enumerate(prepare.get("hide_tools", [])):
         if name not in everything and name not in ("listTools", "writeTool"):
             problems.append((json_path(["prepare_context", "hide_tools", j]), f"no tool is named {name!r}"))
-    for i, tool in enumerate(tools):
-        problem = _schema_problem(tool.get("input_schema", {"type": "object"}))
+    for path, schema in _schemas(data):
+        problem = _schema_problem(schema)
         if problem is not None:
-            problems.append((json_path(["tools", i, "input_schema"]), problem))
+            problems.append((json_path(path), problem))
     later = {t["name"] for t in tools if t.get("available") is False}
     for i, tool in enumerate(tools):
         for j, name in enumerate(tool["outcome"].get("register", [])):
