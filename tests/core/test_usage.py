@@ -350,3 +350,35 @@ def test_a_paused_batch_holds_the_call_a_limit_stopped_in_its_place(reload: bool
     assert 'max_calls_per_tool["look"]=1 reached' in str(response.error_message)
     assert results == [("a", False), ("b", True), ("c", False)]
     assert before == 0 and made == (2, {"look": 1, "erase": 1})
+
+
+# --- every figure stays finite ---------------------------------------------------------------
+
+
+def test_a_cost_that_overflows_is_unpriced_and_the_session_still_loads(tmp_path: Path) -> None:
+    """Prices of 1e308 a token made the cost ``inf``: the saved session held ``Infinity`` and
+    ``YiemAgent.load`` failed, and ``to_dict()`` was not JSON. An overflowing cost is unpriced."""
+    a, _ = agent([calls("look", n=1), text()], prices={"m": Prices(1e308, 1e308)})
+    with a:
+        response = a.prompt("go", timeout=WAIT_S)
+        a.save(tmp_path / "s.json")
+    usage = response.run_usage
+    assert usage.cost is None and usage.unpriced_calls == 2
+    assert (usage.input_tokens, usage.output_tokens) == (220, 15)  # the tokens are still counted
+    json.loads(json.dumps(response.to_dict(), allow_nan=False))
+    json.loads(json.dumps(usage.to_dict(), allow_nan=False))
+    loaded = YiemAgent.load(tmp_path / "s.json", llm_call=Script([text()]))
+    try:
+        assert loaded.usage == a.usage
+    finally:
+        loaded.shutdown()
+
+
+def test_a_sum_of_finite_costs_that_overflows_is_unpriced() -> None:
+    big = LlmUsage(input=1, cost=1.7e308)
+    a, _ = agent([calls("look", n=1, usage=big), text(usage=big)])
+    with a:
+        usage = a.prompt("go", timeout=WAIT_S).run_usage
+    assert usage.cost is None and usage.unpriced_calls == 1  # the second reply overflowed the sum
+    total = RunUsage(cost=1.7e308).plus(RunUsage(cost=1.7e308))
+    assert total.cost is None

@@ -1,5 +1,6 @@
 """``LlmUsage`` holds counts that add up: whole numbers of tokens and a finite cost, never a string a
-damaged file or a server put there; and the clients read a server's odd counts as 0."""
+damaged file or a server put there; and a server's counts that are not counts make the reply's
+usage unknown (unpriced), never 0 tokens costing 0."""
 
 from __future__ import annotations
 
@@ -56,9 +57,34 @@ def test_a_session_file_with_bad_usage_is_a_session_error(tmp_path: Path, usage:
         load_session(path)
 
 
-def test_the_clients_read_negative_and_non_finite_counts_as_zero() -> None:
-    # Python's JSON reader accepts NaN and Infinity, so a server can send them.
-    body = json.loads('{"prompt_tokens": -5, "completion_tokens": Infinity, "total_tokens": NaN}')
-    assert usage_from_openai(body) == LlmUsage()
-    counts = json.loads('{"input_tokens": 3, "output_tokens": -Infinity, "cache_read_input_tokens": -2}')
-    assert usage_from_anthropic(counts) == LlmUsage(input=3, total_tokens=3)
+UNUSABLE_COUNTS = ["-5", "null", '"12"', "{}", "1e400", "Infinity", "NaN", "1.5", "true"]
+
+
+@pytest.mark.parametrize("count", UNUSABLE_COUNTS)
+def test_an_openai_usage_that_cannot_be_read_is_no_usage(count: str) -> None:
+    """Read as 0 tokens, such a reply was priced at 0.0: it is unpriced instead (``None``)."""
+    body = json.loads(f'{{"prompt_tokens": {count}, "completion_tokens": 7, "total_tokens": 9}}')
+    assert usage_from_openai(body) is None
+    assert usage_from_openai(json.loads(f'{{"prompt_tokens": 2, "completion_tokens": {count}}}')) is None
+    cached = f'{{"cached_tokens": {count}}}'
+    details = f'{{"prompt_tokens": 2, "completion_tokens": 7, "prompt_tokens_details": {cached}}}'
+    if count != "null":
+        assert usage_from_openai(json.loads(details)) is None
+    assert usage_from_openai({}) is None and usage_from_openai({"total_tokens": 5}) is None
+
+
+@pytest.mark.parametrize("count", UNUSABLE_COUNTS)
+def test_an_anthropic_usage_that_cannot_be_read_is_no_usage(count: str) -> None:
+    assert usage_from_anthropic(json.loads(f'{{"input_tokens": {count}, "output_tokens": 7}}')) is None
+    assert usage_from_anthropic(json.loads(f'{{"input_tokens": 3, "output_tokens": {count}}}')) is None
+    if count != "null":
+        cached = f'{{"input_tokens": 3, "output_tokens": 7, "cache_read_input_tokens": {count}}}'
+        assert usage_from_anthropic(json.loads(cached)) is None
+    assert usage_from_anthropic({}) is None
+
+
+def test_readable_usage_is_read_as_before() -> None:
+    body = {"prompt_tokens": 12.0, "completion_tokens": 3, "prompt_tokens_details": None}
+    assert usage_from_openai(body) == LlmUsage(input=12, output=3, total_tokens=15)
+    counts = {"input_tokens": 3, "output_tokens": 4, "cache_read_input_tokens": None}
+    assert usage_from_anthropic(counts) == LlmUsage(input=3, output=4, total_tokens=7)

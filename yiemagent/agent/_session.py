@@ -76,13 +76,16 @@ def session_bytes(data: SessionData, indent: int | None = None) -> bytes:
     """The session document of ``data`` as UTF-8 JSON. Raise ``ValueError`` naming the session
     id when it holds a lone surrogate. Other text that holds one (a model's reply can: JSON's
     ``"\\ud83d"`` reads as one) is written as a ``\\u`` escape instead, which reads back the same,
-    so such a history is saved whole rather than refused."""
+    so such a history is saved whole rather than refused. A figure that is not finite is a
+    ``ValueError``: a session file is always one ``load`` can read."""
     check_whole_session_id(data.session_id)
     document = session_to_dict(data)
+    # allow_nan=False: a NaN or an infinity would be written as a word no JSON reader (ours
+    # included) takes back, so it is refused here rather than found at the next load.
     try:
-        return json.dumps(document, ensure_ascii=False, indent=indent).encode("utf-8")
+        return json.dumps(document, ensure_ascii=False, indent=indent, allow_nan=False).encode("utf-8")
     except UnicodeEncodeError:
-        return json.dumps(document, ensure_ascii=True, indent=indent).encode("ascii")
+        return json.dumps(document, ensure_ascii=True, indent=indent, allow_nan=False).encode("ascii")
 
 
 def save_session(data: SessionData, path: str | os.PathLike[str]) -> None:

@@ -150,7 +150,7 @@ def _deliver(
             data = response.to_dict()
             if response.run_usage is not None:
                 data["run_usage"] = response.run_usage.to_dict()
-            print(json.dumps(data, indent=2), file=out)
+            print(json.dumps(data, indent=2, allow_nan=False), file=out)
         elif response.output is not None and not to_stdout:  # --schema: the data, as JSON
             print(json.dumps(output_json(response.output), indent=2, ensure_ascii=False), file=out)
         elif not to_stdout:

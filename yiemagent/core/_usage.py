@@ -187,10 +187,24 @@ def _priced(price: Prices, usage: LlmUsage) -> float | None:
     """What ``price`` charges for ``usage``; ``None`` (unpriced) when it cannot say (a table's
     own calculation that fails for this usage), so a run is never ended by its pricing."""
     try:
-        return price.cost(usage)
+        cost = price.cost(usage)
     except Exception as exc:
         logger.warning("could not price a reply of %s: %s", getattr(price, "model", "a model"), exc)
         return None
+    return _finite(cost)
+
+
+def _finite(cost: Any) -> float | None:
+    """``cost`` when it is a finite number of 0 or more, else ``None`` (unpriced): a price of
+    1e308 a token overflows to ``inf``, which no JSON reader takes back."""
+    if isinstance(cost, bool) or not isinstance(cost, (int, float)):
+        return None
+    return float(cost) if math.isfinite(cost) and cost >= 0 else None
+
+
+def _sum(one: float | None, other: float | None) -> float | None:
+    """Two costs summed; ``None`` when either is, or when the sum overflows."""
+    return None if one is None or other is None else _finite(one + other)
 
 
 @attrs.define
@@ -235,11 +249,10 @@ class RunUsage:
             cost = usage.cost  # the provider priced it (OpenRouter, say)
         else:
             cost = None
-        if cost is None:
-            self.unpriced_calls += 1
-            self.cost = None
-        elif self.cost is not None:
-            self.cost += cost
+        total = _sum(self.cost, cost)
+        if cost is None or (total is None and self.cost is not None):
+            self.unpriced_calls += 1  # this reply could not be priced, or overflowed the sum
+        self.cost = total
 
     def add_failed_call(self) -> None:
         """Count an LLM call that gave no reply (it failed): no tokens are known."""
@@ -264,7 +277,7 @@ class RunUsage:
             output_tokens=self.output_tokens + other.output_tokens,
             cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
             cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
-            cost=None if self.cost is None or other.cost is None else self.cost + other.cost,
+            cost=_sum(self.cost, other.cost),
             unpriced_calls=self.unpriced_calls + other.unpriced_calls,
             wall_time_s=self.wall_time_s + other.wall_time_s,
             runs=self.runs + other.runs,

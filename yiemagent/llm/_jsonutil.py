@@ -9,7 +9,7 @@ from typing import Any
 
 from yiemagent.core._json_text import to_json
 
-__all__ = ["as_int", "as_mapping", "parts_text", "to_json"]
+__all__ = ["UNUSABLE", "as_count", "as_mapping", "parts_text", "to_json"]
 
 _EMPTY: Mapping[str, Any] = {}
 
@@ -19,14 +19,28 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else _EMPTY
 
 
-def as_int(value: Any) -> int:
-    """Return ``value`` as a count: a JSON number (not a bool) as an int of 0 or more, anything
-    else (``NaN`` and infinities, which Python's JSON reader accepts, included) as 0."""
+class _Unusable:
+    """The marker ``as_count`` gives for a value that is there but is not a count."""
+
+    def __repr__(self) -> str:
+        return "UNUSABLE"
+
+
+UNUSABLE = _Unusable()
+
+
+def as_count(value: Any) -> int | _Unusable | None:
+    """A provider's token count: an int of 0 or more (a whole float such as ``12.0`` too),
+    ``None`` when there is none (missing or ``null``), and ``UNUSABLE`` for anything else (a
+    negative number, text, an object, ``NaN``, ``1e400``, a fraction), so that a reply whose
+    usage cannot be read is counted as unpriced instead of as 0 tokens costing 0."""
+    if value is None:
+        return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return 0
-    if isinstance(value, float) and not math.isfinite(value):
-        return 0
-    return max(0, int(value))
+        return UNUSABLE
+    if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
+        return UNUSABLE
+    return int(value) if value >= 0 else UNUSABLE
 
 
 def parts_text(content: Any, sep: str) -> str:

@@ -18,7 +18,7 @@ from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent, Th
 from yiemagent.core._events import MessageUpdateEvent
 from yiemagent.core._messages import AssistantMessage, LlmUsage
 from yiemagent.core._tool_calls import parse_arguments
-from yiemagent.llm._jsonutil import as_int
+from yiemagent.llm._jsonutil import UNUSABLE, as_count
 from yiemagent.llm._stream_fields import FieldReader
 from yiemagent.llm.http._errors import LlmError, error_object_text
 from yiemagent.llm.http._redact import excerpt
@@ -60,9 +60,16 @@ def stop_of(reason: Any, label: str) -> tuple[str, str | None]:
     return stop, None
 
 
-def usage_from_anthropic(counts: Mapping[str, Any]) -> LlmUsage:
-    """Return ``LlmUsage`` from Anthropic's usage counts; the total is the sum of all four."""
-    values = {k: as_int(counts.get(k)) for k in _USAGE_KEYS}
+def usage_from_anthropic(counts: Mapping[str, Any]) -> LlmUsage | None:
+    """Return ``LlmUsage`` from Anthropic's usage counts (the total is the sum of all four);
+    ``None`` when they cannot be read (no input or output count, or a count that is not one:
+    negative, text, ``1e400``...), so the reply is unpriced rather than priced as 0 tokens."""
+    read = {k: as_count(counts.get(k)) for k in _USAGE_KEYS}
+    if any(v is UNUSABLE for v in read.values()):
+        return None
+    if read["input_tokens"] is None or read["output_tokens"] is None:
+        return None
+    values = {k: v if isinstance(v, int) else 0 for k, v in read.items()}
     return LlmUsage(
         input=values["input_tokens"],
         output=values["output_tokens"],

@@ -18,7 +18,7 @@ from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent, Th
 from yiemagent.core._events import MessageUpdateEvent
 from yiemagent.core._messages import AssistantMessage, LlmUsage
 from yiemagent.core._tool_calls import new_tool_call_id, parse_arguments, tool_call_from_entry
-from yiemagent.llm._jsonutil import as_int, as_mapping, parts_text
+from yiemagent.llm._jsonutil import UNUSABLE, as_count, as_mapping, parts_text
 from yiemagent.llm._stream_fields import FieldReader, join
 from yiemagent.llm.http._errors import LlmError, error_object_text
 from yiemagent.llm.http._redact import excerpt
@@ -69,13 +69,24 @@ def stop_of(reason: Any, has_tool_calls: bool, refusal: str, label: str) -> tupl
 
 def usage_from_openai(data: Any) -> LlmUsage | None:
     """Return ``LlmUsage`` from an OpenAI ``usage`` object (cached prompt tokens count as
-    ``cache_read``, the rest of the prompt as ``input``); ``None`` when there is none."""
+    ``cache_read``, the rest of the prompt as ``input``); ``None`` when there is none or it
+    cannot be read (no prompt or completion count, or a count that is not one: negative, text,
+    ``1e400``...), so the reply is unpriced rather than priced as 0 tokens."""
     if not isinstance(data, Mapping):
         return None
-    prompt = as_int(data.get("prompt_tokens"))
-    completion = as_int(data.get("completion_tokens"))
-    cached = as_int(as_mapping(data.get("prompt_tokens_details")).get("cached_tokens"))
-    total = as_int(data.get("total_tokens")) or prompt + completion
+    details = data.get("prompt_tokens_details")
+    if details is not None and not isinstance(details, Mapping):
+        return None
+    prompt = as_count(data.get("prompt_tokens"))
+    completion = as_count(data.get("completion_tokens"))
+    cached = as_count(as_mapping(details).get("cached_tokens"))
+    total = as_count(data.get("total_tokens"))
+    if not isinstance(prompt, int) or not isinstance(completion, int):
+        return None
+    if cached is UNUSABLE or total is UNUSABLE:
+        return None
+    cached = cached if isinstance(cached, int) else 0
+    total = total if isinstance(total, int) and total else prompt + completion
     return LlmUsage(input=max(0, prompt - cached), output=completion, cache_read=cached, total_tokens=total)
 
 
