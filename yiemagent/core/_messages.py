@@ -327,10 +327,17 @@ class ToolResultMessage(AgentMessage):
     is_error: bool = False
     timestamp: int = attrs.field(factory=now_ms, validator=_check_timestamp)
     role: str = attrs.field(default="toolResult", kw_only=True, validator=_check_role("toolResult"))
+    # Beyond the spec: the whole text of a result that max_tool_result_chars cut (the model saw
+    # its start), kept here rather than in the tool's own details, which stay as the tool made them.
+    full_text: str | None = attrs.field(default=None, kw_only=True)
     role_name: ClassVar[str] = "toolResult"
 
     def __attrs_post_init__(self) -> None:
         _check_fields(self, ("tool_call_id", "tool_name"))
+        if self.full_text is not None and not isinstance(self.full_text, str):
+            raise TypeError(
+                f"ToolResultMessage.full_text must be a str or None, got {type(self.full_text).__name__}"
+            )
         if not isinstance(self.details, dict):
             raise TypeError(f"ToolResultMessage.details must be a dict, got {type(self.details).__name__}")
         if type(self.is_error) is not bool:
@@ -368,6 +375,7 @@ class ToolResultMessage(AgentMessage):
         _set(msg, "is_error", is_error)
         _set(msg, "timestamp", timestamp)
         _set(msg, "role", "toolResult")
+        _set(msg, "full_text", None)
         return msg
 
     def to_dict(self) -> dict[str, Any]:
@@ -382,10 +390,12 @@ class ToolResultMessage(AgentMessage):
             "added_tool_names": list(self.added_tool_names),
             "is_error": self.is_error,
             "timestamp": self.timestamp,
+            **({"full_text": self.full_text} if self.full_text is not None else {}),
         }
 
     @classmethod
     def _from_dict(cls, data: Mapping[str, Any]) -> ToolResultMessage:
+        full_text = data.get("full_text")
         return cls(
             tool_call_id=str(data.get("tool_call_id", "")),
             tool_name=str(data.get("tool_name", "")),
@@ -395,6 +405,7 @@ class ToolResultMessage(AgentMessage):
             added_tool_names=list(data.get("added_tool_names") or []),
             is_error=bool(data.get("is_error", False)),
             timestamp=_timestamp(data),
+            full_text=full_text if isinstance(full_text, str) else None,
         )
 
 

@@ -1,7 +1,7 @@
 """Capping what a tool result shows the model: ``max_tool_result_chars`` (on a tool, else the
 agent's). A result whose text is longer keeps its start up to the cap and a note saying how much
-was cut; the whole text stays in the message's ``details["full_result"]``, so the history and
-the session lose nothing while the requests stay small."""
+was cut; the whole text stays in the message's ``full_text``, so the history and the session
+lose nothing while the requests stay small. The tool's own ``details`` are never touched."""
 
 from __future__ import annotations
 
@@ -12,9 +12,7 @@ import attrs
 from yiemagent.core._content import TextContent
 from yiemagent.core._messages import ToolResultMessage
 
-__all__ = ["FULL_RESULT_KEY", "cap_result", "check_cap"]
-
-FULL_RESULT_KEY = "full_result"
+__all__ = ["cap_result", "check_cap"]
 
 
 def check_cap(name: str, value: Any) -> int | None:
@@ -28,8 +26,8 @@ def check_cap(name: str, value: Any) -> int | None:
 
 def cap_result(message: ToolResultMessage, limit: int | None) -> ToolResultMessage:
     """``message`` with its text cut to ``limit`` characters and a note of the cut, the full
-    text in ``details["full_result"]``; ``message`` itself when it fits or there is no limit.
-    Other blocks (images) are kept as they are."""
+    text in ``full_text``; ``message`` itself when it fits or there is no limit. Other blocks
+    (images) and the tool's ``details`` are kept as they are."""
     if limit is None:
         return message
     texts = [b.text for b in message.content if isinstance(b, TextContent)]
@@ -42,5 +40,4 @@ def cap_result(message: ToolResultMessage, limit: int | None) -> ToolResultMessa
         "the whole result is kept in the history]"
     )
     others = [b for b in message.content if not isinstance(b, TextContent)]
-    details = {**message.details, FULL_RESULT_KEY: whole}
-    return attrs.evolve(message, content=[TextContent(whole[:limit] + note), *others], details=details)
+    return attrs.evolve(message, content=[TextContent(whole[:limit] + note), *others], full_text=whole)

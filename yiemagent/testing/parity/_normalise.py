@@ -33,8 +33,9 @@ WRITTEN = "<written>"
 BUILTIN_TOOLS = ("listTools", "writeTool")
 OUTPUT_TOOL = "final_answer"  # the output profile's final-answer tool
 ACCEPTED = "<accepted>"
-# A tool result capped by max_tool_result_chars (the budgets profile) keeps its whole text in
-# details["full_result"]; the note of the cut is each implementation's own wording.
+# A tool result capped by max_tool_result_chars (the budgets profile) keeps its whole text
+# (yiemagent in the message's full_text, beside the tool's details); the trace shows it as
+# details["full_result"]. The note of the cut is each implementation's own wording.
 FULL_RESULT = "full_result"
 CUT = "<cut>"
 
@@ -65,6 +66,16 @@ def builtin_result(
     if tool_name == OUTPUT_TOOL and not is_error:
         return ACCEPTED, {}
     return text, details
+
+
+def result_details(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A tool result message's details as the trace shows them: the tool's own, with the whole
+    text of a capped result (the message's ``full_text``) as ``full_result``."""
+    details = dict(message.get("details") or {})
+    whole = message.get("full_text")
+    if isinstance(whole, str):
+        details[FULL_RESULT] = whole
+    return details
 
 
 def cut_text(text: str, details: Mapping[str, Any] | None) -> str:
@@ -201,7 +212,7 @@ class Normaliser:
             if raw.get("output") is not None:
                 out["output"] = raw["output"]
             return out
-        details = dict(raw.get("details") or {})
+        details = result_details(raw)
         kind = details.pop("error_kind", None)
         tool_name = str(raw.get("tool_name", ""))
         text, details = builtin_result(tool_name, bool(raw.get("is_error")), _text(content), details)
@@ -241,7 +252,7 @@ class Normaliser:
             typed = results.get(raw_id, {})
             kind = (typed.get("details") or {}).get("error_kind")
             text, _ = builtin_result(str(typed.get("tool_name", "")), bool(typed.get("is_error")), text, {})
-            text = cut_text(text, typed.get("details"))
+            text = cut_text(text, result_details(typed))
             return {
                 "role": "toolResult",
                 "tool_call_id": self.call_id(raw_id),
