@@ -4,7 +4,9 @@ Each call's request (in the cassette's stable form), its reply with the streamed
 error it raised, is added to the cassette, and the file is rewritten after every call, atomically:
 a run that crashes leaves a cassette of the calls made until then. Secrets never reach the file:
 every text in it is scrubbed of the wrapped client's api key, of the keys the provider presets
-read from the environment, and of any ``secrets`` given, with the clients' own redaction rules.
+read from the environment, and of any ``secrets`` given (each also as JSON writes it inside a
+string), with the clients' own redaction rules; and a reply's streamed pieces are masked so
+that no way of joining them spells a key (``_mask_streams``), however few characters each held.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from yiemagent.llm._factory import PROVIDERS
 from yiemagent.llm.http._redact import Secret
 from yiemagent.testing._cassette import Interaction, cassette_text, interaction_text, write_cassette
 from yiemagent.testing._cassette_form import CassetteForm
+from yiemagent.testing._mask_streams import key_forms, mask_deltas
 
 __all__ = ["RecordingLlmCall", "record"]
 
@@ -39,7 +42,7 @@ def _secrets(llm_call: Any, extra: Iterable[str]) -> list[Secret]:
     names = {p.api_key_env for p in PROVIDERS.values() if p.api_key_env}
     found += [Secret(os.environ[n]) for n in sorted(names) if os.environ.get(n)]
     found += [Secret(s) for s in extra if isinstance(s, str) and s]
-    return found
+    return [Secret(form) for form in key_forms(found)]
 
 
 def _scrubbed(value: Any, secrets: list[Secret]) -> Any:
@@ -69,6 +72,7 @@ class RecordingLlmCall:
         self.path = Path(path)
         self._keywords = accepted_keywords(llm_call)
         self._secrets = _secrets(llm_call, secrets)
+        self._forms = [s.reveal() or "" for s in self._secrets]
         self._form = CassetteForm()
         # Each ended call's text, scrubbed and serialised once; None while a call is in flight
         # (it is not written yet).
@@ -114,7 +118,10 @@ class RecordingLlmCall:
 
     def _settle(self, slot: int, interaction: Interaction) -> None:
         """Put the ended call in its place, scrubbed, and write the cassette."""
-        clean = interaction_text(Interaction(**_scrubbed(interaction.to_dict(), self._secrets)))
+        data = interaction.to_dict()
+        if "deltas" in data:
+            data["deltas"] = mask_deltas(data["deltas"], self._forms)
+        clean = interaction_text(Interaction(**_scrubbed(data, self._secrets)))
         with self._lock:
             self._records[slot] = clean
         self._save()
