@@ -10,6 +10,8 @@ from pathlib import Path
 import pytest
 from cli_helpers import clean_env, run_cli, script_file, tools_folder
 
+from yiemagent.testing import read_cassette
+
 
 @pytest.fixture
 def tools(tmp_path: Path) -> Path:
@@ -43,8 +45,8 @@ def cassette(tmp_path: Path, tools: Path) -> Path:
 def test_a_recorded_run_replays_to_the_same_answer_offline(
     tmp_path: Path, tools: Path, cassette: Path
 ) -> None:
-    data = json.loads(cassette.read_text(encoding="utf-8"))
-    assert [len(i["request"]["messages"]) for i in data["interactions"]] == [1, 3]
+    requests = [i.request for i in read_cassette(cassette).interactions]
+    assert [len(r["messages"]) for r in requests] == [1, 3]
     for _ in range(2):
         done = run_cli("run", "Echo hi", "--model", f"replay:{cassette}", "--tools", str(tools), cwd=tmp_path)
         assert done.returncode == 0, done.stderr

@@ -109,8 +109,10 @@ def test_a_cassette_holds_each_request_and_reply_in_the_schemas_form(cassette: P
     data = json.loads(cassette.read_text(encoding="utf-8"))
     assert validation_problems(data, "cassette") == []
     first, second = data["interactions"]
+    assert data["version"] == 2
     assert first["request"] == {
         "system_prompt": "You tell the time.",
+        "kept": 0,
         "messages": [{"role": "user", "text": "What time is it in Tokyo?"}],
         "tools": [
             {"name": "getTime", "description": "The getTime tool.", "input_schema": city_tool().input_schema},
@@ -125,20 +127,29 @@ def test_a_cassette_holds_each_request_and_reply_in_the_schemas_form(cassette: P
     assert first["reply"]["content"] == [
         {"type": "toolCall", "id": "call_1", "name": "getTime", "arguments": {"city": "Tokyo"}}
     ]
-    assert second["request"]["messages"][1:] == [
-        {
-            "role": "assistant",
-            "text": "",
-            "tool_calls": [{"id": "call_1", "name": "getTime", "arguments": {"city": "Tokyo"}}],
-        },
-        {
-            "role": "toolResult",
-            "tool_call_id": "call_1",
-            "text": "It is 12:00 in Tokyo.",
-            "is_error": False,
-            "error_kind": None,
-        },
-    ]
+    # The second request is stored as what it adds: it keeps the first's one message and tools.
+    assert second["request"]["kept"] == 1 and "tools" not in second["request"]
+    whole = read_cassette(cassette).interactions[1].request
+    assert whole["messages"][0] == first["request"]["messages"][0]
+    assert whole["tools"] == first["request"]["tools"]
+    assert (
+        second["request"]["messages"]
+        == whole["messages"][1:]
+        == [
+            {
+                "role": "assistant",
+                "text": "",
+                "tool_calls": [{"id": "call_1", "name": "getTime", "arguments": {"city": "Tokyo"}}],
+            },
+            {
+                "role": "toolResult",
+                "tool_call_id": "call_1",
+                "text": "It is 12:00 in Tokyo.",
+                "is_error": False,
+                "error_kind": None,
+            },
+        ]
+    )
     # The scripted model streams its text word by word; the pieces are kept in order.
     assert [d["delta"] for d in second["deltas"]] == ["It ", "is ", "noon ", "in ", "Tokyo."]
     assert "timestamp" not in cassette.read_text(encoding="utf-8")
@@ -565,3 +576,77 @@ def test_a_typed_request_reads_as_its_spec_view(history: list[Any], cuts: list[i
         form = direct.request(request)
         assert form == spec.request(request)
         assert direct.reused <= len(form["messages"])
+
+
+# -- a cassette grows with what a run adds ---------------------------------------------------------
+
+
+def chatty_run(turns: int, path: Path) -> Run:
+    """``turns`` prompts of one conversation, each answered with a call of getTime and a text
+    (two model calls a turn), recorded to ``path``."""
+    replies: list[Any] = []
+    for n in range(turns):
+        replies += [{"tool_calls": [{"name": "getTime", "arguments": {"city": f"City {n}"}}]}, f"Answer {n}."]
+    prompts = tuple(f"Question {n}?" for n in range(turns))
+    return run(record(ScriptedModel(replies), path), prompts, max_repeated_calls=None)
+
+
+@pytest.mark.timeout(600)
+def test_a_500_turn_cassette_grows_linearly_and_replays(tmp_path: Path) -> None:
+    """Each request used to be stored whole, so a cassette grew with the square of the run's
+    length (a 500-turn run: hundreds of MiB, past the 16 MiB a cassette may be). Stored as what
+    each request adds, 500 turns take about ten times what 50 do."""
+    short, long = tmp_path / "50.json", tmp_path / "500.json"
+    chatty_run(50, short)
+    done = chatty_run(500, long)
+    per_turn_short = short.stat().st_size / 50
+    per_turn_long = long.stat().st_size / 500
+    assert per_turn_long < 1.5 * per_turn_short, (per_turn_short, per_turn_long)
+    assert long.stat().st_size < 2 * 1024 * 1024
+    again = run(replay(long), tuple(f"Question {n}?" for n in range(500)), max_repeated_calls=None)
+    assert normalised(again) == normalised(done)  # the strict replay matched every request
+
+
+def whole_requests_file(cassette: Path, target: Path) -> Path:
+    """``cassette`` written as version 1 wrote it: every request whole."""
+    interactions = [i.to_dict() for i in read_cassette(cassette).interactions]
+    data = {"format": "yiemagent-cassette", "version": 1, "interactions": interactions}
+    target.write_text(json.dumps(data, indent=2), encoding="utf-8")
+    return target
+
+
+def test_a_version_1_cassette_still_replays(tmp_path: Path, cassette: Path) -> None:
+    old = whole_requests_file(cassette, tmp_path / "old.json")
+    assert "kept" not in old.read_text(encoding="utf-8")
+    assert [i.request for i in read_cassette(old).interactions] == [
+        i.request for i in read_cassette(cassette).interactions
+    ]
+    assert normalised(run(replay(old))) == normalised(run(replay(cassette)))
+
+
+@pytest.mark.parametrize(
+    ("change", "where", "says"),
+    [
+        (lambda d: d["interactions"][1]["request"].update(kept=5), "$.interactions[1].request.kept", "had 1"),
+        (lambda d: d["interactions"][0]["request"].update(kept=1), "$.interactions[0].request.kept", "had 0"),
+        (
+            lambda d: d["interactions"][1]["request"].update(kept=-1),
+            "$.interactions[1].request.kept",
+            "minimum",
+        ),
+        (lambda d: d["interactions"][0]["request"].pop("tools"), "$.interactions[0].request.tools", "first"),
+        (lambda d: d.update(version=1), "$.interactions[0].request.kept", "not part of a version 1"),
+    ],
+    ids=["past-the-previous", "first-keeps", "negative", "first-without-tools", "kept-in-version-1"],
+)
+def test_a_stored_request_that_cannot_be_expanded_is_named(
+    tmp_path: Path, cassette: Path, change: Any, where: str, says: str
+) -> None:
+    data = json.loads(cassette.read_text(encoding="utf-8"))
+    change(data)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(CassetteError) as raised:
+        read_cassette(bad)
+    message = str(raised.value)
+    assert str(bad) in message and where in message and says in message, message

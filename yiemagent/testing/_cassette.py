@@ -1,10 +1,16 @@
 """Cassette files: a recorded run of a model as versioned JSON, checked against the shipped schema.
 
-A cassette is ``{"format": "yiemagent-cassette", "version": 1, "interactions": [...]}``; each
+A cassette is ``{"format": "yiemagent-cassette", "version": 2, "interactions": [...]}``; each
 interaction holds one call's ``request`` (``CassetteForm``'s form) and either its ``reply`` (with
 the streamed ``deltas``, when there were any) or the ``error`` it raised. The text is written the
 same way every time (two-space indents, keys in a fixed order, no timestamps), so two recordings
 of the same run are the same file and a changed run diffs line by line in a review.
+
+A request is stored as what it adds to the one before (version 2): ``kept``, how many of the
+previous request's messages it starts with, then only its own ``messages``, and its ``tools``
+only when they differ from the previous request's. A run's cassette so grows with the messages
+added, not with the square of its length. Reading expands every request back to its whole form;
+version 1 files, which hold whole requests, still read.
 """
 
 from __future__ import annotations
@@ -19,8 +25,8 @@ from typing import Any, cast
 import attrs
 
 from yiemagent.core._messages import AssistantMessage
-from yiemagent.errors import CassetteError, describe_error, problem_lines
-from yiemagent.testing.parity._files import FileProblem, parse_json, printable, read_text
+from yiemagent.errors import CassetteError, FileProblem, describe_error, problem_lines
+from yiemagent.testing.parity._files import parse_json, printable, read_text
 from yiemagent.testing.parity._scenario import validation_problems
 
 __all__ = [
@@ -32,11 +38,14 @@ __all__ = [
     "dump_cassette",
     "interaction_text",
     "read_cassette",
+    "shared_with",
+    "stored_interaction",
     "write_cassette",
 ]
 
 CASSETTE_FORMAT = "yiemagent-cassette"
-CASSETTE_VERSION = 1
+CASSETTE_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 
 
 @attrs.frozen
@@ -75,11 +84,60 @@ class Cassette:
     source: str = "<cassette>"
 
     def to_dict(self) -> dict[str, Any]:
-        return {
-            "format": CASSETTE_FORMAT,
-            "version": CASSETTE_VERSION,
-            "interactions": [i.to_dict() for i in self.interactions],
-        }
+        """The cassette as the file holds it: each request as what it adds to the one before."""
+        stored: list[dict[str, Any]] = []
+        previous: Mapping[str, Any] | None = None
+        for interaction in self.interactions:
+            stored.append(stored_interaction(interaction, *shared_with(previous, interaction.request)))
+            previous = interaction.request
+        return {"format": CASSETTE_FORMAT, "version": CASSETTE_VERSION, "interactions": stored}
+
+
+def shared_with(previous: Mapping[str, Any] | None, request: Mapping[str, Any]) -> tuple[int, bool]:
+    """How many leading messages ``request`` shares with ``previous`` (the request stored
+    before it), and whether their tools are the same; ``(0, False)`` for the first request."""
+    if previous is None:
+        return 0, False
+    kept = 0
+    for mine, theirs in zip(request.get("messages") or [], previous.get("messages") or [], strict=False):
+        if mine is not theirs and mine != theirs:
+            break
+        kept += 1
+    return kept, request.get("tools") == previous.get("tools")
+
+
+def stored_interaction(interaction: Interaction, kept: int, same_tools: bool) -> dict[str, Any]:
+    """``interaction`` as the file holds it: its request as what it adds to the previous one
+    (``kept`` messages of it, the tools left out when ``same_tools``)."""
+    data = interaction.to_dict()
+    request: dict[str, Any] = {}
+    for key, value in interaction.request.items():
+        if key == "messages":
+            request["kept"] = kept
+            request["messages"] = list(value)[kept:]
+        elif key != "tools" or not same_tools:
+            request[key] = value
+    data["request"] = request
+    return data
+
+
+def _expanded(stored: Mapping[str, Any], previous: Mapping[str, Any] | None, where: str) -> dict[str, Any]:
+    """A version-2 request whole again: the previous request's first ``kept`` messages and its
+    tools where it left them out. ``FileProblem`` when ``kept`` or a missing ``tools`` cannot be
+    (more messages than the previous request had, no previous request)."""
+    kept = stored.get("kept", 0)
+    before = list(previous["messages"]) if previous is not None else []
+    if kept > len(before):
+        raise FileProblem(
+            f"keeps {kept} messages of the previous request, which had {len(before)}", f"{where}.kept"
+        )
+    request = {k: v for k, v in stored.items() if k != "kept"}
+    request["messages"] = before[:kept] + list(stored["messages"])
+    if "tools" not in stored:
+        if previous is None:
+            raise FileProblem("the first request must list its tools", f"{where}.tools")
+        request["tools"] = previous["tools"]
+    return request
 
 
 _EXPANDED_OBJECTS = 3  # objects down to a request or reply get a line per field
@@ -104,10 +162,11 @@ def _dump(value: Any, depth: int) -> str:
     return _compact(value)
 
 
-def interaction_text(interaction: Interaction) -> str:
-    """One interaction's text as ``dump_cassette`` writes it inside the list (a recorder keeps
-    it, so a cassette rewritten after every call serialises each call once)."""
-    return _dump(interaction.to_dict(), 2)
+def interaction_text(stored: Mapping[str, Any]) -> str:
+    """One interaction's text, as ``stored_interaction`` gives it, the way ``dump_cassette``
+    writes it inside the list (a recorder keeps it, so a cassette rewritten after every call
+    serialises each call once)."""
+    return _dump(dict(stored), 2)
 
 
 def cassette_text(interactions: Sequence[str]) -> str:
@@ -122,7 +181,7 @@ def dump_cassette(cassette: Cassette) -> str:
     """The cassette's text: the outer objects a line per field, each message, tool, content
     block and delta on a line of its own (so a changed run diffs line by line), non-ASCII
     kept, a final newline."""
-    return cassette_text([interaction_text(i) for i in cassette.interactions])
+    return cassette_text([interaction_text(i) for i in cassette.to_dict()["interactions"]])
 
 
 def write_cassette(path: str | os.PathLike[str], cassette: Cassette | str) -> None:
@@ -154,9 +213,9 @@ def _refused(source: str, problems: Sequence[tuple[str, str]]) -> CassetteError:
     )
 
 
-def _interaction(data: Mapping[str, Any], index: int, source: str) -> Interaction:
+def _interaction(data: Mapping[str, Any], index: int, source: str, request: dict[str, Any]) -> Interaction:
     interaction = Interaction(
-        request=dict(data["request"]),
+        request=request,
         reply=dict(data["reply"]) if "reply" in data else None,
         deltas=[dict(d) for d in data.get("deltas", [])],
         error=dict(data["error"]) if "error" in data else None,
@@ -180,12 +239,36 @@ def read_cassette(path: str | os.PathLike[str]) -> Cassette:
         raise _refused(source, [(exc.where, str(exc))]) from None
     if isinstance(data, Mapping) and data.get("format") == CASSETTE_FORMAT:
         version = data.get("version")
-        if version != CASSETTE_VERSION:
+        if version not in READABLE_VERSIONS or isinstance(version, bool):
+            readable = " and ".join(str(v) for v in READABLE_VERSIONS)
             raise _refused(
-                source,
-                [("$.version", f"version {version!r} is not one this yiemagent reads ({CASSETTE_VERSION})")],
+                source, [("$.version", f"version {version!r} is not one this yiemagent reads ({readable})")]
             )
     problems = validation_problems(data, "cassette")
     if problems:
         raise _refused(source, problems)
-    return Cassette([_interaction(item, i, source) for i, item in enumerate(data["interactions"])], source)
+    try:
+        requests = _requests(data["interactions"], data["version"])
+    except FileProblem as exc:
+        raise _refused(source, [(exc.where, str(exc))]) from None
+    return Cassette(
+        [_interaction(item, i, source, requests[i]) for i, item in enumerate(data["interactions"])], source
+    )
+
+
+def _requests(interactions: Sequence[Mapping[str, Any]], version: int) -> list[dict[str, Any]]:
+    """Every interaction's whole request: as stored in version 1, expanded in version 2."""
+    requests: list[dict[str, Any]] = []
+    for index, item in enumerate(interactions):
+        where = f"$.interactions[{index}].request"
+        stored = item["request"]
+        if version == 1:
+            for key, problem in (("kept", "is not part of a version 1 request"), ("tools", None)):
+                if problem is not None and key in stored:
+                    raise FileProblem(problem, f"{where}.{key}")
+                if problem is None and key not in stored:
+                    raise FileProblem("a version 1 request must list its tools", f"{where}.{key}")
+            requests.append(dict(stored))
+        else:
+            requests.append(_expanded(stored, requests[-1] if requests else None, where))
+    return requests

@@ -23,7 +23,14 @@ from yiemagent.core._messages import AssistantMessage
 from yiemagent.errors import reraise_interrupt
 from yiemagent.llm._factory import PROVIDERS
 from yiemagent.llm.http._redact import Secret
-from yiemagent.testing._cassette import Interaction, cassette_text, interaction_text, write_cassette
+from yiemagent.testing._cassette import (
+    Interaction,
+    cassette_text,
+    interaction_text,
+    shared_with,
+    stored_interaction,
+    write_cassette,
+)
 from yiemagent.testing._cassette_form import CassetteForm
 from yiemagent.testing._mask_streams import key_forms, mask_deltas
 
@@ -77,6 +84,8 @@ class RecordingLlmCall:
         # Each ended call's text, scrubbed and serialised once; None while a call is in flight
         # (it is not written yet).
         self._records: list[str | None] = []
+        # The last request started, to store the next one as what it adds (see _cassette).
+        self._previous: dict[str, Any] | None = None
         self._lock = threading.Lock()
         self._save()  # an unwritable path is an error now, not after the first call
 
@@ -102,26 +111,30 @@ class RecordingLlmCall:
         with self._lock:
             slot = len(self._records)
             form = self._form.request(request)
+            shared = shared_with(self._previous, form)
+            self._previous = form
             self._records.append(None)
         try:
             reply = self.llm_call(request, **passed)
         except BaseException as exc:
             reraise_interrupt(exc)
-            self._settle(slot, Interaction(form, error=_error_of(exc)))
+            self._settle(slot, Interaction(form, error=_error_of(exc)), shared)
             raise
         if isinstance(reply, AssistantMessage):  # anything else the loop refuses, unrecorded
             with self._lock:
                 deltas = [self._form.delta(p) for p in pieces]
                 reply_form = self._form.reply(reply)
-            self._settle(slot, Interaction(form, reply_form, deltas))
+            self._settle(slot, Interaction(form, reply_form, deltas), shared)
         return reply
 
-    def _settle(self, slot: int, interaction: Interaction) -> None:
-        """Put the ended call in its place, scrubbed, and write the cassette."""
-        data = interaction.to_dict()
+    def _settle(self, slot: int, interaction: Interaction, shared: tuple[int, bool]) -> None:
+        """Put the ended call in its place, its request stored as what it adds to the one
+        started before it (``shared``: the messages kept, whether the tools are the same),
+        scrubbed, and write the cassette."""
+        data = stored_interaction(interaction, *shared)
         if "deltas" in data:
             data["deltas"] = mask_deltas(data["deltas"], self._forms)
-        clean = interaction_text(Interaction(**_scrubbed(data, self._secrets)))
+        clean = interaction_text(_scrubbed(data, self._secrets))
         with self._lock:
             self._records[slot] = clean
         self._save()
