@@ -57,7 +57,7 @@ def test_a_session_file_with_bad_usage_is_a_session_error(tmp_path: Path, usage:
         load_session(path)
 
 
-UNUSABLE_COUNTS = ["-5", "null", '"12"', "{}", "1e400", "Infinity", "NaN", "1.5", "true"]
+UNUSABLE_COUNTS = ["-5", "null", '"12"', "{}", "1e400", "1e300", "9" * 400, "Infinity", "NaN", "1.5", "true"]
 
 
 @pytest.mark.parametrize("count", UNUSABLE_COUNTS)

@@ -19,6 +19,11 @@ def as_mapping(value: Any) -> Mapping[str, Any]:
     return value if isinstance(value, Mapping) else _EMPTY
 
 
+# More tokens than any model reads: a larger "count" (a 400-digit number, 1e300) is no count, and
+# would overflow the float arithmetic of the context meter and the prices.
+MAX_COUNT = 2**53
+
+
 class _Unusable:
     """The marker ``as_count`` gives for a value that is there but is not a count."""
 
@@ -32,15 +37,16 @@ UNUSABLE = _Unusable()
 def as_count(value: Any) -> int | _Unusable | None:
     """A provider's token count: an int of 0 or more (a whole float such as ``12.0`` too),
     ``None`` when there is none (missing or ``null``), and ``UNUSABLE`` for anything else (a
-    negative number, text, an object, ``NaN``, ``1e400``, a fraction), so that a reply whose
-    usage cannot be read is counted as unpriced instead of as 0 tokens costing 0."""
+    negative number, text, an object, ``NaN``, ``1e400``, a fraction, more than ``MAX_COUNT``),
+    so that a reply whose usage cannot be read is counted as unpriced instead of as 0 tokens
+    costing 0."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return UNUSABLE
     if isinstance(value, float) and not (math.isfinite(value) and value.is_integer()):
         return UNUSABLE
-    return int(value) if value >= 0 else UNUSABLE
+    return int(value) if 0 <= value <= MAX_COUNT else UNUSABLE
 
 
 def parts_text(content: Any, sep: str) -> str:
