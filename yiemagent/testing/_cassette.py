@@ -263,11 +263,10 @@ def _requests(interactions: Sequence[Mapping[str, Any]], version: int) -> list[d
         where = f"$.interactions[{index}].request"
         stored = item["request"]
         if version == 1:
-            for key, problem in (("kept", "is not part of a version 1 request"), ("tools", None)):
-                if problem is not None and key in stored:
-                    raise FileProblem(problem, f"{where}.{key}")
-                if problem is None and key not in stored:
-                    raise FileProblem("a version 1 request must list its tools", f"{where}.{key}")
+            if "kept" in stored:
+                raise FileProblem("is not part of a version 1 request", f"{where}.kept")
+            if "tools" not in stored:
+                raise FileProblem("a version 1 request must list its tools", f"{where}.tools")
             requests.append(dict(stored))
         else:
             requests.append(_expanded(stored, requests[-1] if requests else None, where))
