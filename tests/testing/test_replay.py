@@ -650,3 +650,57 @@ def test_a_stored_request_that_cannot_be_expanded_is_named(
         read_cassette(bad)
     message = str(raised.value)
     assert str(bad) in message and where in message and says in message, message
+
+
+def test_a_small_cassette_that_would_expand_past_the_memory_is_refused(
+    tmp_path: Path, cassette: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Each request keeping the whole history before it: 2,000 small interactions would put
+    two million messages back together. Reading counts them first and refuses."""
+    monkeypatch.setattr("yiemagent.testing._cassette.MAX_EXPANDED_MESSAGES", 100_000)
+    data = json.loads(cassette.read_text(encoding="utf-8"))
+    first, second = data["interactions"]
+    message = {"role": "user", "text": "x"}
+    data["interactions"] = [first] + [
+        {**second, "request": {**second["request"], "kept": n, "messages": [message]}} for n in range(1, 2000)
+    ]
+    hostile = tmp_path / "hostile.json"
+    hostile.write_text(json.dumps(data), encoding="utf-8")
+    assert hostile.stat().st_size < 16 * 1024 * 1024
+    with pytest.raises(
+        CassetteError, match=r"\$\.interactions: its requests hold more than 100,000 messages"
+    ):
+        read_cassette(hostile)
+
+
+def test_calls_that_end_out_of_order_leave_a_cassette_that_reads_at_every_save(tmp_path: Path) -> None:
+    """A call in flight is not in the file yet: the call after it is stored against the last
+    call written, so the file reads while the first call is still running, and whole after."""
+    release = threading.Event()
+    started = threading.Event()
+
+    def slow_then_fast(request: Any) -> AssistantMessage:
+        if not started.is_set():
+            started.set()
+            assert release.wait(WAIT)
+            return AssistantMessage([TextContent("slow")])
+        return AssistantMessage([TextContent("fast")])
+
+    path = tmp_path / "c.json"
+    llm = record(slow_then_fast, path)
+    slow_request = {"messages": [{"role": "user", "content": "one"}], "tools": []}
+    fast_request = {
+        "messages": [{"role": "user", "content": "one"}, {"role": "user", "content": "two"}],
+        "tools": [],
+    }
+    slow = threading.Thread(target=llm, args=(slow_request,))
+    slow.start()
+    assert started.wait(WAIT)
+    llm(fast_request)  # ends while the first call is still in flight
+    [only] = read_cassette(path).interactions
+    assert [m["text"] for m in only.request["messages"]] == ["one", "two"]
+    release.set()
+    slow.join(WAIT)
+    both = read_cassette(path).interactions
+    assert [len(i.request["messages"]) for i in both] == [1, 2]
+    assert [i.reply["content"][0]["text"] for i in both if i.reply] == ["slow", "fast"]

@@ -46,6 +46,10 @@ __all__ = [
 CASSETTE_FORMAT = "yiemagent-cassette"
 CASSETTE_VERSION = 2
 READABLE_VERSIONS = (1, 2)
+# The messages all of a version-2 cassette's requests may hold once put back together: a small
+# file whose every request keeps a long history could otherwise fill the memory. A 16 MiB
+# version-1 file, whose requests were whole, held well under a million.
+MAX_EXPANDED_MESSAGES = 5_000_000
 
 
 @attrs.frozen
@@ -259,9 +263,17 @@ def read_cassette(path: str | os.PathLike[str]) -> Cassette:
 def _requests(interactions: Sequence[Mapping[str, Any]], version: int) -> list[dict[str, Any]]:
     """Every interaction's whole request: as stored in version 1, expanded in version 2."""
     requests: list[dict[str, Any]] = []
+    total = 0
     for index, item in enumerate(interactions):
         where = f"$.interactions[{index}].request"
         stored = item["request"]
+        total += stored.get("kept", 0) + len(stored["messages"])
+        if total > MAX_EXPANDED_MESSAGES:
+            raise FileProblem(
+                f"its requests hold more than {MAX_EXPANDED_MESSAGES:,} messages in all once put back "
+                "together; split the run into shorter recordings",
+                "$.interactions",
+            )
         if version == 1:
             if "kept" in stored:
                 raise FileProblem("is not part of a version 1 request", f"{where}.kept")

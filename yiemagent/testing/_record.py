@@ -81,9 +81,8 @@ class RecordingLlmCall:
         self._secrets = _secrets(llm_call, secrets)
         self._forms = [s.reveal() or "" for s in self._secrets]
         self._form = CassetteForm()
-        # Each ended call's text, scrubbed and serialised once; None while a call is in flight
-        # (it is not written yet).
-        self._records: list[str | None] = []
+        # Each ended call, scrubbed; None while a call is in flight (it is not written yet).
+        self._records: list[_Record | None] = []
         # The last request started, to store the next one as what it adds (see _cassette).
         self._previous: dict[str, Any] | None = None
         self._lock = threading.Lock()
@@ -128,20 +127,29 @@ class RecordingLlmCall:
         return reply
 
     def _settle(self, slot: int, interaction: Interaction, shared: tuple[int, bool]) -> None:
-        """Put the ended call in its place, its request stored as what it adds to the one
-        started before it (``shared``: the messages kept, whether the tools are the same),
-        scrubbed, and write the cassette."""
-        data = stored_interaction(interaction, *shared)
+        """Put the ended call in its place, scrubbed (``shared``: how its request compares with
+        the one started just before it), and write the cassette."""
+        data = interaction.to_dict()
         if "deltas" in data:
             data["deltas"] = mask_deltas(data["deltas"], self._forms)
-        clean = interaction_text(_scrubbed(data, self._secrets))
+        clean = Interaction(**_scrubbed(data, self._secrets))
         with self._lock:
-            self._records[slot] = clean
+            self._records[slot] = _Record(clean, shared)
         self._save()
 
     def _save(self) -> None:
+        """Write every ended call, each request stored as what it adds to the one written
+        before it: a call still in flight (or one that never ended) is not in the file, so the
+        call after it is stored against the last one that is, and the file always reads."""
         with self._lock:
-            write_cassette(self.path, cassette_text([r for r in self._records if r is not None]))
+            texts: list[str] = []
+            before: int | None = None
+            for slot, record in enumerate(self._records):
+                if record is None:
+                    continue
+                texts.append(record.text(before, self._records[before] if before is not None else None, slot))
+                before = slot
+            write_cassette(self.path, cassette_text(texts))
 
     def close(self) -> None:
         """Close the wrapped ``llm_call`` when it has a ``close`` (the clients do); the cassette
@@ -152,6 +160,33 @@ class RecordingLlmCall:
 
     def __repr__(self) -> str:
         return f"RecordingLlmCall({self.llm_call!r}, path={str(self.path)!r})"
+
+
+class _Record:
+    """An ended call, scrubbed, and its text as stored after a given earlier call (kept, since
+    the text is the same at every save until a call before it ends)."""
+
+    __slots__ = ("_text", "_written_after", "interaction", "shared")
+
+    def __init__(self, interaction: Interaction, shared: tuple[int, bool]) -> None:
+        self.interaction = interaction
+        self.shared = shared  # against the call started just before it
+        self._written_after: int | None = -1
+        self._text = ""
+
+    def text(self, before: int | None, previous: _Record | None, slot: int) -> str:
+        """This call's text stored after the call in slot ``before`` (``previous``; ``None``
+        when it is the first in the file)."""
+        if before != self._written_after or not self._text:
+            if previous is None:
+                shared = (0, False)
+            elif before == slot - 1:
+                shared = self.shared
+            else:
+                shared = shared_with(previous.interaction.request, self.interaction.request)
+            self._text = interaction_text(stored_interaction(self.interaction, *shared))
+            self._written_after = before
+        return self._text
 
 
 def _error_of(exc: BaseException) -> dict[str, Any]:
