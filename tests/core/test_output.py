@@ -492,3 +492,23 @@ def test_a_reference_that_does_not_resolve_is_refused_naming_the_output_schema()
         OutputSpec(schema={"type": "array", "items": {"$ref": "#/$defs/missing"}})
     assert str(info.value).startswith("output_schema has a $ref '#/$defs/missing'")
     assert "final_answer" not in str(info.value) and "input_schema" not in str(info.value)
+
+
+def test_a_value_breaking_its_schema_thousands_of_times_lists_ten_and_counts_a_thousand() -> None:
+    """Every violation of a 20 MB answer was built, sorted and counted (a minute); the first
+    thousand are looked at, ten shown."""
+    items = {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    ok, problem = OutputSpec(schema=items).accept({"value": [{"n": "x"}] * 5000})
+    assert not ok
+    assert problem.count("\n  - output.value[") == 10
+    assert "  ... and more than 990 more violations (not shown)" in problem
+    ok, problem = OutputSpec(schema=items).accept({"value": [{"n": "x"}] * 15})
+    assert "  ... and 5 more violations (not shown)" in problem  # under the cap, counted exactly
+
+
+def test_a_large_valid_answer_takes_the_fast_check_and_a_fast_check_miss_still_judges() -> None:
+    items = {"type": "array", "items": {"type": "object", "properties": {"n": {"type": "integer"}}}}
+    spec = OutputSpec(schema=items)
+    assert spec.tool.fast_check is not None
+    assert spec.accept({"value": [{"n": 1}] * 10_000}) == (True, [{"n": 1}] * 10_000)
+    assert spec.accept({"value": [{"n": 1}, {"n": 1.5}]})[0] is False  # jsonschema decides

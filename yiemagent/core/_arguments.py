@@ -10,6 +10,7 @@ there were), each at most ``MAX_VIOLATION_CHARS`` characters with the bad value 
 from __future__ import annotations
 
 import functools
+import itertools
 import json
 import reprlib
 from collections.abc import Iterable, Mapping
@@ -30,6 +31,9 @@ if TYPE_CHECKING:
     from jsonschema.protocols import Validator
 
 MAX_VIOLATIONS = 10  # violation lines one error text lists; the rest are counted
+# Violations looked at, at most: a 20 MB value can break a schema millions of times, and building,
+# sorting and counting every one took a minute; the first ones say what is wrong.
+MAX_COUNTED_VIOLATIONS = 1000
 MAX_VIOLATION_CHARS = 240  # characters of one violation line (path and message)
 MAX_QUOTED_CHARS = 50  # characters of the bad value a violation line quotes
 MAX_PROBLEM_CHARS = 2000  # characters of what a tool's own validate_required_args returned
@@ -103,15 +107,16 @@ def _order(error: jsonschema.exceptions.ValidationError) -> tuple[Any, ...]:
 
 def _violations(validator: Validator, args: Any, root: str = "args") -> str | None:
     """The violations of ``args`` as lines ``  - <path>: <message>`` (paths start at ``root``),
-    sorted by path, at most
-    ``MAX_VIOLATIONS`` of them (then how many more there were), each cut to
-    ``MAX_VIOLATION_CHARS``; ``None`` when ``args`` is valid. A reference that cannot be
-    resolved (the tool was checked when built, so only one reached in a way no check foresaw)
-    is one violation, never a fetch."""
+    sorted by path, at most ``MAX_VIOLATIONS`` of them (then how many more there were, counted
+    up to ``MAX_COUNTED_VIOLATIONS``), each cut to ``MAX_VIOLATION_CHARS``; ``None`` when
+    ``args`` is valid. A reference that cannot be resolved (the tool was checked when built, so
+    only one reached in a way no check foresaw) is one violation, never a fetch."""
     try:
         if validator.is_valid(args):
             return None
-        errors: Iterable[jsonschema.exceptions.ValidationError] = validator.iter_errors(args)
+        errors: Iterable[jsonschema.exceptions.ValidationError] = itertools.islice(
+            validator.iter_errors(args), MAX_COUNTED_VIOLATIONS + 1
+        )
         lines = [line for _key, line in sorted((_order(e), _violation_line(e, root)) for e in errors)]
     except referencing.exceptions.Unresolvable as exc:
         return (
@@ -119,7 +124,11 @@ def _violations(validator: Validator, args: Any, root: str = "args") -> str | No
             f"({clip(str(exc), MAX_QUOTED_CHARS)}); schemas are never fetched"
         )
     shown = [f"  - {line}" for line in lines[:MAX_VIOLATIONS]]
-    if len(lines) > MAX_VIOLATIONS:
+    if len(lines) > MAX_COUNTED_VIOLATIONS:
+        shown.append(
+            f"  ... and more than {MAX_COUNTED_VIOLATIONS - MAX_VIOLATIONS} more violations (not shown)"
+        )
+    elif len(lines) > MAX_VIOLATIONS:
         shown.append(f"  ... and {len(lines) - MAX_VIOLATIONS} more violations (not shown)")
     return "\n".join(shown)
 
