@@ -187,6 +187,19 @@ def leak_texts(
     return texts
 
 
+def openai_chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
+    """One ``chat.completion.chunk`` of a streamed reply as OpenAI documents it (``extra``
+    fields, such as ``usage``, beside its choice)."""
+    return {
+        "id": "chatcmpl-1",
+        "object": "chat.completion.chunk",
+        "created": 1,
+        "model": "gpt-4o-mini",
+        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+        **extra,
+    }
+
+
 def openai_completion(
     content: str | None = "Hi there!",
     *,

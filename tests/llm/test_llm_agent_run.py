@@ -18,6 +18,7 @@ from llm_helpers import (
     assert_no_key,
     fast,
     leak_texts,
+    openai_chunk,
     openai_client,
     openai_completion,
     openai_tool_call,
@@ -30,16 +31,6 @@ from yiemagent.core._content import AgentToolCall, TextContent
 from yiemagent.core._events import AgentEvent, MessageUpdateEvent
 from yiemagent.core._messages import AssistantMessage, ToolResultMessage
 from yiemagent.llm import LlmClient
-
-
-def _openai_chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
 
 
 def script_openai(server: ScriptedServer, stream: bool) -> None:
@@ -57,7 +48,7 @@ def script_openai(server: ScriptedServer, stream: bool) -> None:
         split_every(
             sse_bytes(
                 [
-                    _openai_chunk(
+                    openai_chunk(
                         {
                             "role": "assistant",
                             "tool_calls": [
@@ -70,8 +61,8 @@ def script_openai(server: ScriptedServer, stream: bool) -> None:
                             ],
                         }
                     ),
-                    _openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
-                    _openai_chunk({}, "tool_calls"),
+                    openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '"Paris"}'}}]}),
+                    openai_chunk({}, "tool_calls"),
                 ],
                 done=True,
             ),
@@ -82,8 +73,8 @@ def script_openai(server: ScriptedServer, stream: bool) -> None:
         split_every(
             sse_bytes(
                 [
-                    _openai_chunk({"content": "It is sunny "}),
-                    _openai_chunk({"content": "in Paris."}, "stop"),
+                    openai_chunk({"content": "It is sunny "}),
+                    openai_chunk({"content": "in Paris."}, "stop"),
                 ],
                 done=True,
             ),

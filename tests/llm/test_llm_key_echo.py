@@ -16,6 +16,7 @@ from llm_helpers import (
     anthropic_client,
     anthropic_message,
     assert_no_key,
+    openai_chunk,
     openai_client,
     openai_completion,
     openai_tool_call,
@@ -123,16 +124,6 @@ def test_a_key_echoed_in_a_reply_never_reaches_the_history_or_the_saved_session(
     assert len(server.requests) == 2
 
 
-def _chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
 def _pieces(text: str, *cuts: int) -> list[str]:
     bounds = [0, *cuts, len(text)]
     return [text[a:b] for a, b in itertools.pairwise(bounds)]
@@ -157,7 +148,10 @@ def test_a_streamed_reply_is_masked_in_its_deltas_and_once_assembled(
 ) -> None:
     deltas = _pieces(f"key {KEY} ok", *cuts)
     server.sse(
-        split_every(sse_bytes([_chunk({"content": d}) for d in deltas] + [_chunk({}, "stop")], done=True), 7)
+        split_every(
+            sse_bytes([openai_chunk({"content": d}) for d in deltas] + [openai_chunk({}, "stop")], done=True),
+            7,
+        )
     )
     events: list[AgentEvent] = []
     with openai_client(server, stream=True) as llm, YiemAgent(llm_call=llm) as agent:
@@ -183,7 +177,9 @@ def test_a_streamed_reply_is_masked_in_its_deltas_and_once_assembled(
 def test_the_start_of_the_key_is_held_back_until_the_stream_tells(
     server: ScriptedServer, deltas: list[str], shown: str
 ) -> None:
-    server.sse([sse_bytes([_chunk({"content": d}) for d in deltas] + [_chunk({}, "stop")], done=True)])
+    server.sse(
+        [sse_bytes([openai_chunk({"content": d}) for d in deltas] + [openai_chunk({}, "stop")], done=True)]
+    )
     events: list[AgentEvent] = []
     with openai_client(server, stream=True) as llm, YiemAgent(llm_call=llm) as agent:
         agent.subscribe(events.append)
@@ -198,9 +194,9 @@ def test_a_piece_held_back_in_one_stream_comes_before_the_next_stream(server: Sc
         [
             sse_bytes(
                 [
-                    _chunk({"reasoning_content": f"they sent {KEY[:9]}"}),
-                    _chunk({"content": "Hello"}),
-                    _chunk({}, "stop"),
+                    openai_chunk({"reasoning_content": f"they sent {KEY[:9]}"}),
+                    openai_chunk({"content": "Hello"}),
+                    openai_chunk({}, "stop"),
                 ],
                 done=True,
             )

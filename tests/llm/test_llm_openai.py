@@ -19,6 +19,7 @@ from llm_helpers import (
     fast,
     history_request,
     leak_texts,
+    openai_chunk,
     openai_client,
     openai_completion,
     openai_tool_call,
@@ -66,17 +67,6 @@ def assert_sent(server: ScriptedServer, *, stream: bool = False, count: int = 1)
         assert sent.headers["content-type"] == "application/json"
         assert sent.headers["accept"] == ("text/event-stream" if stream else "application/json")
         assert sent.body == expected_body(stream)
-
-
-def chunk(delta: dict[str, Any], finish: str | None = None, **extra: Any) -> dict[str, Any]:
-    return {
-        "id": "chatcmpl-1",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "gpt-4o-mini",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-        **extra,
-    }
 
 
 # --- plain replies and the request sent -----------------------------------------------------------
@@ -301,10 +291,10 @@ def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> 
         [
             sse_bytes(
                 [
-                    chunk({"role": "assistant", "refusal": ""}),
-                    chunk({"refusal": "I can't "}),
-                    chunk({"refusal": "help."}),
-                    chunk({}, "stop"),
+                    openai_chunk({"role": "assistant", "refusal": ""}),
+                    openai_chunk({"refusal": "I can't "}),
+                    openai_chunk({"refusal": "help."}),
+                    openai_chunk({}, "stop"),
                 ],
                 done=True,
             )
@@ -317,7 +307,9 @@ def test_a_streamed_refusal_is_an_error_that_says_so(server: ScriptedServer) -> 
 
 
 def test_a_streamed_content_filter_stop_keeps_the_text(server: ScriptedServer) -> None:
-    server.sse([sse_bytes([chunk({"content": "Partial"}), chunk({}, "content_filter")], done=True)])
+    server.sse(
+        [sse_bytes([openai_chunk({"content": "Partial"}), openai_chunk({}, "content_filter")], done=True)]
+    )
     reply = openai_client(server, stream=True)(simple_request())
     assert (reply.stop_reason, reply.content) == ("error", [TextContent("Partial")])
     assert reply.error_message is not None and "content_filter" in reply.error_message
@@ -353,12 +345,12 @@ def test_a_reply_without_choices_is_an_error(server: ScriptedServer) -> None:
 # --- streaming --------------------------------------------------------------------------------------
 
 STREAM_CHUNKS = [
-    chunk({"role": "assistant", "content": ""}),
-    chunk({"reasoning_content": "Think "}),
-    chunk({"reasoning_content": "é日🎉."}),
-    chunk({"content": "Héllo, "}),
-    chunk({"content": "wörld 日本!"}),
-    chunk(
+    openai_chunk({"role": "assistant", "content": ""}),
+    openai_chunk({"reasoning_content": "Think "}),
+    openai_chunk({"reasoning_content": "é日🎉."}),
+    openai_chunk({"content": "Héllo, "}),
+    openai_chunk({"content": "wörld 日本!"}),
+    openai_chunk(
         {
             "tool_calls": [
                 {
@@ -370,8 +362,8 @@ STREAM_CHUNKS = [
             ]
         }
     ),
-    chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]}),
-    chunk(
+    openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"ci'}}]}),
+    openai_chunk(
         {
             "tool_calls": [
                 {
@@ -383,9 +375,9 @@ STREAM_CHUNKS = [
             ]
         }
     ),
-    chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Zürich"}'}}]}),
-    chunk({"tool_calls": [{"index": 1, "function": {"arguments": '"Rome"}'}}]}),
-    chunk({}, "tool_calls"),
+    openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'ty": "Zürich"}'}}]}),
+    openai_chunk({"tool_calls": [{"index": 1, "function": {"arguments": '"Rome"}'}}]}),
+    openai_chunk({}, "tool_calls"),
     {
         "id": "chatcmpl-1",
         "object": "chat.completion.chunk",
@@ -429,7 +421,7 @@ def test_a_new_call_id_at_a_used_index_starts_a_new_call(server: ScriptedServer)
         if call_id is not None:
             entry.update(id=call_id, type="function")
             entry["function"]["name"] = name
-        return chunk({"tool_calls": [entry]})
+        return openai_chunk({"tool_calls": [entry]})
 
     server.sse(
         [
@@ -438,7 +430,7 @@ def test_a_new_call_id_at_a_used_index_starts_a_new_call(server: ScriptedServer)
                     call("call_a", "getWeather", '{"city": '),
                     call(None, None, '"Paris"}'),
                     call("call_b", "getTime", '{"zone": "UTC"}'),  # same index 0, a new id
-                    chunk({}, "tool_calls"),
+                    openai_chunk({}, "tool_calls"),
                 ],
                 done=True,
             )
@@ -461,9 +453,9 @@ def test_a_new_call_id_at_a_used_index_starts_a_new_call(server: ScriptedServer)
 def test_stream_with_comments_blank_lines_and_crlf(server: ScriptedServer) -> None:
     body = (
         b": OPENROUTER PROCESSING\r\n\r\n\r\n"
-        + sse_bytes([chunk({"content": "A"})]).replace(b"\n", b"\r\n")
+        + sse_bytes([openai_chunk({"content": "A"})]).replace(b"\n", b"\r\n")
         + b": keep-alive\n\n"
-        + sse_bytes([chunk({"content": "B"}, "stop")], done=True)
+        + sse_bytes([openai_chunk({"content": "B"}, "stop")], done=True)
     )
     server.sse(split_every(body, 3))
     reply = openai_client(server, stream=True)(simple_request())

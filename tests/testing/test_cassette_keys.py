@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from llm_helpers import KEY, openai_client
+from llm_helpers import KEY, openai_chunk, openai_client
 from llm_server import ScriptedServer, sse_bytes
 
 from yiemagent import YiemAgent
@@ -26,16 +25,6 @@ ENV_KEY = "sk-ant-envkey-0123456789abcdef"  # an Anthropic key in the environmen
 EXTRA = 'päss"wörd-2468-ÄÖÜ'  # a secret given to record(), with characters JSON escapes
 
 
-def chunk(delta: dict[str, Any], finish: str | None = None) -> dict[str, Any]:
-    return {
-        "id": "c",
-        "object": "chat.completion.chunk",
-        "created": 1,
-        "model": "m",
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
-    }
-
-
 def in_pieces(text: str, size: int) -> list[str]:
     return [text[i : i + size] for i in range(0, len(text), size)]
 
@@ -44,13 +33,13 @@ def streamed_reply() -> bytes:
     """Each key a few characters at a time in the text and the reasoning, and JSON-escaped in
     a tool call's arguments (streamed three characters at a time as well)."""
     arguments = json.dumps({"note": f"{ENV_KEY} {EXTRA}"})  # EXTRA as \\u00e4 and \\"
-    chunks = [chunk({"reasoning_content": p}) for p in in_pieces(f"thinking of {ENV_KEY}", 2)]
-    chunks += [chunk({"content": p}) for p in in_pieces(f"The keys: {ENV_KEY} and {EXTRA} end.", 3)]
+    chunks = [openai_chunk({"reasoning_content": p}) for p in in_pieces(f"thinking of {ENV_KEY}", 2)]
+    chunks += [openai_chunk({"content": p}) for p in in_pieces(f"The keys: {ENV_KEY} and {EXTRA} end.", 3)]
     call = {"index": 0, "id": "call_1", "type": "function", "function": {"name": "note", "arguments": ""}}
-    chunks.append(chunk({"tool_calls": [call]}))
+    chunks.append(openai_chunk({"tool_calls": [call]}))
     for piece in in_pieces(arguments, 3):
-        chunks.append(chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
-    chunks.append(chunk({}, "tool_calls"))
+        chunks.append(openai_chunk({"tool_calls": [{"index": 0, "function": {"arguments": piece}}]}))
+    chunks.append(openai_chunk({}, "tool_calls"))
     return sse_bytes(chunks, done=True)
 
 
