@@ -38,6 +38,7 @@ __all__ = [
     "dump_cassette",
     "interaction_text",
     "read_cassette",
+    "shared_prefix",
     "shared_with",
     "stored_interaction",
     "write_cassette",
@@ -97,16 +98,21 @@ class Cassette:
         return {"format": CASSETTE_FORMAT, "version": CASSETTE_VERSION, "interactions": stored}
 
 
+def shared_prefix(before: Sequence[Any], after: Sequence[Any]) -> int:
+    """How many leading items ``after`` shares (the same or equal) with ``before``."""
+    size = min(len(before), len(after))
+    i = 0
+    while i < size and (before[i] is after[i] or before[i] == after[i]):
+        i += 1
+    return i
+
+
 def shared_with(previous: Mapping[str, Any] | None, request: Mapping[str, Any]) -> tuple[int, bool]:
     """How many leading messages ``request`` shares with ``previous`` (the request stored
     before it), and whether their tools are the same; ``(0, False)`` for the first request."""
     if previous is None:
         return 0, False
-    kept = 0
-    for mine, theirs in zip(request.get("messages") or [], previous.get("messages") or [], strict=False):
-        if mine is not theirs and mine != theirs:
-            break
-        kept += 1
+    kept = shared_prefix(previous.get("messages") or [], request.get("messages") or [])
     return kept, request.get("tools") == previous.get("tools")
 
 

@@ -16,7 +16,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from yiemagent.llm.http._redact import MASK, MIN_PIECE_LENGTH, MIN_SECRET_LENGTH, Secret
+from yiemagent.llm.http._redact import MASK, MIN_SECRET_LENGTH, Secret, key_end_at_start, key_start_at_end
 
 __all__ = ["key_forms", "mask_deltas", "mask_pieces"]
 
@@ -38,18 +38,13 @@ def key_forms(secrets: Iterable[Secret]) -> list[str]:
 
 
 def _edge_piece(text: str, form: str) -> list[Span]:
-    """The key's start at the end of ``text`` and its end at its start, when ``MIN_PIECE_LENGTH``
-    characters or more: the joined text may itself be cut (a stopped stream)."""
+    """The key's start at the end of ``text`` and its end at its start, as ``Secret.scrub``
+    finds them: the joined text may itself be cut (a stopped stream)."""
     spans: list[Span] = []
-    longest = min(len(form) - 1, len(text))
-    for size in range(longest, MIN_PIECE_LENGTH - 1, -1):
-        if text.endswith(form[:size]):
-            spans.append((len(text) - size, len(text)))
-            break
-    for size in range(longest, MIN_PIECE_LENGTH - 1, -1):
-        if text.startswith(form[-size:]):
-            spans.append((0, size))
-            break
+    if size := key_start_at_end(text, form):
+        spans.append((len(text) - size, len(text)))
+    if size := key_end_at_start(text, form):
+        spans.append((0, size))
     return spans
 
 

@@ -171,13 +171,13 @@ class _Record:
     def __init__(self, interaction: Interaction, shared: tuple[int, bool]) -> None:
         self.interaction = interaction
         self.shared = shared  # against the call started just before it
-        self._written_after: int | None = -1
-        self._text = ""
+        self._written_after: int | None = None
+        self._text: str | None = None
 
     def text(self, before: int | None, previous: _Record | None, slot: int) -> str:
         """This call's text stored after the call in slot ``before`` (``previous``; ``None``
         when it is the first in the file)."""
-        if before != self._written_after or not self._text:
+        if self._text is None or before != self._written_after:
             if previous is None:
                 shared = (0, False)
             elif before == slot - 1:

@@ -22,7 +22,7 @@ from yiemagent.core._events import MessageUpdateEvent
 from yiemagent.core._messages import AssistantMessage, now_ms
 from yiemagent.core._tools import AbortSignal
 from yiemagent.errors import LlmAbortedError, LlmError, LlmStreamError, LlmTimeoutError, ReplayMismatchError
-from yiemagent.testing._cassette import Cassette, Interaction, read_cassette
+from yiemagent.testing._cassette import Cassette, Interaction, read_cassette, shared_prefix
 from yiemagent.testing._cassette_form import CassetteForm
 from yiemagent.testing.parity._compare import field_differences
 from yiemagent.testing.parity._files import printable
@@ -36,15 +36,6 @@ _ERRORS: dict[str, type[LlmError]] = {
     "LlmTimeoutError": LlmTimeoutError,
     "LlmStreamError": LlmStreamError,
 }
-
-
-def _shared(before: list[Any], after: list[Any]) -> int:
-    """How many leading items ``after`` shares (equal) with ``before``."""
-    size = min(len(before), len(after))
-    i = 0
-    while i < size and before[i] == after[i]:
-        i += 1
-    return i
 
 
 def _delta(data: dict[str, Any]) -> MessageUpdateEvent:
@@ -84,7 +75,7 @@ class ReplayLlmCall:
         # previous call checked, only the rest of a request needs comparing (a turn then costs
         # what it added, not the whole history).
         requests = [i.request["messages"] for i in cassette.interactions]
-        self._shared = [0] + [_shared(a, b) for a, b in itertools.pairwise(requests)]
+        self._shared = [0] + [shared_prefix(a, b) for a, b in itertools.pairwise(requests)]
         self._checked = -1  # the latest call whose request matched
 
     @property

@@ -14,7 +14,17 @@ from collections.abc import Iterator
 
 import requests
 
-__all__ = ["CUT_MARK", "MASK", "MIN_PIECE_LENGTH", "MIN_SECRET_LENGTH", "ApiKeyAuth", "Secret", "excerpt"]
+__all__ = [
+    "CUT_MARK",
+    "MASK",
+    "MIN_PIECE_LENGTH",
+    "MIN_SECRET_LENGTH",
+    "ApiKeyAuth",
+    "Secret",
+    "excerpt",
+    "key_end_at_start",
+    "key_start_at_end",
+]
 
 MASK = "***"
 CUT_MARK = "…"  # ends every text ``excerpt`` cut, so a later scrub knows where the cut is
@@ -31,22 +41,39 @@ _active: contextvars.ContextVar[Secret | None] = contextvars.ContextVar(
 )
 
 
+def key_start_at_end(text: str, key: str) -> int:
+    """How many characters at the end of ``text`` are the start of ``key`` (a cut there split
+    it), counting only pieces of ``MIN_PIECE_LENGTH`` or more and shorter than the key; 0 for
+    none."""
+    longest = min(len(key) - 1, len(text))  # the whole key is found otherwise
+    if key[:MIN_PIECE_LENGTH] in text[-longest:]:
+        for size in range(longest, MIN_PIECE_LENGTH - 1, -1):
+            if text.endswith(key[:size]):
+                return size
+    return 0
+
+
+def key_end_at_start(text: str, key: str) -> int:
+    """How many characters at the start of ``text`` are the end of ``key``; as
+    ``key_start_at_end``, the other way round."""
+    longest = min(len(key) - 1, len(text))
+    if key[-MIN_PIECE_LENGTH:] in text[:longest]:
+        for size in range(longest, MIN_PIECE_LENGTH - 1, -1):
+            if text.startswith(key[-size:]):
+                return size
+    return 0
+
+
 def _mask_cut_piece(part: str, key: str, mask: str) -> str:
     """Return ``part`` (a text between two cuts) with a piece of ``key`` of ``MIN_PIECE_LENGTH``
     or more characters replaced by ``mask`` where the cut split it: the key's beginning at the
     end of ``part`` and the key's end at its start."""
-    longest = min(len(key) - 1, len(part))  # the whole key was replaced before
-    if key[:MIN_PIECE_LENGTH] in part[-longest:]:
-        for size in range(longest, MIN_PIECE_LENGTH - 1, -1):
-            if part.endswith(key[:size]):
-                part = part[:-size] + mask
-                break
-    longest = min(len(key) - 1, len(part))
-    if key[-MIN_PIECE_LENGTH:] in part[:longest]:
-        for size in range(longest, MIN_PIECE_LENGTH - 1, -1):
-            if part.startswith(key[-size:]):
-                part = mask + part[size:]
-                break
+    size = key_start_at_end(part, key)
+    if size:
+        part = part[:-size] + mask
+    size = key_end_at_start(part, key)
+    if size:
+        part = mask + part[size:]
     return part
 
 
