@@ -74,17 +74,21 @@ def mask_pieces(pieces: Sequence[str], forms: Sequence[str]) -> list[str]:
         return list(pieces)
     out: list[str] = []
     offset = 0
+    first = 0  # the first span not wholly before the current piece (both run left to right)
     for piece in pieces:
         end = offset + len(piece)
+        while first < len(spans) and spans[first][1] <= offset:
+            first += 1
         kept: list[str] = []
         position = offset
-        for span_start, span_end in spans:
-            if span_end <= offset or span_start >= end:
-                continue
+        n = first
+        while n < len(spans) and spans[n][0] < end:
+            span_start, span_end = spans[n]
             if span_start >= position:
                 kept.append(piece[position - offset : span_start - offset])
                 kept.append(MASK)  # the span starts in this piece
             position = max(position, min(span_end, end))
+            n += 1
         kept.append(piece[position - offset :])
         out.append("".join(kept))
         offset = end
