@@ -105,17 +105,20 @@ class PausedCall:
     """One call of a paused batch. ``outcome`` is ``(content_and_details, is_error)`` as a
     JSON-ready ``AgentToolResult`` dict once the call has ended (at preparation, or after it
     ran); ``arguments`` are the prepared arguments of a call that has not ended;
-    ``needs_approval`` whether it waits for a decision; ``started`` whether it began to run."""
+    ``needs_approval`` whether it waits for a decision; ``started`` whether it began to run;
+    ``limit`` the verdict of the tool-call limit that refused it (such as ``max_tool_calls=3
+    reached``), which ends the run that settles the batch."""
 
     tool_call: AgentToolCall
     arguments: dict[str, Any] | None = None
     needs_approval: bool = False
     outcome: tuple[dict[str, Any], bool] | None = None
     started: bool = False
+    limit: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         call = self.tool_call
-        return {
+        data: dict[str, Any] = {
             "tool_call": {"id": call.id, "name": call.name, "arguments": call.arguments},
             "arguments": self.arguments,
             "needs_approval": self.needs_approval,
@@ -124,6 +127,9 @@ class PausedCall:
             else {"result": self.outcome[0], "is_error": self.outcome[1]},
             "started": self.started,
         }
+        if self.limit is not None:
+            data["limit"] = self.limit
+        return data
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> PausedCall:
@@ -149,12 +155,18 @@ class PausedCall:
             problem = argument_problem(arguments)
             if problem is not None:
                 raise ValueError(f"paused call {call_id}: {problem}")
+        limit = data.get("limit")
+        if limit is not None and not isinstance(limit, str):
+            raise TypeError(
+                f"paused call {call_id}: limit must be a text or null, not {type(limit).__name__}"
+            )
         return cls(
             AgentToolCall(call_id, name, raw.get("arguments")),
             None if arguments is None else dict(arguments),
             flags["needs_approval"],
             _outcome_from_dict(call_id, outcome, arguments is None),
             flags["started"],
+            limit,
         )
 
 

@@ -21,11 +21,13 @@ turn, a tool call without its result or a result without its call. It goes down 
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from yiemagent.core._content import AgentToolCall, ImageContent, TextContent, ThinkingContent
+from yiemagent.core._context_overflow import looks_like_context_overflow
 from yiemagent.core._messages import (
     AgentMessage,
     AssistantMessage,
@@ -33,12 +35,20 @@ from yiemagent.core._messages import (
     ToolResultMessage,
     UserMessage,
 )
+from yiemagent.core._run_points import RunFeature, RunView
+from yiemagent.errors import describe_error
+
+if TYPE_CHECKING:
+    from yiemagent.core._tools import AgentContext
+    from yiemagent.errors import RunError
 
 __all__ = [
     "CHARS_PER_TOKEN",
     "MARGIN",
     "TRIM_GOAL",
     "ContextMeter",
+    "ContextOverflow",
+    "ContextRun",
     "TokenCounter",
     "budget_of",
     "check_strategy",
@@ -61,6 +71,8 @@ TRIM_GOAL = 0.5
 LEARN_GROWTH = 32  # tokens a request must have grown by for the rate to be learned from it
 
 TokenCounter = Callable[[str], int]  # the tokens of a text, by the model's own tokenizer
+
+logger = logging.getLogger("yiemagent")
 
 
 def check_strategy(value: Any) -> Any:
@@ -395,4 +407,169 @@ def history_problem(messages: Sequence[AgentMessage]) -> str | None:
             known |= ids
     if open_calls:
         return f"the calls {sorted(open_calls)} of the last assistant message have no results"
+    return None
+
+
+class ContextOverflow(Exception):
+    """The request cannot be made to fit the context window: the run ends with
+    ``stop_reason="context_overflow"`` and this message, before anything is sent."""
+
+
+class ContextRun(RunFeature):
+    """The context window for one run, at the loop's points: before each LLM call the request
+    is measured and, when it would not fit the window (or what a provider accepted, after it
+    refused a request as too long), ``strategy`` is applied (``ContextOverflow`` when it cannot
+    be made to fit); each reply's counts teach the meter; a provider's refusal of a context as
+    too long is answered once by fitting 70 % of what was sent (``call_failed``). It also tells
+    a budget about how many input tokens the next call takes (``next_call_tokens``). It holds
+    the config's ``meter`` for the run and gives it back at the end."""
+
+    __slots__ = ("count_tokens", "mark", "measured", "meter", "sent_estimate", "shrink", "strategy", "window")
+
+    def __init__(
+        self,
+        meter: ContextMeter,
+        window: int | None,
+        strategy: Any,
+        count_tokens: TokenCounter | None,
+    ) -> None:
+        self.meter = meter.for_run()
+        self.window = window
+        self.strategy = strategy
+        self.count_tokens = count_tokens
+        self.shrink: int | None = None  # the budget after a provider refused the context
+        self.measured = 0  # the tokens of the last request, as measured (and scaled) before it went
+        self.sent_estimate = 0  # the last request as the meter measured it, before scaling
+        # (tokens the provider counted in the last reply's context, history length then)
+        self.mark: tuple[int, int] | None = None
+
+    def prepare(self, run: RunView, context: AgentContext) -> AgentContext:
+        from yiemagent.core._tools import AgentContext
+
+        if (self.window is None and self.shrink is None) or not isinstance(context, AgentContext):
+            return context
+        meter = self.meter
+        estimate = meter.request(context.system_prompt, context.tools, context.messages)
+        # What the provider will count, as learned from its counts (an estimate can undercount
+        # code or other scripts, and a chat template adds text of its own); trims too.
+        size = meter.provider_tokens(estimate)
+        self.measured, self.sent_estimate = size, estimate
+        if size <= (self.shrink or budget_of(self.window or 0)):
+            return context
+        return self.fitted(context, size)
+
+    def fitted(self, context: AgentContext, size: int) -> AgentContext:
+        """``context``, whose measure is ``size``, made to fit by the strategy; else
+        ``ContextOverflow`` saying why, before anything is sent."""
+        from yiemagent.core._tools import AgentContext
+
+        messages, meter, window = context.messages, self.meter, self.window
+        budget = self.shrink or budget_of(window or 0)
+        fixed = meter.fixed(context.system_prompt, context.tools)
+        where = f"the context window of {window} tokens" if window else "what the provider accepted"
+        if self.strategy == "error":
+            raise ContextOverflow(
+                f"The request (about {size} tokens) does not fit {where} ({budget} tokens for the "
+                "request); nothing was sent. Start a new conversation (agent.reset()), or set "
+                "context_strategy='trim' to drop the oldest turns."
+            )
+        kept, kept_size = self.kept(messages, meter.measure_for(budget), fixed)
+        if kept is None:
+            raise ContextOverflow(
+                f"The request does not fit {where} ({budget} tokens for the request) even with "
+                "only the first user message and the last turn; nothing was sent. Start a new "
+                "conversation (agent.reset()), or use a model with a larger context."
+            )
+        problem = history_problem(kept)
+        counted = meter.provider_tokens(kept_size)
+        if problem is None and counted > budget:
+            problem = f"it is still about {counted} tokens, over the {budget} allowed"
+        if problem is not None:
+            raise ContextOverflow(f"context_strategy gave messages that cannot be sent: {problem}")
+        self.measured, self.sent_estimate = counted, kept_size
+        return AgentContext(context.system_prompt, kept, context.tools)
+
+    def kept(
+        self, messages: Sequence[AgentMessage], allowed: int, fixed: int
+    ) -> tuple[list[AgentMessage] | None, int]:
+        """The messages the strategy keeps within ``allowed`` tokens, and their measure."""
+        if self.strategy == "trim":
+            return trimmed(self.meter, messages, allowed, fixed)
+        try:
+            kept = list(self.strategy(list(messages), allowed - fixed))
+        except Exception as exc:
+            raise ContextOverflow(f"context_strategy failed: {describe_error(exc)}") from exc
+        return kept, fixed + sum(self.meter.measure(m) for m in kept)
+
+    def call_failed(self, run: RunView, error: RunError, called: bool) -> bool:
+        if self.shrink is not None or not looks_like_context_overflow(str(error)):
+            return False
+        if self.window is None and self.strategy == "error":
+            return False
+        if self.strategy == "error":
+            raise ContextOverflow(f"The provider refused the request as too long: {error}") from error
+        state, meter = run.state, self.meter
+        sent = self.measured or meter.fixed(state.system_prompt, state.tools) + meter.tokens(state.messages)
+        self.shrink = max(1, int(sent * 0.7))
+        return True
+
+    def after_reply(self, run: RunView, reply: AssistantMessage) -> AssistantMessage:
+        usage = reply.usage
+        if usage is not None:
+            # The reply joins the history next: counted up to and with it.
+            self.mark = (usage.input + usage.output, len(run.state.messages) + 1)
+            # Not where the meter counts with the model's own tokenizer: that count needs no
+            # correcting (and the embedded model's usage sums the several prompts of its steps).
+            if self.sent_estimate > 0 and self.count_tokens is None:
+                self.meter.learn(self.sent_estimate, usage.input + usage.cache_read + usage.cache_write)
+        return reply
+
+    def next_call_tokens(self, run: RunView) -> int:
+        """About how many input tokens the next LLM call takes: what the provider counted for the
+        last reply's context and the reply, and the meter's estimate of what was added since;
+        before the run's first reply, the meter's estimate of the whole request."""
+        state = run.state
+        if self.mark is not None:
+            counted, upto = self.mark
+            return counted + self.meter.tokens(state.messages, upto)
+        return self.meter.fixed(state.system_prompt, state.tools) + self.meter.tokens(state.messages)
+
+    def end(self, run: RunView, response: AssistantMessage | None) -> None:
+        self.meter.release()
+
+
+def trimmed(
+    meter: ContextMeter, messages: Sequence[AgentMessage], budget: int, fixed: int
+) -> tuple[list[AgentMessage] | None, int]:
+    """``messages`` trimmed to fit ``budget``, and their tokens: from where the last trim of
+    this history began while that still fits (the same start, so a provider's prompt cache keeps
+    working), else trimmed afresh down to ``TRIM_GOAL`` of the budget; ``None`` when nothing
+    fits. The size counts a result left out for want of its call too: an upper bound."""
+    cut, head = meter.cut, head_end(messages)
+    head_size = meter.tokens(messages) - meter.tokens(messages, head)
+    if cut is not None:
+        message, start = cut
+        if head <= start < len(messages) and messages[start] is message:
+            size = fixed + head_size + meter.tokens(messages, start)
+            if size <= budget:
+                return kept_from(messages, head, start), size
+    made = trim(messages, budget, fixed, meter.sizes(messages), int(budget * TRIM_GOAL))
+    if made is None:
+        return None, 0
+    kept, start = made
+    meter.cut = (messages[start], start) if start < len(messages) else None
+    return kept, fixed + head_size + meter.tokens(messages, start)
+
+
+def listed_window(source: Callable[[], int | None]) -> int | None:
+    """The context window ``source`` reports (a server's model listing, which the client keeps
+    once it answered), or ``None`` when it does not know or fails: a window that cannot be read
+    is not a reason to fail the run (the failure is logged)."""
+    try:
+        window = source()
+    except Exception as exc:
+        logger.warning("could not read the model's context window: %s", describe_error(exc))
+        return None
+    if isinstance(window, int) and not isinstance(window, bool) and window > 0:
+        return window
     return None

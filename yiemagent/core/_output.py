@@ -20,10 +20,20 @@ from typing import Any, Literal
 import attrs
 
 from yiemagent.core._arguments import format_arguments, schema_violations
-from yiemagent.core._content import TextContent
+from yiemagent.core._content import TextContent, content_text
 from yiemagent.core._json_safety import clip
+from yiemagent.core._messages import AssistantMessage, UserMessage
 from yiemagent.core._output_json import output_json
-from yiemagent.core._tools import AgentTool, AgentToolResult, compile_schema_validator
+from yiemagent.core._request import LlmRequest, OutputRequest
+from yiemagent.core._responses import build_terminated_response
+from yiemagent.core._run_points import RunFeature, RunView
+from yiemagent.core._tools import (
+    AgentContext,
+    AgentTool,
+    AgentToolCallBatch,
+    AgentToolResult,
+    compile_schema_validator,
+)
 from yiemagent.errors import OutputRejected, describe_error
 
 __all__ = [
@@ -31,9 +41,12 @@ __all__ = [
     "OUTPUT_TOOL_NAME",
     "OutputMode",
     "OutputRequest",
+    "OutputRun",
     "OutputSpec",
+    "batch_output_response",
     "is_refusal",
     "output_json",
+    "output_run",
 ]
 
 OutputMode = Literal["tool", "native", "grammar"]
@@ -76,24 +89,6 @@ def _check_callable(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
 
 def _is_object_schema(schema: Mapping[str, Any]) -> bool:
     return schema.get("type") == "object"
-
-
-@attrs.frozen
-class OutputRequest:
-    """What a provider client reads from ``LlmRequest.output`` in the ``native`` and
-    ``grammar`` modes: the schema the reply's text must match (always an object) and its name."""
-
-    name: str
-    schema: dict[str, Any]
-    mode: str
-
-    def response_format(self, kind: str = "json_schema") -> dict[str, Any]:
-        """The ``response_format`` for this output: OpenAI's ``json_schema`` form (llama.cpp's
-        own server and vLLM take it too), or with ``kind="json_object"`` the form
-        llama-cpp-python's server takes (``{"type": "json_object", "schema": ...}``)."""
-        if kind == "json_object":
-            return {"type": "json_object", "schema": self.schema}
-        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}}
 
 
 @attrs.frozen(kw_only=True)
@@ -308,3 +303,133 @@ def is_refusal(text: str) -> bool:
 
 def _refuse_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON")
+
+
+class OutputRun(RunFeature):
+    """A run's output, at the loop's points: the schema is put on each request (the ``native``
+    and ``grammar`` modes; ``ToolOutputRun`` offers the output tool instead), and after each
+    reply the run ends in the output that fits, or the problem goes back to the model until
+    ``retries`` refusals are spent (then the run ends in an error)."""
+
+    __slots__ = ("failures", "spec")
+
+    def __init__(self, spec: OutputSpec) -> None:
+        self.spec = spec
+        self.failures = 0  # outputs refused so far
+
+    def request(self, run: RunView, request: Any) -> None:
+        # As ``LlmRequest.output`` (its spec view shows it as ``response_format``), or as a
+        # ``response_format`` key of a request dict a custom ``format_msg_for_llm`` made.
+        if isinstance(request, LlmRequest):
+            request.output = self.spec.request
+        elif isinstance(request, dict):
+            request.setdefault("response_format", self.spec.request.response_format())
+
+    def verdict(
+        self, run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch
+    ) -> AssistantMessage | None:
+        if batch.output is not None:
+            return batch_output_response(run, reply, batch, self.spec)
+        for msg in batch.messages:
+            if msg.tool_name == self.spec.name and msg.is_error:
+                ended = self.refused(run, content_text(msg.content))
+                if ended is not None:
+                    return ended
+        return None
+
+    def answer(self, run: RunView, reply: AssistantMessage) -> AssistantMessage | None:
+        """A reply without tool calls: its text as the output when it is JSON that fits; else
+        the problem goes back to the model as a user message (``None``: the run goes on) until
+        the retries are spent. A failed or aborted reply ends the run as it is."""
+        if reply.stop_reason in ("error", "aborted"):
+            return reply
+        ok, value = self.spec.accept_text(content_text(reply.content))
+        if ok:
+            return attrs.evolve(reply, output=value)
+        ended = self.refused(run, value)
+        if ended is None:
+            run.add(UserMessage([TextContent(self.spec.retry_text(value))], run.config.clock()))
+        return ended
+
+    def refused(self, run: RunView, problem: str) -> AssistantMessage | None:
+        """Count a refused output; the run's error response once the retries are spent, else
+        ``None`` (the run goes on, the problem already before the model)."""
+        self.failures += 1
+        if self.failures <= self.spec.retries:
+            return None
+        return run.made_up(
+            "error",
+            f"No valid output after {self.failures} attempts (output_retries={self.spec.retries}); "
+            f"the last one: {problem}",
+        )
+
+
+class ToolOutputRun(OutputRun):
+    """``OutputRun`` in the ``tool`` mode: the output tool is offered beside the agent's tools
+    (to the model and to batches), and a run whose agent has a tool of its name ends at once
+    in an error."""
+
+    __slots__ = ("with_tool",)
+
+    def __init__(self, spec: OutputSpec) -> None:
+        super().__init__(spec)
+        # The state's tools with the output tool, rebuilt when the state's mapping is replaced.
+        self.with_tool: tuple[Any, dict[str, Any]] | None = None
+
+    def start(self, run: RunView) -> AssistantMessage | None:
+        name = self.spec.name
+        if name not in run.state.tools:
+            return None
+        return run.made_up(
+            "error",
+            f'A tool of the agent is named "{name}", the name of the output tool; '
+            "rename that tool, or use another output_mode",
+        )
+
+    def prepare(self, run: RunView, context: AgentContext) -> AgentContext:
+        if not isinstance(context, AgentContext):  # a custom prepare_context's own kind
+            return context  # type: ignore[unreachable]
+        tools = {**context.tools, self.spec.name: self.spec.tool}
+        return AgentContext(context.system_prompt, context.messages, tools)
+
+    def request(self, run: RunView, request: Any) -> None:
+        return None
+
+    def tools(self, run: RunView, tools: Any) -> Any:
+        cached = self.with_tool
+        if cached is None or cached[0] is not tools:
+            cached = self.with_tool = (tools, {**tools, self.spec.name: self.spec.tool})
+        return cached[1]
+
+
+def output_run(spec: OutputSpec) -> OutputRun:
+    """The run-time object of a run with the output ``spec``."""
+    return ToolOutputRun(spec) if spec.mode == "tool" else OutputRun(spec)
+
+
+def batch_output_response(
+    run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch, spec: OutputSpec | None
+) -> AssistantMessage:
+    """The run's response for a batch that gave an output (``batch.output``: from the output
+    tool, or a tool's own ``output``, which is checked against ``spec`` when the run has one):
+    the output as JSON text with the reply's provider fields and usage, or the terminated
+    batch's response with the output; an error response when a tool's output does not fit."""
+    assert batch.output is not None
+    call_id, value = batch.output
+    tool_name = next((m.tool_name for m in batch.messages if m.tool_call_id == call_id), "")
+    if spec is not None and tool_name != spec.name:
+        ok, value = spec.accept(spec.wrap(output_json(value)))
+        if not ok:
+            return run.made_up("error", f'Tool "{tool_name}" gave an output that does not fit: {value}')
+    if batch.terminate:
+        return attrs.evolve(build_terminated_response(batch, reply, run.config.clock()), output=value)
+    return AssistantMessage(
+        content=[TextContent(json.dumps(output_json(value), ensure_ascii=False))],
+        api=reply.api,
+        provider=reply.provider,
+        model=reply.model,
+        usage=reply.usage,
+        stop_reason="stop",
+        timestamp=run.config.clock(),
+        output=value,
+    )

@@ -14,16 +14,24 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
-from typing import Any
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 import attrs
 
+from yiemagent.core._content import AgentToolCall, TextContent
+from yiemagent.core._error_kinds import ERROR_KIND_KEY, USAGE_LIMIT
 from yiemagent.core._messages import AssistantMessage, LlmUsage
+from yiemagent.core._run_points import RunFeature, RunView
+
+if TYPE_CHECKING:
+    from yiemagent.core._tools import AgentToolCallBatch, AgentToolResult
+    from yiemagent.errors import RunError
 
 logger = logging.getLogger("yiemagent")
 
-__all__ = ["PriceLookup", "Prices", "RunUsage", "UsageLimits", "price_table"]
+__all__ = ["LimitedRunBudget", "PriceLookup", "Prices", "RunBudget", "RunUsage", "UsageLimits", "price_table"]
 
 
 def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -306,3 +314,132 @@ class RunUsage:
         _non_negative(None, attrs.fields(cls).wall_time_s, usage.wall_time_s)
         usage.calls_per_tool = _per_tool(usage.calls_per_tool) or {}
         return usage
+
+
+_REFUSED = 'Tool "{}" was not run: the run reached its usage limit ({}).'
+
+
+def limit_refusal(name: str, limit: str) -> AgentToolResult:
+    """The error result of a call of ``name`` that the tool-call limit ``limit`` (its verdict,
+    such as ``max_tool_calls=3 reached``) stops."""
+    from yiemagent.core._tools import AgentToolResult
+
+    return AgentToolResult([TextContent(_REFUSED.format(name, limit))], {ERROR_KIND_KEY: USAGE_LIMIT})
+
+
+class RunBudget(RunFeature):
+    """What one run used, at the loop's points: each reply and failed call, each batch's calls
+    (a call a tool-call limit refused does not count), and at the end the totals as the
+    response's ``run_usage``. Without limits this is all it does (``LimitedRunBudget`` checks
+    them)."""
+
+    __slots__ = ("calls", "last_model", "prices", "started", "usage")
+
+    def __init__(self, prices: Mapping[str, Prices]) -> None:
+        self.usage = RunUsage(runs=1)
+        self.calls: Sequence[AgentToolCall] | None = None  # the batch being run
+        self.prices = prices
+        self.started = time.monotonic()
+        self.last_model = ""  # the model of the run's last reply
+
+    def call_failed(self, run: RunView, error: RunError, called: bool) -> bool:
+        if called:  # the model was called: the call counts, no tokens are known
+            self.usage.add_failed_call()
+        return False
+
+    def after_reply(self, run: RunView, reply: AssistantMessage) -> AssistantMessage:
+        self.usage.add_reply(reply, self.prices)
+        self.last_model = reply.model
+        return reply
+
+    def before_batch(self, run: RunView, calls: Sequence[AgentToolCall]) -> None:
+        self.calls = calls
+
+    def after_batch(self, run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch) -> None:
+        calls, self.calls = self.calls, None
+        if batch.paused is not None:  # its calls count when it is settled
+            return
+        if calls is None:  # a batch an earlier run paused, settled now
+            self.usage.add_tool_calls(m.tool_name for m in batch.messages)
+        else:
+            self.usage.add_tool_calls(c.name for c in calls)
+
+    def end(self, run: RunView, response: AssistantMessage | None) -> None:
+        if response is None:
+            return
+        # Given in place, so a response that is the history's last reply stays that very
+        # object (``to_dict`` leaves it out: the history and sessions hold plain data).
+        self.usage.wall_time_s = time.monotonic() - self.started
+        object.__setattr__(response, "run_usage", self.usage)
+
+
+class LimitedRunBudget(RunBudget):
+    """``RunBudget`` with ``UsageLimits``: before each LLM call, the run ends
+    (``stop_reason="usage_limit"``) when the call would pass a limit, by ``estimate(run)`` (about
+    how many input tokens the next call takes); before each batch, the calls a tool-call limit
+    stops get an error result in their place (``refusal``), and the run ends after that batch
+    with the first limit reached as its verdict. A batch that pauses for approval keeps its
+    calls' verdicts (``PausedCall.limit``) for the run that settles it."""
+
+    __slots__ = ("estimate", "limit_hit", "limits", "paused_verdicts", "refused")
+
+    def __init__(
+        self,
+        prices: Mapping[str, Prices],
+        limits: UsageLimits,
+        estimate: Callable[[RunView], int],
+        paused_verdicts: Mapping[str, str],
+    ) -> None:
+        super().__init__(prices)
+        self.limits = limits
+        self.estimate = estimate
+        self.limit_hit: str | None = None  # the first tool-call limit a batch reached
+        self.refused: dict[int, str] = {}  # by the identity of the call: the limit it reached
+        # A batch a previous run paused: its refused calls, by id (settled before any turn).
+        self.paused_verdicts = dict(paused_verdicts)
+
+    def before_turn(self, run: RunView) -> AssistantMessage | None:
+        model = self.last_model or (run.state.model.name if run.state.model is not None else "")
+        price = self.prices.get(model) if self.prices else None
+        problem = self.limits.check_before_call(self.usage, self.estimate(run), price)
+        if problem is None:
+            return None
+        return run.made_up("usage_limit", f"Stopped before the next LLM call: {problem}.")
+
+    def before_batch(self, run: RunView, calls: Sequence[AgentToolCall]) -> None:
+        super().before_batch(run, calls)
+        if not self.limits.limits_tool_calls:
+            return
+        verdicts = self.limits.allowed_calls(self.usage, [c.name for c in calls])
+        self.refused = {id(c): v for c, v in zip(calls, verdicts, strict=True) if v is not None}
+
+    def refusal(self, call: AgentToolCall) -> AgentToolResult | None:
+        verdict = self.refused.get(id(call))
+        return None if verdict is None else limit_refusal(call.name, verdict)
+
+    def after_batch(self, run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch) -> None:
+        calls, refused, self.calls, self.refused = self.calls, self.refused, None, {}
+        if calls is None:  # a batch paused by an earlier run, settled now
+            self.settled(batch)
+        elif batch.paused is not None:  # its calls keep their verdicts, for the run that settles it
+            for kept, call in zip(batch.paused.calls, calls, strict=True):
+                kept.limit = refused.get(id(call))
+        else:
+            self.usage.add_tool_calls(c.name for c in calls if id(c) not in refused)
+            self.limit_hit = self.limit_hit or next(iter(refused.values()), None)
+
+    def settled(self, batch: AgentToolCallBatch) -> None:
+        """Count a batch an earlier run paused: a call a limit refused then does not count, and
+        the limit ends this run after the batch, as it would have ended that one."""
+        verdicts, self.paused_verdicts = self.paused_verdicts, {}
+        self.usage.add_tool_calls(m.tool_name for m in batch.messages if m.tool_call_id not in verdicts)
+        hit = next((verdicts[m.tool_call_id] for m in batch.messages if m.tool_call_id in verdicts), None)
+        self.limit_hit = self.limit_hit or hit
+
+    def verdict(
+        self, run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch
+    ) -> AssistantMessage | None:
+        # A batch that terminated, or gave an output, ends the run by that instead.
+        if self.limit_hit is None or batch.terminate or batch.output is not None:
+            return None
+        return run.made_up("usage_limit", f"Stopped: {self.limit_hit}.")
