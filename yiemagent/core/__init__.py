@@ -69,6 +69,9 @@ _EXPORTS = Exports(
         "_arguments": ("prepare_tool_call_arguments", "validate_required_args", "validate_tool_arguments"),
         "_tool_calls": ("extract_tool_calls",),
         "_pipeline": (
+            "BatchEntry",
+            "PreparedBatch",
+            "UnannouncedOutcome",
             "create_error_tool_result",
             "create_tool_result_message",
             "emit_tool_execution_end",
@@ -77,7 +80,9 @@ _EXPORTS = Exports(
             "execute_tool_calls_parallel",
             "execute_tool_calls_sequential",
             "finalize_executed_tool_call",
+            "prepare_batch",
             "prepare_tool_call",
+            "run_prepared",
             "should_terminate",
         ),
         "_loop": ("RunConfig", "run_loop"),
@@ -141,6 +146,9 @@ if TYPE_CHECKING:
     from yiemagent.core._messages import LlmUsage as LlmUsage
     from yiemagent.core._messages import ToolResultMessage as ToolResultMessage
     from yiemagent.core._messages import UserMessage as UserMessage
+    from yiemagent.core._pipeline import BatchEntry as BatchEntry
+    from yiemagent.core._pipeline import PreparedBatch as PreparedBatch
+    from yiemagent.core._pipeline import UnannouncedOutcome as UnannouncedOutcome
     from yiemagent.core._pipeline import create_error_tool_result as create_error_tool_result
     from yiemagent.core._pipeline import create_tool_result_message as create_tool_result_message
     from yiemagent.core._pipeline import emit_tool_execution_end as emit_tool_execution_end
@@ -149,7 +157,9 @@ if TYPE_CHECKING:
     from yiemagent.core._pipeline import execute_tool_calls_parallel as execute_tool_calls_parallel
     from yiemagent.core._pipeline import execute_tool_calls_sequential as execute_tool_calls_sequential
     from yiemagent.core._pipeline import finalize_executed_tool_call as finalize_executed_tool_call
+    from yiemagent.core._pipeline import prepare_batch as prepare_batch
     from yiemagent.core._pipeline import prepare_tool_call as prepare_tool_call
+    from yiemagent.core._pipeline import run_prepared as run_prepared
     from yiemagent.core._pipeline import should_terminate as should_terminate
     from yiemagent.core._tool_calls import extract_tool_calls as extract_tool_calls
     from yiemagent.core._tools import AbortSignal as AbortSignal

@@ -8,17 +8,19 @@ mode says. When one does, nothing of the batch executes: it pauses as a whole (`
 and ``settle_paused_batch`` later executes it with the decisions: approved calls with exactly
 the arguments shown, edited ones with the edit, denied ones get an error result; calls that
 needed no approval run then too, in their place. Every call ends with exactly one result.
+
+Preparing and running are the pipeline's two halves (``prepare_batch``, ``run_prepared``);
+this module decides which calls wait, pauses the batch, and records each call's start and end
+as it settles.
 """
 
 from __future__ import annotations
 
-import contextvars
 import copy
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import cast
 
 from yiemagent.core._approval import Decision, Deny, Edit, PausedBatch, PausedCall, result_from_dict
 from yiemagent.core._arguments import validate_tool_arguments
@@ -27,15 +29,11 @@ from yiemagent.core._emit import Emit, safe_emitter
 from yiemagent.core._error_kinds import ABORTED, DENIED, INTERRUPTED, PREPARE_FAILED, SKIPPED, TOOL_NOT_FOUND
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.core._pipeline import (
-    _asks_to_skip,
-    _batch,
-    _execute_and_finalize,
-    _outcome,
-    _pool_size,
-    _skipped,
-    _start_and_prepare,
+    PreparedBatch,
+    UnannouncedOutcome,
     create_error_tool_result,
-    emit_tool_execution_end,
+    prepare_batch,
+    run_prepared,
     skipped_result,
 )
 from yiemagent.core._tools import (
@@ -102,78 +100,14 @@ def reassess(paused: PausedBatch, context: AgentContext, policy: Callable[..., b
             call.needs_approval = True
 
 
-def _runs_in_parallel(entries: Sequence[Entry], config: AgentLoopConfig, context: AgentContext) -> bool:
-    """Spec section 9, as ``execute_tool_calls`` decides: parallel mode and no known tool of the
-    batch that may not run in parallel."""
-    if config.tool_execution != "parallel":
-        return False
-    tools = context.tools
-    return all(
-        not (c.name in tools and not tools[c.name].parallel_tool_execute)
-        for c in (e.tool_call for e in entries)
-    )
-
-
-def _run_entries(
-    context: AgentContext,
-    message: AssistantMessage,
-    entries: Sequence[Entry],
-    config: AgentLoopConfig,
-    signal: AbortSignal | None,
-    emit: Any,
-    parallel: bool,
-    on_start: Callable[[Sequence[PreparedToolCall]], bool] | None = None,
-    on_end: Callable[[FinalizedOutcome], None] | None = None,
-) -> list[FinalizedOutcome]:
-    """Execute the prepared entries (in order, or at once), keeping the others; call
-    ``on_start`` with each call just before it runs (when it answers false the call does not run
-    and gets an error result) and ``on_end`` with its outcome just after, on the thread that ran
-    it. In sequential mode ``skip_tools_on_steer`` applies as in any batch. Results in call
-    order."""
-    jobs = [e for e in entries if isinstance(e, PreparedToolCall)]
-
-    def run_one(job: PreparedToolCall) -> FinalizedOutcome:
-        if on_start is not None and not on_start([job]):
-            return _unrecorded(job, emit)
-        done = _execute_and_finalize(context, message, job, config, signal, emit)
-        if on_end is not None:
-            on_end(done)
-        return done
-
-    if not parallel or len(jobs) <= 1:
-        out: list[FinalizedOutcome] = []
-        skip = config.skip_remaining
-        for entry in entries:
-            if isinstance(entry, _Refused):
-                emit_tool_execution_end(entry, emit)
-            elif isinstance(entry, PreparedToolCall):
-                if out and skip is not None and _asks_to_skip(skip):
-                    entry = _skipped(entry.tool_call, emit, started=True)
-                else:
-                    entry = run_one(entry)
-            out.append(entry)
-        return out
-    for entry in entries:  # as preparation failures do: they end before the others run
-        if isinstance(entry, _Refused):
-            emit_tool_execution_end(entry, emit)
-    # Each call is marked started, and its outcome recorded, on its own pool thread as it
-    # starts and ends (``on_start``/``on_end`` serialise their saves), so a crash loses at
-    # most the calls that were running.
-    with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
-        futures = iter([pool.submit(contextvars.copy_context().run, run_one, j) for j in jobs])
-        return [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e for e in entries]
-
-
-def _unrecorded(prep: PreparedToolCall, emit: Any) -> FinalizedOutcome:
+def _unrecorded(prep: PreparedToolCall) -> FinalizedOutcome:
     """The outcome of an approved call that could not be recorded as started: not run, since
     after a crash nothing would tell that it had run."""
     text = (
         f'Tool "{prep.tool_call.name}" was not run: the session could not record that it starts, '
         "and a call must never run twice after a crash."
     )
-    finalized = FinalizedOutcome(prep.tool_call, create_error_tool_result(text, INTERRUPTED), True)
-    emit_tool_execution_end(finalized, emit)
-    return finalized
+    return FinalizedOutcome(prep.tool_call, create_error_tool_result(text, INTERRUPTED), True)
 
 
 def prepare_or_pause(
@@ -187,15 +121,15 @@ def prepare_or_pause(
     """Prepare every call of the batch, then execute it when no call needs approval, or return
     a batch with no results whose ``paused`` holds the ``PausedBatch``. Never raises."""
     sink = safe_emitter(emit)
-    entries: list[Entry] = [_start_and_prepare(context, message, tc, config, signal, sink) for tc in calls]
-    parallel = _runs_in_parallel(entries, config, context)
+    batch = prepare_batch(context, message, calls, config, signal, sink)
+    entries = cast("Sequence[Entry]", batch.entries)  # prepare_batch prepares every call
     gated = {
         id(e)
         for e in entries
         if isinstance(e, PreparedToolCall) and _needs_approval(e, context, config.needs_approval)
     }
     if not gated:
-        return _batch(_run_entries(context, message, entries, config, signal, sink, parallel), config.clock)
+        return run_prepared(context, batch, config, signal, sink)
     entries = _one_call_per_id(entries, gated)
     paused_calls = [
         PausedCall(e.tool_call, copy.deepcopy(e.args), id(e) in gated)
@@ -203,10 +137,10 @@ def prepare_or_pause(
         else PausedCall(e.tool_call, None, False, (e.result.to_dict(), e.is_error))
         for e in entries
     ]
-    return AgentToolCallBatch([], False, paused=PausedBatch(message, paused_calls, parallel))
+    return AgentToolCallBatch([], False, paused=PausedBatch(message, paused_calls, batch.parallel))
 
 
-def _one_call_per_id(entries: list[Entry], gated: set[int]) -> list[Entry]:
+def _one_call_per_id(entries: Sequence[Entry], gated: set[int]) -> Sequence[Entry]:
     """``entries`` with each call that would wait for a decision under an id an earlier call of
     the batch has too refused in its place: a decision names a call by its id, and must never
     cover two calls. (The loop gives a reply's calls distinct ids; this holds for a history
@@ -222,20 +156,15 @@ def _one_call_per_id(entries: list[Entry], gated: set[int]) -> list[Entry]:
                 f'Tool "{call.name}" was not run: another call of this reply has the same id '
                 f"({call.id}), so an approval could not tell the two apart."
             )
-            entry = _Refused(call, create_error_tool_result(text, DENIED), True)
+            entry = UnannouncedOutcome(call, create_error_tool_result(text, DENIED), True)
         seen.add(call.id)
         out.append(entry)
     return out
 
 
-class _Refused(FinalizedOutcome):
-    """An error outcome for a paused call that will not run; its end event is still to be
-    emitted, in the call's place."""
-
-
-def _ended(call: PausedCall, text: str, kind: str, emit: Any) -> FinalizedOutcome:
+def _ended(call: PausedCall, text: str, kind: str) -> FinalizedOutcome:
     """An error outcome for a paused call that will not run (its end event comes in its place)."""
-    return _Refused(call.tool_call, create_error_tool_result(text, kind), True)
+    return UnannouncedOutcome(call.tool_call, create_error_tool_result(text, kind), True)
 
 
 def _entry(
@@ -243,7 +172,6 @@ def _entry(
     decision: Decision | None,
     fallback: str,
     context: AgentContext,
-    emit: Any,
     from_file: bool = False,
 ) -> Entry:
     """What becomes of one paused call: its outcome, a refusal, or a prepared call to run."""
@@ -256,21 +184,21 @@ def _entry(
             f'Tool "{name}" had started when the process running it stopped; its outcome is unknown, '
             "so it was not run again. Check whether it took effect before calling it again."
         )
-        return _ended(call, text, INTERRUPTED, emit)
+        return _ended(call, text, INTERRUPTED)
     if fallback == ABORTED:
-        return _ended(call, f'Tool "{name}" was not run: the operation was aborted.', ABORTED, emit)
+        return _ended(call, f'Tool "{name}" was not run: the operation was aborted.', ABORTED)
     if call.needs_approval:
         if decision is None:
             why = SUPERSEDED if fallback == SKIPPED else "no decision was given for it"
-            return _ended(call, f'Tool "{name}" was not run: {why}.', DENIED, emit)
+            return _ended(call, f'Tool "{name}" was not run: {why}.', DENIED)
         if isinstance(decision, Deny):
-            return _ended(call, decision.reason, DENIED, emit)
+            return _ended(call, decision.reason, DENIED)
     elif fallback == SKIPPED:
-        return _Refused(call.tool_call, skipped_result(name), True)
+        return UnannouncedOutcome(call.tool_call, skipped_result(name), True)
     tool = context.tools.get(name)
     if tool is None:
         text = f'Tool "{name}" no longer exists, so the approved call was not run.'
-        return _ended(call, text, TOOL_NOT_FOUND, emit)
+        return _ended(call, text, TOOL_NOT_FOUND)
     if isinstance(decision, Edit):  # checked against the tool when the decision was given
         return PreparedToolCall(tool, call.tool_call, copy.deepcopy(dict(decision.arguments)))
     args = dict(call.arguments or {})
@@ -278,10 +206,10 @@ def _entry(
         try:
             args = validate_tool_arguments(tool, AgentToolCall(call.tool_call.id, name, args))
         except ToolArgumentError as exc:
-            return _ended(call, str(exc), exc.kind, emit)
+            return _ended(call, str(exc), exc.kind)
         except Exception as exc:  # the tool's own validator raised
             text = f'Checking the arguments for tool "{name}" failed: {describe_error(exc)}'
-            return _ended(call, text, PREPARE_FAILED, emit)
+            return _ended(call, text, PREPARE_FAILED)
     return PreparedToolCall(tool, call.tool_call, args)
 
 
@@ -307,7 +235,7 @@ def settle_paused_batch(
     by_entry: dict[int, PausedCall] = {}
     entries: list[Entry] = []
     for call in paused.calls:
-        entry = _entry(call, decisions.get(call.tool_call.id), fallback, context, sink, paused.from_file)
+        entry = _entry(call, decisions.get(call.tool_call.id), fallback, context, paused.from_file)
         if isinstance(entry, PreparedToolCall):
             by_entry[id(entry)] = call
         elif call.outcome is None:
@@ -320,25 +248,25 @@ def settle_paused_batch(
     # older picture of the batch, a mark another thread saved since.
     saving = threading.Lock()
 
-    def started(jobs: Sequence[PreparedToolCall]) -> bool:
+    def started(job: PreparedToolCall) -> FinalizedOutcome | None:
         with saving:
-            for job in jobs:
-                by_entry[id(job)].started = True
+            marked = by_entry[id(job)]
+            marked.started = True
             if _checkpoint(checkpoint):
-                return True
-            for job in jobs:
-                by_entry[id(job)].started = False
-            return False
+                return None
+            marked.started = False
+        return _unrecorded(job)
 
     def ended(done: FinalizedOutcome) -> None:
         with saving:
             by_call[id(done.tool_call)].outcome = (done.result.to_dict(), done.is_error)
             _checkpoint(checkpoint)
 
-    finalized = _run_entries(
-        context, paused.message, entries, config, signal, sink, paused.parallel, started, ended
-    )
-    return _batch(finalized, config.clock)
+    # Each call is marked started, and its outcome recorded, on the thread that runs it as it
+    # starts and ends (the lock serialises the saves), so a crash loses at most the calls that
+    # were running.
+    batch = PreparedBatch(paused.message, entries, paused.parallel)
+    return run_prepared(context, batch, config, signal, sink, on_start=started, on_end=ended)
 
 
 def _checkpoint(checkpoint: Callable[[], None] | None) -> bool:

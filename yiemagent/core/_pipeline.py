@@ -2,6 +2,15 @@
 
 Spec sections 8-12. Every public function here returns a result for every call and never raises
 to its caller, whatever a tool or hook does: failures become error results fed back to the model.
+
+A batch runs in two halves. ``prepare_batch`` prepares every call in call order (start event,
+arguments, ``before_tool_call``; a call that ends there gets its end event) and decides whether
+the batch runs in parallel (spec section 9), giving a ``PreparedBatch``. ``run_prepared`` runs
+one: its prepared calls execute and finalize in order or at once, between optional
+``on_start``/``on_end`` callbacks. ``execute_tool_calls_parallel`` is the two halves in a row;
+``execute_tool_calls_sequential`` runs a batch of calls still to prepare, so each call is
+prepared just before it runs; the approval path (``_approval_batch``) prepares, pauses, then
+runs the batch with the decisions.
 """
 
 from __future__ import annotations
@@ -66,6 +75,9 @@ logger = logging.getLogger("yiemagent")
 tools_logger = logging.getLogger("yiemagent.tools")
 
 __all__ = [
+    "BatchEntry",
+    "PreparedBatch",
+    "UnannouncedOutcome",
     "create_error_tool_result",
     "create_tool_result_message",
     "emit_tool_execution_end",
@@ -74,7 +86,9 @@ __all__ = [
     "execute_tool_calls_parallel",
     "execute_tool_calls_sequential",
     "finalize_executed_tool_call",
+    "prepare_batch",
     "prepare_tool_call",
+    "run_prepared",
     "should_terminate",
 ]
 
@@ -586,6 +600,155 @@ def _result_message(f: FinalizedOutcome, timestamp: int) -> ToolResultMessage:
         return create_tool_result_message(failed, timestamp)
 
 
+class UnannouncedOutcome(FinalizedOutcome):
+    """An outcome of a call that will not run whose end event is still to be emitted:
+    ``run_prepared`` emits it in the call's place."""
+
+
+BatchEntry = PreparedToolCall | FinalizedOutcome | AgentToolCall
+"""What becomes of one call of a ``PreparedBatch``: a prepared call to execute, an outcome (it
+ended already), or a call still to prepare when its turn comes."""
+
+
+@attrs.define(eq=False)
+class PreparedBatch:
+    """A batch ready to run: the reply its calls came in, one entry per call in call order, and
+    whether its calls run at once (``run_prepared``)."""
+
+    message: AssistantMessage
+    entries: Sequence[BatchEntry]
+    parallel: bool = False
+
+
+def prepare_batch(
+    context: AgentContext,
+    assistant_message: AssistantMessage,
+    tool_calls: Sequence[AgentToolCall],
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Emit | None,
+) -> PreparedBatch:
+    """Prepare every call in call order (its start event, ``prepare_tool_call``, and the end
+    event of one that ends there) and decide how the batch runs: in parallel when the config
+    says so and no known tool of it may not run in parallel (spec section 9). Every entry is a
+    ``PreparedToolCall`` or a ``FinalizedOutcome``; nothing executes. Never raises."""
+    sink = safe_emitter(emit)
+    entries = [_start_and_prepare(context, assistant_message, tc, config, signal, sink) for tc in tool_calls]
+    parallel = config.tool_execution == "parallel" and not _sequential_only(tool_calls, context)
+    return PreparedBatch(assistant_message, entries, parallel)
+
+
+def run_prepared(
+    context: AgentContext,
+    batch: PreparedBatch,
+    config: AgentLoopConfig,
+    signal: AbortSignal | None,
+    emit: Emit | None,
+    *,
+    on_start: Callable[[PreparedToolCall], FinalizedOutcome | None] | None = None,
+    on_end: Callable[[FinalizedOutcome], None] | None = None,
+) -> AgentToolCallBatch:
+    """Run a prepared batch: every entry gets exactly one result, in call order.
+
+    Prepared calls execute and finalize, each followed by its end event: at once on a thread
+    pool (one thread per call unless ``config.max_parallel_tools`` caps it) when
+    ``batch.parallel`` and more than one is prepared, else one after another. A call still to
+    prepare is prepared when its turn comes (in parallel, all of them first); an outcome is
+    kept, and an ``UnannouncedOutcome`` gets its end event in its place (in parallel, before
+    the pool starts). Run in order, a batch that is not parallel gives the calls not yet run
+    "skipped" results once ``config.skip_remaining`` answers true. ``on_start`` is called with
+    each prepared call just before it executes, on the thread that runs it: an outcome it
+    returns becomes the call's, unrun; ``on_end`` with each executed call's outcome just after
+    its end event. Never raises.
+    """
+    run = _Run(context, batch.message, config, signal, safe_emitter(emit), on_start, on_end)
+    if not batch.parallel:
+        return _batch(run.in_order(batch.entries, config.skip_remaining), config.clock)
+    ready = [run.prepare(e) if isinstance(e, AgentToolCall) else e for e in batch.entries]
+    jobs = [e for e in ready if isinstance(e, PreparedToolCall)]
+    if len(jobs) > 1:
+        return _batch(run.at_once(ready, jobs), config.clock)
+    return _batch(run.in_order(ready, None), config.clock)
+
+
+@attrs.define(eq=False)
+class _Run:
+    """What running the entries of one batch needs (``run_prepared``)."""
+
+    context: AgentContext
+    message: AssistantMessage
+    config: AgentLoopConfig
+    signal: AbortSignal | None
+    sink: SafeEmitter
+    on_start: Callable[[PreparedToolCall], FinalizedOutcome | None] | None
+    on_end: Callable[[FinalizedOutcome], None] | None
+
+    def prepare(self, call: AgentToolCall) -> PreparedToolCall | FinalizedOutcome:
+        return _start_and_prepare(self.context, self.message, call, self.config, self.signal, self.sink)
+
+    def one(self, prep: PreparedToolCall) -> FinalizedOutcome:
+        """Execute and finalize ``prep`` between the callbacks."""
+        if self.on_start is not None and (refused := _refused_at_start(self.on_start, prep)) is not None:
+            emit_tool_execution_end(refused, self.sink)
+            return refused
+        done = _execute_and_finalize(self.context, self.message, prep, self.config, self.signal, self.sink)
+        if self.on_end is not None:
+            _tell_end(self.on_end, done)
+        return done
+
+    def in_order(
+        self, entries: Sequence[BatchEntry], skip: Callable[[], bool] | None
+    ) -> list[FinalizedOutcome]:
+        out: list[FinalizedOutcome] = []
+        for entry in entries:
+            if isinstance(entry, FinalizedOutcome):
+                if isinstance(entry, UnannouncedOutcome):
+                    emit_tool_execution_end(entry, self.sink)
+                out.append(entry)
+            elif out and skip is not None and _asks_to_skip(skip):
+                if isinstance(entry, PreparedToolCall):  # its start event was sent
+                    out.append(_skipped(entry.tool_call, self.sink, started=True))
+                else:
+                    out.append(_skipped(entry, self.sink))
+            else:
+                prep = self.prepare(entry) if isinstance(entry, AgentToolCall) else entry
+                out.append(self.one(prep) if isinstance(prep, PreparedToolCall) else prep)
+        return out
+
+    def at_once(
+        self, entries: Sequence[PreparedToolCall | FinalizedOutcome], jobs: list[PreparedToolCall]
+    ) -> list[FinalizedOutcome]:
+        for entry in entries:  # they end before the others run, as preparation failures do
+            if isinstance(entry, UnannouncedOutcome):
+                emit_tool_execution_end(entry, self.sink)
+        with ThreadPoolExecutor(_pool_size(self.config, len(jobs)), "yiemagent-tool") as pool:
+            # Each call runs in a copy of the caller's context (tracing, the agent it runs for);
+            # the callbacks run on its pool thread, as it starts and ends.
+            futures = iter([pool.submit(contextvars.copy_context().run, self.one, job) for job in jobs])
+            return [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e for e in entries]
+
+
+def _refused_at_start(
+    on_start: Callable[[PreparedToolCall], FinalizedOutcome | None], prep: PreparedToolCall
+) -> FinalizedOutcome | None:
+    """What ``on_start`` answers; a callback that raises keeps the call from running."""
+    try:
+        return on_start(prep)
+    except BaseException as exc:
+        reraise_interrupt(exc)
+        msg = f'Tool "{prep.tool_call.name}" was not run: on_start failed: {describe_error(exc)}'
+        return FinalizedOutcome(prep.tool_call, create_error_tool_result(msg, HOOK_FAILED), True)
+
+
+def _tell_end(on_end: Callable[[FinalizedOutcome], None], done: FinalizedOutcome) -> None:
+    """Call ``on_end``; what it raises is logged, since the call has run and keeps its result."""
+    try:
+        on_end(done)
+    except BaseException as exc:
+        reraise_interrupt(exc)
+        logger.warning('on_end for tool "%s" raised %s', done.tool_call.name, describe_error(exc))
+
+
 def execute_tool_calls_sequential(
     context: AgentContext,
     assistant_message: AssistantMessage,
@@ -594,24 +757,14 @@ def execute_tool_calls_sequential(
     signal: AbortSignal | None,
     emit: Emit | None,
 ) -> AgentToolCallBatch:
-    """Run the calls one after another; every call gets exactly one result, in call order.
+    """Run the calls one after another, each prepared just before it runs; every call gets
+    exactly one result, in call order.
 
     After an abort, the remaining calls get "aborted" error results (with their start and end
     events) instead of being skipped. When ``config.skip_remaining`` answers true after a call,
     the calls not yet started get "skipped" error results. Never raises.
     """
-    sink = safe_emitter(emit)
-    finalized: list[FinalizedOutcome] = []
-    skip = config.skip_remaining
-    for tool_call in tool_calls:
-        if finalized and skip is not None and _asks_to_skip(skip):
-            finalized.append(_skipped(tool_call, sink))
-            continue
-        prep = _start_and_prepare(context, assistant_message, tool_call, config, signal, sink)
-        if isinstance(prep, PreparedToolCall):
-            prep = _execute_and_finalize(context, assistant_message, prep, config, signal, sink)
-        finalized.append(prep)
-    return _batch(finalized, config.clock)
+    return run_prepared(context, PreparedBatch(assistant_message, tool_calls), config, signal, emit)
 
 
 def _asks_to_skip(skip: Callable[[], bool]) -> bool:
@@ -642,35 +795,15 @@ def execute_tool_calls_parallel(
     Never raises.
     """
     sink = safe_emitter(emit)
-    entries = [_start_and_prepare(context, assistant_message, tc, config, signal, sink) for tc in tool_calls]
-    jobs = [e for e in entries if isinstance(e, PreparedToolCall)]
-    if len(jobs) <= 1:
-        finalized = [
-            _execute_and_finalize(context, assistant_message, e, config, signal, sink)
-            if isinstance(e, PreparedToolCall)
-            else e
-            for e in entries
-        ]
-        return _batch(finalized, config.clock)
-    with ThreadPoolExecutor(_pool_size(config, len(jobs)), "yiemagent-tool") as pool:
-        # Each call runs in a copy of the caller's context (tracing, the agent it runs for).
-        futures = iter(
-            [
-                pool.submit(
-                    contextvars.copy_context().run,
-                    _execute_and_finalize,
-                    context,
-                    assistant_message,
-                    job,
-                    config,
-                    signal,
-                    sink,
-                )
-                for job in jobs
-            ]
-        )
-        finalized = [_outcome(next(futures), e) if isinstance(e, PreparedToolCall) else e for e in entries]
-    return _batch(finalized, config.clock)
+    batch = prepare_batch(context, assistant_message, tool_calls, config, signal, sink)
+    batch.parallel = True  # whatever the tools say: this function does not dispatch
+    return run_prepared(context, batch, config, signal, sink)
+
+
+def _sequential_only(tool_calls: Sequence[AgentToolCall], context: AgentContext) -> list[str]:
+    """The names of the batch's known tools that may not run in parallel, one per call."""
+    tools = context.tools
+    return [tc.name for tc in tool_calls if tc.name in tools and not tools[tc.name].parallel_tool_execute]
 
 
 _hinted: set[str] = set()
@@ -711,10 +844,9 @@ def execute_tool_calls(
 ) -> AgentToolCallBatch:
     """Run a batch sequentially if the config says so or any known tool in it is not parallel,
     else in parallel (spec section 9). Never raises."""
-    tools = context.tools
     if config.tool_execution == "sequential":
         return execute_tool_calls_sequential(context, assistant_message, tool_calls, config, signal, emit)
-    serial = [tc.name for tc in tool_calls if tc.name in tools and not tools[tc.name].parallel_tool_execute]
+    serial = _sequential_only(tool_calls, context)
     if serial:
         _hint_sequential_fallback(serial)
         return execute_tool_calls_sequential(context, assistant_message, tool_calls, config, signal, emit)
