@@ -6,8 +6,9 @@ of a no-op tool each) and a final answer, with a model that answers at once (rep
 before the clock starts). The loop is ``run_loop`` with the default ``prepare_context`` and
 formatter, events going to a listener that keeps them; the floor is a bare ``while`` loop that
 calls the model with the history, appends its reply, calls the tool for each call and appends
-the result, with the same messages and tool. Each figure is CPU microseconds per turn (``time.process_time``), the median of
-``--runs`` runs after a warm-up, and the ratio is the loop's median over the bare loop's.
+the result, with the same messages and tool. Each figure is CPU microseconds per turn
+(``time.process_time``), the median of ``--runs`` runs after a warm-up, and the ratio is the
+loop's median over the bare loop's.
 
 The loop is measured plain and with each feature configured (usage limits, an output, an
 approval policy that lets every call run, all three), so a run that uses no feature can be seen

@@ -232,7 +232,8 @@ FAULTS = [
         "results",
         "an abort during a batch does not end the run",
         "core/_loop.py",
-        '        if self.signal.aborted:\n            return self.made_up("aborted", ABORTED)\n        if batch is None:',
+        '        if self.signal.aborted:\n            return self.made_up("aborted", ABORTED)\n'
+        "        if batch is None:",
         "        if batch is None:",
     ),
     Fault(
