@@ -64,11 +64,12 @@ EXPECTED: dict[str, list[str]] = {
 
 
 def test_every_example_script_is_tested() -> None:
-    # bench.py, bench_ab.py and parity_mutants.py have their own smoke tests, mcp_example.py its
-    # own test (it starts an MCP server).
+    # bench.py, bench_ab.py, bench_loop.py and parity_mutants.py have their own smoke tests,
+    # mcp_example.py its own test (it starts an MCP server).
     found = {p.name for p in SCRIPTS.glob("*.py") if not p.name.startswith("_")} - {
         "bench.py",
         "bench_ab.py",
+        "bench_loop.py",
         "mcp_example.py",
         "parity_mutants.py",
     }
