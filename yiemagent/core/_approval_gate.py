@@ -1,22 +1,22 @@
 """Approval at the run loop's points: a batch whose calls may need a decision is prepared and
 paused (``run_batch``), its calls first given ids no earlier call used (``distinct_ids``), and
-the next run settles it before anything else joins (``ApprovalRun.resume``)."""
+the next run settles it before anything else joins (``ApprovalRun.resume``). Whether a batch may
+need a decision (``may_need_approval``) the loop asks once per reply."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
 from yiemagent.core._approval import Decision
-from yiemagent.core._approval_batch import may_need_approval, prepare_or_pause, settle_paused_batch
+from yiemagent.core._approval_batch import prepare_or_pause, settle_paused_batch
 from yiemagent.core._content import AgentToolCall
-from yiemagent.core._emit import SafeEmitter
 from yiemagent.core._error_kinds import ABORTED, SKIPPED
 from yiemagent.core._events import ApprovalRequestedEvent
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.core._pipeline import execute_tool_calls
 from yiemagent.core._run_points import RunFeature, RunView
 from yiemagent.core._tool_calls import distinct_from, extract_tool_calls, used_tool_call_ids
-from yiemagent.core._tools import AbortSignal, AgentContext, AgentLoopConfig, AgentState, AgentToolCallBatch
+from yiemagent.core._tools import AgentContext, AgentLoopConfig, AgentState, AgentToolCallBatch
 
 __all__ = ["ApprovalRun", "distinct_ids", "run_batch"]
 
@@ -27,14 +27,16 @@ def run_batch(
     reply: AssistantMessage,
     calls: list[AgentToolCall],
     config: AgentLoopConfig,
-    signal: AbortSignal,
-    emit: SafeEmitter,
+    run: RunView,
+    gated: bool,
 ) -> AgentToolCallBatch:
-    """Step 6: execute the calls; or, when calls need approval, pause the batch (kept in
+    """Step 6: execute the calls; or, when one may need approval (``gated``:
+    ``may_need_approval``), prepare them and pause the batch if one does (kept in
     ``state.paused_batch`` and announced by an ``ApprovalRequestedEvent``). Never raises."""
-    if not may_need_approval(calls, context, config):
-        return execute_tool_calls(context, reply, calls, config, signal, emit)
-    batch = prepare_or_pause(context, reply, calls, config, signal, emit)
+    emit = run.emit
+    if not gated:
+        return execute_tool_calls(context, reply, calls, config, run.signal, emit)
+    batch = prepare_or_pause(context, reply, calls, config, run.signal, emit)
     if batch.paused is not None:
         state.paused_batch = batch.paused
         if emit.active:
@@ -43,17 +45,12 @@ def run_batch(
 
 
 def distinct_ids(
-    run: RunView,
-    reply: AssistantMessage,
-    calls: list[AgentToolCall],
-    context: AgentContext,
-    config: AgentLoopConfig,
+    run: RunView, reply: AssistantMessage, calls: list[AgentToolCall]
 ) -> tuple[AssistantMessage, list[AgentToolCall]]:
-    """``reply`` and its calls, where a call shown for approval is decided by its id: an id the
-    history used already (a model that numbers its calls afresh each turn) gets a fresh one, so
-    a decision given for an earlier, superseded batch can never apply to this one."""
-    if not may_need_approval(calls, context, config):
-        return reply, calls
+    """``reply`` and its calls, for a batch whose calls may be shown for approval, where a call
+    is decided by its id: an id the history used already (a model that numbers its calls afresh
+    each turn) gets a fresh one, so a decision given for an earlier, superseded batch can never
+    apply to this one."""
     used = used_tool_call_ids(run.state.messages)
     renamed = distinct_from(reply, used, run.config.new_tool_call_id)
     if renamed is reply:

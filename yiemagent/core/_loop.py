@@ -10,7 +10,6 @@ shell of channels, a worker thread and settings around it, and tests drive it di
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from functools import partial
@@ -19,6 +18,7 @@ from typing import Any, Literal
 import attrs
 
 from yiemagent.core._approval import Decision
+from yiemagent.core._approval_batch import may_need_approval
 from yiemagent.core._approval_gate import ApprovalRun, distinct_ids, run_batch
 from yiemagent.core._content import AgentToolCall
 from yiemagent.core._context import prepare_context as default_prepare_context
@@ -40,6 +40,7 @@ from yiemagent.core._events import (
     TurnEndEvent,
     TurnStartEvent,
 )
+from yiemagent.core._llm_keywords import LLM_KEYWORDS, accepted_keywords, keywords_for_llm
 from yiemagent.core._messages import (
     AgentMessage,
     AssistantMessage,
@@ -84,25 +85,12 @@ __all__ = [
 logger = logging.getLogger("yiemagent")
 
 AWAITING_APPROVAL = "awaiting_approval"
-LLM_KEYWORDS = ("on_update", "signal", "max_retry_delay_ms", "session_id")
 ToolSync = Callable[[AgentState, Sequence[str]], None]
 FeatureMaker = Callable[[AgentState, "RunConfig"], RunFeature]  # a run-time object for each run
 
 
 def _no_input() -> list[AgentMessage]:
     return []
-
-
-def accepted_keywords(fn: Callable[..., Any]) -> frozenset[str]:
-    """Which of ``LLM_KEYWORDS`` ``fn`` declares (all of them when it takes ``**kwargs``)."""
-    try:
-        params = list(inspect.signature(fn).parameters.values())
-    except (TypeError, ValueError):
-        return frozenset()
-    if any(p.kind is p.VAR_KEYWORD for p in params):
-        return frozenset(LLM_KEYWORDS)
-    names = {p.name for p in params if p.kind is not p.POSITIONAL_ONLY}
-    return frozenset(k for k in LLM_KEYWORDS if k in names)
 
 
 def _check_callable(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -348,7 +336,7 @@ class _Run:
         self.added: list[AgentMessage] = []
         self.added_tools: list[str] = []
         self.reply_started = False  # a MessageStartEvent for the model's reply is out
-        self.llm_keywords = _keywords_for_llm(config, emit, signal)
+        self.llm_keywords = keywords_for_llm(config, emit, signal)
         # (the context the hooks see, its view, the history list it shows)
         self.hooks: tuple[AgentContext | None, HistoryView | None, list[AgentMessage] | None]
         self.hooks = (None, None, None)
@@ -470,16 +458,17 @@ class _Run:
             self.hooks = (context, view, state.messages)
         return context
 
-    def run_tools(self, reply: AssistantMessage, calls: list[AgentToolCall]) -> AgentToolCallBatch:
-        """Step 6: run the calls of ``reply`` (or pause them for approval), after the
-        ``before_batch`` points."""
+    def run_tools(
+        self, reply: AssistantMessage, calls: list[AgentToolCall], gated: bool
+    ) -> AgentToolCallBatch:
+        """Step 6: run the calls of ``reply`` (or, ``gated``: when one may need approval, pause
+        them), after the ``before_batch`` points."""
         state = self.state
-        context, config = self.hooks_context(), self.tool_config()
         for point in self.points.before_batch:
             point(self, calls)
         state.pending_tool_calls = {call.id for call in calls}
         try:
-            return run_batch(state, context, reply, calls, config, self.signal, self.emit)
+            return run_batch(state, self.hooks_context(), reply, calls, self.tool_config(), self, gated)
         finally:
             state.pending_tool_calls = set()
 
@@ -543,16 +532,12 @@ class _Run:
         except ContextOverflow as exc:
             return self.end_turn(self.made_up("context_overflow", str(exc)))
         except RunError as exc:
-            # An abort makes the client give up: then the abort, not the error, is the outcome.
-            aborted = self.signal.aborted
-            ended = self.made_up("aborted", ABORTED) if aborted else self.made_up("error", str(exc))
-            if self.emit.active and self.reply_started:
-                self.emit.send(MessageEndEvent(ended))
-            return self.end_turn(ended)
+            return self.end_turn(self.failed_call(exc))
         reply = normalize_tool_calls(reply, self.config.new_tool_call_id)
         has_calls, calls = extract_tool_calls(reply.content)
-        if has_calls:
-            reply, calls = distinct_ids(self, reply, calls, self.hooks_context(), self.tool_config())
+        gated = has_calls and may_need_approval(calls, self.hooks_context(), self.tool_config())
+        if gated:
+            reply, calls = distinct_ids(self, reply, calls)
         for shape in self.points.after_reply:
             reply = shape(self, reply)
         self.add(reply, started=True)
@@ -560,10 +545,19 @@ class _Run:
             self.end_turn(reply)
             return self.outcome(reply, None)
         # After an abort the calls still get (aborted) results, so the history stays well formed.
-        batch = self.run_tools(reply, calls)
+        batch = self.run_tools(reply, calls, gated)
         self.batch_done(reply, batch)
         self.end_turn(reply, batch)
         return self.made_up(AWAITING_APPROVAL, None) if batch.paused else self.outcome(reply, batch)
+
+    def failed_call(self, exc: RunError) -> AssistantMessage:
+        """The run's response after a failed model call (its ``message_end`` when the model
+        was called): an abort makes the client give up, so then the abort is the outcome."""
+        aborted = self.signal.aborted
+        ended = self.made_up("aborted", ABORTED) if aborted else self.made_up("error", str(exc))
+        if self.emit.active and self.reply_started:
+            self.emit.send(MessageEndEvent(ended))
+        return ended
 
     def end_turn(self, reply: AssistantMessage, batch: AgentToolCallBatch | None = None) -> AssistantMessage:
         """Send the turn's ``turn_end`` event; returns ``reply``."""
@@ -577,7 +571,9 @@ class _Run:
         reply, pending = unanswered_tool_calls(self.state.messages)
         if reply is None or not pending:
             return None
-        batch = self.run_tools(reply, pending)
+        batch = self.run_tools(
+            reply, pending, may_need_approval(pending, self.hooks_context(), self.tool_config())
+        )
         self.batch_done(reply, batch)
         if batch.paused is not None:  # no turn was opened for these calls: none is closed
             return self.made_up(AWAITING_APPROVAL, None)
@@ -628,24 +624,6 @@ def _first_refusal(
         if result is not None:
             return result
     return None
-
-
-def _keywords_for_llm(config: RunConfig, emit: SafeEmitter, signal: AbortSignal) -> dict[str, Any]:
-    """The keywords ``llm_call`` declared, with this run's values (the same on every call of
-    the run: ``on_update`` is the run's sink, which drops updates while no one listens)."""
-    wanted = config.llm_keywords
-    if not wanted:
-        return {}
-    kwargs: dict[str, Any] = {}
-    if "on_update" in wanted:
-        kwargs["on_update"] = emit.send
-    if "signal" in wanted:
-        kwargs["signal"] = signal
-    if "max_retry_delay_ms" in wanted and config.max_retry_delay_ms is not None:
-        kwargs["max_retry_delay_ms"] = config.max_retry_delay_ms
-    if "session_id" in wanted and config.session_id is not None:
-        kwargs["session_id"] = config.session_id
-    return kwargs
 
 
 def run_loop(

@@ -51,6 +51,7 @@ from yiemagent.core._error_kinds import (
 from yiemagent.core._events import ToolExecEndEvent, ToolExecStartEvent, ToolExecUpdateEvent
 from yiemagent.core._json_safety import MAX_JSON_DEPTH, argument_problem, clip, json_ready, reject_constant
 from yiemagent.core._messages import AssistantMessage, LlmUsage, ToolResultMessage, now_ms
+from yiemagent.core._repeated_calls import call_key
 from yiemagent.core._tool_calls import UNUSABLE_NOTE
 from yiemagent.core._tools import (
     AbortSignal,
@@ -230,10 +231,13 @@ def prepare_tool_call(
         reraise_interrupt(exc)
         msg = f'Preparing the arguments for tool "{name}" failed: {describe_error(exc)}'
         return ImmediateOutcome(create_error_tool_result(msg, PREPARE_FAILED), True)
-    repeats = config.repeated_calls
-    if repeats is not None and (refusal := repeats.refusal(name, args, assistant_message)) is not None:
-        return ImmediateOutcome(create_error_tool_result(refusal, REPEATED_CALL), True)
+    repeats, key = config.repeated_calls, None
+    if repeats is not None:
+        key = call_key(name, args)
+        if (refusal := repeats.refusal(name, args, assistant_message, key)) is not None:
+            return ImmediateOutcome(create_error_tool_result(refusal, REPEATED_CALL), True)
     if config.before_tool_call is not None:
+        key = None  # the hook may change the arguments: they are counted as they are then
         try:
             reason = _before_hook_block(
                 config, BeforeToolCallContext(assistant_message, tool_call, args, context), signal
@@ -247,7 +251,7 @@ def prepare_tool_call(
     if _is_aborted(signal):
         return ImmediateOutcome(*_aborted_outcome(name))
     if repeats is not None:
-        repeats.record(name, args, assistant_message)
+        repeats.record(name, args, assistant_message, key)
     return PreparedToolCall(tool, tool_call, args)
 
 

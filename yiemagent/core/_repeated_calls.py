@@ -14,17 +14,23 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["RepeatedCalls", "check_max_repeated_calls"]
+__all__ = ["RepeatedCalls", "call_key", "check_max_repeated_calls"]
 
 _SCALARS = (str, int, float, bool, type(None))
 
 
-def _key(name: str, args: dict[str, Any]) -> Any:
-    """A hashable key equal for equal arguments: the sorted items of a flat dict (most
-    arguments), canonical JSON otherwise."""
-    if all(type(v) in _SCALARS for v in args.values()):
-        # The type is part of the key: 1 and True (and 1 and 1.0) are equal in Python.
-        return name, tuple(sorted((k, type(v).__name__, v) for k, v in args.items()))
+def call_key(name: str, args: dict[str, Any]) -> Any:
+    """A hashable key equal for equal arguments: the set of (name, type, value) of a flat dict
+    (most arguments), canonical JSON otherwise."""
+    try:
+        # The type is part of the key: 1 and True (and 1 and 1.0) are equal in Python. A list
+        # or dict value is unhashable (TypeError): such arguments take the JSON form.
+        flat = frozenset([(k, v.__class__, v) for k, v in args.items()])
+    except TypeError:
+        pass
+    else:
+        if all(t in _SCALARS for _k, t, _v in flat):
+            return name, flat
     try:
         return name, json.dumps(args, sort_keys=True, ensure_ascii=False)
     except (TypeError, ValueError):
@@ -62,11 +68,13 @@ class RepeatedCalls:
             self._batch = batch
             self._in_batch = set()
 
-    def refusal(self, name: str, args: dict[str, Any], batch: object) -> str | None:
+    def refusal(self, name: str, args: dict[str, Any], batch: object, key: Any = None) -> str | None:
         """The error text for a call of ``name`` with ``args`` when that pair ran in ``limit``
         earlier batches of this run, or ``None`` when it may run (always, for a pair this
-        ``batch`` already counted: identical calls in one batch are one)."""
-        key = _key(name, args)
+        ``batch`` already counted: identical calls in one batch are one). ``key`` is
+        ``call_key(name, args)`` when the caller made it already."""
+        if key is None:
+            key = call_key(name, args)
         self._enter(batch)
         if key in self._in_batch or self._counts.get(key, 0) < self.limit:
             return None
@@ -77,10 +85,11 @@ class RepeatedCalls:
             "tool with different arguments."
         )
 
-    def record(self, name: str, args: dict[str, Any], batch: object) -> None:
+    def record(self, name: str, args: dict[str, Any], batch: object, key: Any = None) -> None:
         """Count a call of ``name`` with ``args`` of ``batch`` that is about to run (once per
-        batch)."""
-        key = _key(name, args)
+        batch); ``key`` as for ``refusal``."""
+        if key is None:
+            key = call_key(name, args)
         self._enter(batch)
         if key not in self._in_batch:
             self._in_batch.add(key)

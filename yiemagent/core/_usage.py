@@ -333,11 +333,10 @@ class RunBudget(RunFeature):
     response's ``run_usage``. Without limits this is all it does (``LimitedRunBudget`` checks
     them)."""
 
-    __slots__ = ("calls", "last_model", "prices", "started", "usage")
+    __slots__ = ("last_model", "prices", "started", "usage")
 
     def __init__(self, prices: Mapping[str, Prices]) -> None:
         self.usage = RunUsage(runs=1)
-        self.calls: Sequence[AgentToolCall] | None = None  # the batch being run
         self.prices = prices
         self.started = time.monotonic()
         self.last_model = ""  # the model of the run's last reply
@@ -352,17 +351,10 @@ class RunBudget(RunFeature):
         self.last_model = reply.model
         return reply
 
-    def before_batch(self, run: RunView, calls: Sequence[AgentToolCall]) -> None:
-        self.calls = calls
-
     def after_batch(self, run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch) -> None:
-        calls, self.calls = self.calls, None
-        if batch.paused is not None:  # its calls count when it is settled
-            return
-        if calls is None:  # a batch an earlier run paused, settled now
-            self.usage.add_tool_calls(m.tool_name for m in batch.messages)
-        else:
-            self.usage.add_tool_calls(c.name for c in calls)
+        if batch.paused is None:  # a paused batch's calls count when it is settled
+            # Every call of a batch has exactly one result, under the call's tool name.
+            self.usage.add_tool_calls([m.tool_name for m in batch.messages])
 
     def end(self, run: RunView, response: AssistantMessage | None) -> None:
         if response is None:
@@ -381,7 +373,7 @@ class LimitedRunBudget(RunBudget):
     with the first limit reached as its verdict. A batch that pauses for approval keeps its
     calls' verdicts (``PausedCall.limit``) for the run that settles it."""
 
-    __slots__ = ("estimate", "limit_hit", "limits", "paused_verdicts", "refused")
+    __slots__ = ("calls", "estimate", "limit_hit", "limits", "paused_verdicts", "refused")
 
     def __init__(
         self,
@@ -394,6 +386,7 @@ class LimitedRunBudget(RunBudget):
         self.limits = limits
         self.estimate = estimate
         self.limit_hit: str | None = None  # the first tool-call limit a batch reached
+        self.calls: Sequence[AgentToolCall] | None = None  # the batch being run
         self.refused: dict[int, str] = {}  # by the identity of the call: the limit it reached
         # A batch a previous run paused: its refused calls, by id (settled before any turn).
         self.paused_verdicts = dict(paused_verdicts)
@@ -407,7 +400,7 @@ class LimitedRunBudget(RunBudget):
         return run.made_up("usage_limit", f"Stopped before the next LLM call: {problem}.")
 
     def before_batch(self, run: RunView, calls: Sequence[AgentToolCall]) -> None:
-        super().before_batch(run, calls)
+        self.calls = calls
         if not self.limits.limits_tool_calls:
             return
         verdicts = self.limits.allowed_calls(self.usage, [c.name for c in calls])

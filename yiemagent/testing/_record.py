@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from yiemagent.core._events import MessageUpdateEvent
-from yiemagent.core._loop import accepted_keywords
+from yiemagent.core._llm_keywords import accepted_keywords
 from yiemagent.core._messages import AssistantMessage
 from yiemagent.errors import reraise_interrupt
 from yiemagent.llm._factory import PROVIDERS
