@@ -241,8 +241,8 @@ FAULTS = [
         "results",
         "the same call is never refused as a repeat",
         "core/_pipeline.py",
-        "if repeats is not None and (refusal := repeats.refusal(",
-        "if False and repeats is not None and (refusal := repeats.refusal(",
+        "if (refusal := repeats.refusal(",
+        "if False and (refusal := repeats.refusal(",
     ),
     Fault(
         "turn_end_without_results",
