@@ -58,7 +58,10 @@ from yiemagent import (  # noqa: E402
     AgentToolCall,
     AgentToolResult,
     AssistantMessage,
+    ContextOptions,
+    OutputOptions,
     TextContent,
+    ToolOptions,
     ToolResultMessage,
     UserMessage,
     YiemAgent,
@@ -434,7 +437,9 @@ def parallel_batch(sizes: Sizes) -> Scenario:
 
     def runner(calls: int) -> Callable[[], float]:
         def once() -> float:
-            agent = scripted_agent(tool_turns(1, calls, tool.name), [tool], tool_execution="parallel")
+            agent = scripted_agent(
+                tool_turns(1, calls, tool.name), [tool], tool_options=ToolOptions(execution="parallel")
+            )
             try:
                 return timed_prompt(agent, "go", f"parallel_batch[{calls}]")
             finally:
@@ -469,7 +474,7 @@ def history_run(
     """A fresh agent holding ``history``: seconds from constructing it to the response of its
     first (one-call) prompt, which covers converting the history wherever the library does it,
     then µs per turn of a run of ``turns`` tool-call turns and a final answer, by ``clock``.
-    ``sent`` and ``options`` (``context_window``, ``context_strategy``) go to
+    ``sent`` and ``options`` (``context``) go to
     ``scripted_agent``."""
     replies = [AssistantMessage([TextContent("warm")]), *tool_turns(turns, 1, tool.name, "g")]
     gc.collect()
@@ -593,13 +598,13 @@ def window_round(history: list[AgentMessage], tool: AgentTool, sizes: Sizes) -> 
     µs per turn of a run in which every request is trimmed; every request's size checked."""
     turns = sizes.window_turns
     full = untrimmed_counts(len(history), turns)
-    paired = {"none": {}, "window": {"context_window": sizes.window_tokens}}
+    paired = {"none": {}, "window": {"context": ContextOptions(window=sizes.window_tokens)}}
     takers = paired_turns(history, tool, turns, paired)
     for name, taker in takers.items():
         if taker.sent != full:
             raise BenchError(f"context_window[{name}]: the requests held {taker.sent} messages, not {full}")
     sent: list[int] = []
-    trim = {"context_window": sizes.trim_window_tokens, "context_strategy": "trim"}
+    trim = {"context": ContextOptions(window=sizes.trim_window_tokens, strategy="trim")}
     trimmed = history_run(history, tool, turns, "context_window[trim]", sent, time.process_time, **trim)
     if len(sent) != len(full) or any(n >= f for n, f in zip(sent, full, strict=True)):
         raise BenchError(f"context_window[trim]: not every request was trimmed: sent {sent}, of {full}")
@@ -1314,7 +1319,7 @@ def local_structured(sizes: Sizes) -> Scenario:
         return Scenario("local_structured", "unavailable", params, figures, str(exc))
     valid = 0
     try:
-        with YiemAgent(llm_call=client, output_schema=_City, output_mode="grammar") as agent:
+        with YiemAgent(llm_call=client, output=OutputOptions(_City, mode="grammar")) as agent:
             agent.prompt("Describe Paris as data.", timeout=600)  # loads the model
             for _ in range(sizes.runs):
                 for city in LOCAL_CITIES[: max(2, sizes.runs)]:

@@ -1,4 +1,5 @@
-"""Parallel tools: the calls of one reply run at the same time with ``tool_execution="parallel"``.
+"""Parallel tools: the calls of one reply run at the same time with
+``tool_options=ToolOptions(execution="parallel")``.
 
 The model asks for three quotes in one reply; each lookup takes 0.3 s (a slow service, played
 by a wait). The same question runs twice: sequentially (one call after the other, about 0.9 s)
@@ -17,7 +18,7 @@ from typing import Literal
 
 from _scripted import ScriptedModel, answer, calls, show, use
 
-from yiemagent import AbortSignal, AgentToolResult, ToolResultMessage, YiemAgent, function_tool
+from yiemagent import AbortSignal, AgentToolResult, ToolOptions, ToolResultMessage, YiemAgent, function_tool
 
 PRICES = {"ACME": 12.5, "GLOBEX": 48.0, "INITECH": 3.2}
 LOOKUP_S = 0.3
@@ -44,7 +45,9 @@ def ask(mode: Literal["sequential", "parallel"]) -> float:
         ]
     )
     print(f"== {mode}")
-    with YiemAgent(llm_call=model, tools=[quote], tool_execution=mode, agent_event_sink=show) as agent:
+    with YiemAgent(
+        llm_call=model, tools=[quote], tool_options=ToolOptions(execution=mode), agent_event_sink=show
+    ) as agent:
         started = time.perf_counter()
         reply = agent.prompt("Quote ACME, GLOBEX and INITECH.", timeout=60)
         took = time.perf_counter() - started

@@ -1,6 +1,6 @@
 """Structured answers: a run that ends in a dataclass, with a tool in play and a wrong first try.
 
-``output_schema=Weather`` makes the run end in data: the model is offered a ``final_answer``
+``output=OutputOptions(Weather)`` makes the run end in data: the model is offered a ``final_answer``
 tool whose input schema is the dataclass's, beside the agent's tools. Here it looks the weather
 up first, then gives an answer that breaks the schema (a temperature as text); the violation
 goes back to it with its path, exactly as invalid tool arguments do, and its second answer
@@ -14,7 +14,7 @@ from typing import Literal
 
 from _scripted import ScriptedModel, calls, show, use
 
-from yiemagent import YiemAgent, function_tool
+from yiemagent import OutputOptions, YiemAgent, function_tool
 
 
 @dataclasses.dataclass
@@ -44,7 +44,7 @@ def main() -> None:
         ]
     )
     with YiemAgent(llm_call=model, tools=[getWeather], agent_event_sink=show) as agent:
-        reply = agent.prompt("What is the weather in Oslo?", timeout=60, output_schema=Weather)
+        reply = agent.prompt("What is the weather in Oslo?", timeout=60, output=OutputOptions(Weather))
         print(f"output: {reply.output!r} (stop_reason={reply.stop_reason})")
         print(f"the model was called {model.calls} time(s)")
 

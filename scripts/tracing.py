@@ -18,7 +18,7 @@ from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter
 
-from yiemagent import YiemAgent, function_tool
+from yiemagent import ToolOptions, YiemAgent, function_tool
 from yiemagent.integrations import trace_agent
 
 
@@ -76,7 +76,7 @@ def main() -> None:
         YiemAgent(
             llm_call=model,
             tools=[population],
-            tool_execution="parallel",
+            tool_options=ToolOptions(execution="parallel"),
             name="demographer",
             session_id="conversation-1",
         ),

@@ -101,6 +101,11 @@ ROOT = [
     "Prices",
     "RunUsage",
     "UsageLimits",
+    # the agent's grouped settings
+    "ContextOptions",
+    "OutputOptions",
+    "QueueOptions",
+    "ToolOptions",
     # the tour: error kinds, the exception root, a model from one string, a decorated tool
     "ERROR_KINDS",
     "error_kind",

@@ -89,6 +89,7 @@ _EXPORTS = Exports(
         "yiemagent.core._context": ("LlmRequest", "format_msg_for_llm", "prepare_context"),
         "yiemagent.core._user_input": ("openai_to_user_message",),
         "yiemagent.agent._agent": ("YiemAgent", "follow_up", "resume", "run_agent", "take_response"),
+        "yiemagent.agent._options": ("ContextOptions", "OutputOptions", "QueueOptions", "ToolOptions"),
         "yiemagent.tools._store": (
             "ToolStore",
             "clear_tools",
@@ -121,6 +122,10 @@ if TYPE_CHECKING:
     from yiemagent.agent._agent import resume as resume
     from yiemagent.agent._agent import run_agent as run_agent
     from yiemagent.agent._agent import take_response as take_response
+    from yiemagent.agent._options import ContextOptions as ContextOptions
+    from yiemagent.agent._options import OutputOptions as OutputOptions
+    from yiemagent.agent._options import QueueOptions as QueueOptions
+    from yiemagent.agent._options import ToolOptions as ToolOptions
     from yiemagent.core._approval import Approve as Approve
     from yiemagent.core._approval import Deny as Deny
     from yiemagent.core._approval import Edit as Edit

@@ -13,6 +13,7 @@ _EXPORTS = Exports(
     __name__,
     {
         "_agent": ("YiemAgent", "follow_up", "on_agent_created", "resume", "run_agent", "take_response"),
+        "_options": ("ContextOptions", "OutputOptions", "QueueOptions", "ToolOptions"),
         "_session": ("SessionData", "load_session", "save_session", "session_from_dict", "session_to_dict"),
     },
 )
@@ -34,6 +35,10 @@ if TYPE_CHECKING:
     from yiemagent.agent._agent import resume as resume
     from yiemagent.agent._agent import run_agent as run_agent
     from yiemagent.agent._agent import take_response as take_response
+    from yiemagent.agent._options import ContextOptions as ContextOptions
+    from yiemagent.agent._options import OutputOptions as OutputOptions
+    from yiemagent.agent._options import QueueOptions as QueueOptions
+    from yiemagent.agent._options import ToolOptions as ToolOptions
     from yiemagent.agent._session import SessionData as SessionData
     from yiemagent.agent._session import load_session as load_session
     from yiemagent.agent._session import save_session as save_session

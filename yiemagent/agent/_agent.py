@@ -17,20 +17,29 @@ import threading
 import uuid
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, Literal
+from typing import Any
 
 import attrs
 
 from yiemagent.agent._channels import MessageChannel, OutputChannel
+from yiemagent.agent._old_keywords import AGENT_KEYWORDS, PROMPT_KEYWORDS, regroup
+from yiemagent.agent._options import (
+    ContextOptions,
+    OutputOptions,
+    QueueOptions,
+    ToolOptions,
+    check_queue_mode,
+    option_of,
+    output_options,
+)
 from yiemagent.agent._output_options import OutputDefaults
 from yiemagent.agent._session import SessionData, check_session_id, load_session, save_session
 from yiemagent.agent._tool_sync import ToolSync
-from yiemagent.agent._worker import AgentWorker, SteeringMode
+from yiemagent.agent._worker import AgentWorker
 from yiemagent.core._approval import Approve, Deny, Edit, PendingApproval, paused_belongs
 from yiemagent.core._emit import Emit, SafeEmitter
 from yiemagent.core._loop import RunConfig
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmModel, UserMessage
-from yiemagent.core._output import OutputMode
 from yiemagent.core._tools import AfterHook, AgentState, AgentTool, BeforeHook, tool_mapping
 from yiemagent.core._usage import RunUsage, UsageLimits
 from yiemagent.errors import AgentClosedError
@@ -46,7 +55,6 @@ __all__ = [
 ]
 
 DEFAULT_SYSTEM_PROMPT = "You are helpful assistant."
-MODES = ("all", "one-at-a-time")
 _CANCELLED = "the task awaiting aprompt() was cancelled"
 logger = logging.getLogger("yiemagent")
 
@@ -75,12 +83,6 @@ def _history(messages: Iterable[AgentMessage | Mapping[str, Any]] | None) -> lis
     return history
 
 
-def _mode(name: str, value: Any) -> SteeringMode:
-    if value not in MODES:
-        raise ValueError(f"{name} must be 'all' or 'one-at-a-time', got {value!r}")
-    return value  # type: ignore[no-any-return]
-
-
 class _RunSetting:
     """A ``YiemAgent`` attribute that lives in the run config: reading it reads the config,
     setting it builds a new, checked config (a bad value raises here) used from the next run."""
@@ -102,7 +104,7 @@ class _RunSetting:
 
 class _LlmSetting(_RunSetting):
     """``llm_call``: a new one brings its own context window and count of tokens (as the
-    agent's ``context_window`` argument says), so it is never measured by the old model's."""
+    agent's ``ContextOptions.window`` says), so it is never measured by the old model's."""
 
     def __set__(self, agent: YiemAgent, value: Any) -> None:
         agent._replace_config(llm_call=value, **_window_settings(value, agent._context_window_arg))
@@ -118,7 +120,7 @@ class _ModeSetting(_RunSetting):
         return getattr(agent._worker_core, self.name)
 
     def __set__(self, agent: YiemAgent, value: Any) -> None:
-        mode = _mode(self.name, value)
+        mode = check_queue_mode(self.name, value)
         with agent._cond:
             setattr(agent._worker_core, self.name, mode)
 
@@ -131,6 +133,11 @@ class YiemAgent:
     ``take_response`` or ``output_channel.get``, or use ``prompt`` for both; ``resume`` runs on
     from the history as it is. Every run ends with exactly one ``AssistantMessage`` response;
     failures become responses whose ``stop_reason`` is ``"error"``, and the worker never dies.
+
+    Settings that belong together come as option objects: ``output=OutputOptions(...)`` (or a
+    schema alone), ``tool_options=ToolOptions(...)``, ``context=ContextOptions(...)`` and
+    ``queues=QueueOptions(...)``; the flat keywords they replace still work for one release,
+    each with a ``DeprecationWarning`` naming its new spelling (docs/design.md, decision 28).
     """
 
     llm_call = _LlmSetting("The model call: ``llm_call(request, **keywords) -> AssistantMessage``.")
@@ -175,28 +182,23 @@ class YiemAgent:
         after_tool_call: AfterHook | None = None,
         session_id: str | None = None,
         max_retry_delay_ms: int | None = None,
-        tool_execution: Literal["sequential", "parallel"] = "sequential",
         max_turns: int = 50,
-        max_repeated_calls: int | None = 2,
-        tool_timeout_s: float | None = None,
-        max_parallel_tools: int | None = None,
-        steering_mode: Literal["all", "one-at-a-time"] = "all",
-        follow_up_mode: Literal["all", "one-at-a-time"] = "one-at-a-time",
-        skip_tools_on_steer: bool = False,
         name: str = "yiemagent",
         close_tool_store: bool = False,
         needs_approval: Callable[[AgentTool, dict[str, Any], Any], bool] | None = None,
         session_file: str | os.PathLike[str] | None = None,
-        output_schema: Any = None,
-        output_mode: OutputMode = "tool",
-        output_retries: int = 2,
-        validate_output: Callable[[Any], Any] | None = None,
         usage_limits: UsageLimits | None = None,
         prices: Mapping[str, Any] | None = None,
-        max_tool_result_chars: int | None = None,
-        context_window: int | Literal["auto"] | None = None,
-        context_strategy: Any = "error",
+        output: OutputOptions | Any = None,
+        tool_options: ToolOptions | None = None,
+        context: ContextOptions | None = None,
+        queues: QueueOptions | None = None,
+        **deprecated: Any,
     ) -> None:
+        if deprecated:  # the flat keywords of before the options, for one release
+            output, tool_options, context, queues = _regrouped(
+                deprecated, output, tool_options, context, queues
+            )
         if llm_call is None or not callable(llm_call):
             raise TypeError(
                 "YiemAgent needs llm_call=<callable(request) -> AssistantMessage>; got "
@@ -211,29 +213,32 @@ class YiemAgent:
             _check_prompt(system_prompt), _model(model), tool_mapping(tools), _history(messages)
         )
         tool_sync = ToolSync(tool_store, given, state.tools) if tool_store is not None else None
-        self._context_window_arg = context_window
-        # Checked now (a bad mode or hook raises here even without a schema); used per prompt too.
-        self._output_defaults = OutputDefaults(output_schema, output_mode, output_retries, validate_output)
+        tool_opts = option_of("tool_options", ToolOptions, tool_options)
+        context_opts = option_of("context", ContextOptions, context)
+        queue_opts = option_of("queues", QueueOptions, queues)
+        self._context_window_arg = context_opts.window
+        # Checked now (a bad schema raises here); the base of every prompt's own output options.
+        self._output_defaults = _output_defaults(output_options(output))
         config = RunConfig(
             llm_call=llm_call,
             before_tool_call=before_tool_call,
             after_tool_call=after_tool_call,
-            tool_execution=tool_execution,
-            tool_timeout_s=tool_timeout_s,
-            max_parallel_tools=max_parallel_tools,
+            tool_execution=tool_opts.execution,
+            tool_timeout_s=tool_opts.timeout_s,
+            max_parallel_tools=tool_opts.max_parallel,
             max_turns=max_turns,
-            max_repeated_calls=max_repeated_calls,
+            max_repeated_calls=tool_opts.max_repeated_calls,
             session_id=check_session_id(session_id or uuid.uuid4().hex),
             max_retry_delay_ms=max_retry_delay_ms,
-            skip_tools_on_steer=skip_tools_on_steer,
+            skip_tools_on_steer=tool_opts.skip_on_steer,
             sync_tools=tool_sync.sync if tool_sync is not None else None,
             needs_approval=needs_approval,
             output=self._output_defaults.spec(),
             usage_limits=usage_limits,
             prices=prices,
-            max_tool_result_chars=max_tool_result_chars,
-            context_strategy=context_strategy,
-            **_window_settings(llm_call, context_window),
+            max_tool_result_chars=tool_opts.max_result_chars,
+            context_strategy=context_opts.strategy,
+            **_window_settings(llm_call, context_opts.window),
             **_formatters(prepare_context, format_msg_for_llm),
         )
         self.tool_store = tool_store
@@ -243,8 +248,8 @@ class YiemAgent:
             config,
             self._emitter,
             tool_sync,
-            _mode("steering_mode", steering_mode),
-            _mode("follow_up_mode", follow_up_mode),
+            queue_opts.steering,
+            queue_opts.follow_up,
         )
         self._worker_core = core
         self._state = state
@@ -462,41 +467,34 @@ class YiemAgent:
         text: Any,
         timeout: float | None = None,
         *,
-        output_schema: Any = None,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        validate_output: Callable[[Any], Any] | None = None,
+        output: OutputOptions | Any = None,
         usage_limits: UsageLimits | None = None,
+        **deprecated: Any,
     ) -> AssistantMessage:
         """Send ``text`` and return the response of the run that answered it (other responses
         stay on the output channel, in order). When the timeout passes it raises
         ``TimeoutError``; the late response is then not put out at all (the reply is in the
         history like every reply), so a later ``prompt`` never gets it.
 
-        With any ``output_*`` option (or ``validate_output``) the run ends in data: the
-        response's ``output`` (docs/output.md); options not given are the agent's.
+        With ``output`` (``OutputOptions``, or a schema alone) the run ends in data: the
+        response's ``output`` (docs/output.md); fields not set are the agent's.
         ``usage_limits`` replaces the agent's for this run (docs/budgets.md). Such a prompt
         starts a run of its own, never joining an active one (it waits as a follow-up does). A
-        schema or option that cannot be used raises ``TypeError``/``ValueError`` here."""
+        schema or option that cannot be used raises ``TypeError``/``ValueError`` here. The old
+        ``output_schema``, ``output_mode``, ``output_retries`` and ``validate_output`` keywords
+        still work for one release, with a ``DeprecationWarning``."""
         self._worker_core.hub.check_not_worker("prompt")
-        number = self._send_prompt(
-            text, output_schema, output_mode, output_retries, validate_output, usage_limits
-        )
+        options = _prompt_output("YiemAgent.prompt", output, deprecated)
+        number = self._send_prompt(text, options, usage_limits)
         return self.output_channel.take_for(number, timeout)
 
-    def _send_prompt(
-        self,
-        text: Any,
-        schema: Any,
-        mode: OutputMode | None,
-        retries: int | None,
-        validate: Callable[[Any], Any] | None,
-        limits: UsageLimits | None = None,
-    ) -> int:
+    def _send_prompt(self, text: Any, output: OutputOptions, limits: UsageLimits | None = None) -> int:
         """Queue a prompt; with options of its own, as a follow-up whose run uses them."""
         changes: dict[str, Any] = {}
-        if not (schema is None and mode is None and retries is None and validate is None):
-            changes["output"] = self._output_defaults.with_options(schema, mode, retries, validate)
+        if not output.is_empty():
+            changes["output"] = self._output_defaults.with_options(
+                output.schema, output.mode, output.retries, output.validate
+            )
         if limits is not None:
             if not isinstance(limits, UsageLimits):
                 raise TypeError(f"usage_limits must be a UsageLimits, got {type(limits).__name__}")
@@ -515,11 +513,9 @@ class YiemAgent:
         text: Any,
         timeout: float | None = None,
         *,
-        output_schema: Any = None,
-        output_mode: OutputMode | None = None,
-        output_retries: int | None = None,
-        validate_output: Callable[[Any], Any] | None = None,
+        output: OutputOptions | Any = None,
         usage_limits: UsageLimits | None = None,
+        **deprecated: Any,
     ) -> AssistantMessage:
         """``prompt`` for asyncio code: the prompt waits on a worker thread of the loop's default
         executor, so the event loop goes on meanwhile. Cancelling the awaiting task withdraws
@@ -527,14 +523,13 @@ class YiemAgent:
         ends once that run has (a second cancellation stops the wait); the aborted response
         is returned to no one. Same options and errors as ``prompt``."""
         self._worker_core.hub.check_not_worker("aprompt")
+        options = _prompt_output("YiemAgent.aprompt", output, deprecated)
         sent: list[int] = []
         withdrawn = threading.Event()
         lock = threading.Lock()
 
         def send_and_wait() -> AssistantMessage:
-            number = self._send_prompt(
-                text, output_schema, output_mode, output_retries, validate_output, usage_limits
-            )
+            number = self._send_prompt(text, options, usage_limits)
             with lock:
                 sent.append(number)
                 cancelled = withdrawn.is_set()
@@ -622,6 +617,9 @@ class YiemAgent:
         """Create an agent from a saved session; ``kwargs`` are constructor arguments
         (``llm_call`` is required, ``tools`` and hooks as usual). Raises ``SessionError``
         naming the file when it is damaged or of an unknown version."""
+        old = {name: kwargs.pop(name) for name in list(kwargs) if name in AGENT_KEYWORDS}
+        if old:  # regrouped here, so that the warnings point at the caller of load
+            kwargs.update(regroup("YiemAgent.load", old, kwargs, AGENT_KEYWORDS, stacklevel=2))
         data = load_session(path)
         kwargs.setdefault("session_id", data.session_id)
         kwargs.setdefault("system_prompt", data.system_prompt)
@@ -676,6 +674,35 @@ def _window_settings(llm_call: Any, context_window: Any) -> dict[str, Any]:
     else:
         settings["context_window"] = context_window
     return settings
+
+
+def _regrouped(
+    deprecated: dict[str, Any], output: Any, tool_options: Any, context: Any, queues: Any
+) -> tuple[Any, Any, Any, Any]:
+    """``YiemAgent``'s options with those its old keywords stand for (with their warnings,
+    pointing at the caller of ``YiemAgent``)."""
+    new = {"output": output, "tool_options": tool_options, "context": context, "queues": queues}
+    new.update(regroup("YiemAgent.__init__", deprecated, new, AGENT_KEYWORDS, stacklevel=3))
+    return new["output"], new["tool_options"], new["context"], new["queues"]
+
+
+def _output_defaults(options: OutputOptions) -> OutputDefaults:
+    """The agent's output settings from ``output=``: the fields not set take their defaults."""
+    return OutputDefaults(
+        options.schema,
+        "tool" if options.mode is None else options.mode,
+        2 if options.retries is None else options.retries,
+        options.validate,
+    )
+
+
+def _prompt_output(where: str, output: Any, deprecated: dict[str, Any]) -> OutputOptions:
+    """A prompt's ``output=`` as ``OutputOptions``, or those its old keywords stand for (with
+    their warnings, pointing at the caller of the prompt)."""
+    if deprecated:
+        grouped = regroup(where, deprecated, {"output": output}, PROMPT_KEYWORDS, stacklevel=3)
+        output = grouped.get("output", output)
+    return output_options(output)
 
 
 def _check_prompt(value: Any) -> str:

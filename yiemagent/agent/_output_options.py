@@ -1,6 +1,5 @@
-"""An agent's output settings (``output_schema``, ``output_mode``, ``output_retries``,
-``validate_output``) and the ``OutputSpec`` of a run: the agent's, or a prompt's own options
-over the agent's."""
+"""An agent's output settings (its ``OutputOptions``, with the defaults for the fields not set)
+and the ``OutputSpec`` of a run: the agent's, or a prompt's own options over the agent's."""
 
 from __future__ import annotations
 
@@ -56,8 +55,8 @@ class OutputDefaults:
         schema = self.schema if schema is None else schema
         if schema is None:
             raise ValueError(
-                "output_mode, output_retries and validate_output need an output_schema: pass "
-                "output_schema= to prompt() or to YiemAgent()"
+                "an output's mode, retries and validate need an output_schema: give prompt() or "
+                "YiemAgent() output=OutputOptions(schema=...)"
             )
         options: dict[str, Any] = {
             "mode": self.mode if mode is None else mode,

@@ -17,6 +17,7 @@ from typing import Any, TextIO
 import attrs
 
 from yiemagent.agent._agent import YiemAgent
+from yiemagent.agent._options import ContextOptions, OutputOptions, ToolOptions
 from yiemagent.cli._approve import approval_policy
 from yiemagent.cli._model import CliError, ModelChoice
 from yiemagent.core._content import TextContent
@@ -259,7 +260,7 @@ def build_agent(
         tools=get_tools(store),
         tool_store=store,
         system_prompt=args.system if args.system is not None else DEFAULT_SYSTEM_PROMPT,
-        tool_execution="parallel" if args.parallel else "sequential",
+        tool_options=ToolOptions(execution="parallel" if args.parallel else "sequential"),
         max_turns=args.max_turns,
         # The output tool runs nothing: giving the answer never waits for a decision.
         needs_approval=approval_policy(args.approve, never=(OUTPUT_TOOL_NAME,)),
@@ -279,22 +280,22 @@ def output_options(args: argparse.Namespace, choice: ModelChoice) -> dict[str, A
     schema = getattr(args, "schema_data", None)
     if schema is None:
         return {}
-    mode = getattr(args, "output_mode", None)
+    mode: Any = getattr(args, "output_mode", None)
     if mode is None:
         mode = "grammar" if choice.spec.split(":", 1)[0] == "local" else "tool"
-    return {"output_schema": schema, "output_mode": mode}
+    return {"output": OutputOptions(schema, mode=mode)}
 
 
 def budget_options(args: argparse.Namespace) -> dict[str, Any]:
     """The agent's usage limits and context window from ``--max-llm-calls``,
     ``--max-total-tokens``, ``--context-window`` and ``--context-strategy``."""
-    options: dict[str, Any] = {"context_strategy": getattr(args, "context_strategy", "error")}
+    strategy = getattr(args, "context_strategy", "error")
+    options: dict[str, Any] = {
+        "context": ContextOptions(window=getattr(args, "context_window", None), strategy=strategy)
+    }
     calls, tokens = getattr(args, "max_llm_calls", None), getattr(args, "max_total_tokens", None)
     if calls is not None or tokens is not None:
         options["usage_limits"] = UsageLimits(max_llm_calls=calls, max_total_tokens=tokens)
-    window = getattr(args, "context_window", None)
-    if window is not None:
-        options["context_window"] = window
     return options
 
 

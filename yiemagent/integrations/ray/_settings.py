@@ -17,6 +17,7 @@ from typing import Any
 import attrs
 
 from yiemagent.agent._agent import DEFAULT_SYSTEM_PROMPT, YiemAgent
+from yiemagent.agent._old_keywords import AGENT_KEYWORDS, group
 from yiemagent.agent._session import SessionData
 from yiemagent.core._approval import paused_batch_from_dict
 from yiemagent.core._emit import Emit
@@ -27,7 +28,8 @@ from yiemagent.tools._store import ToolStore, load_tools, register_tool
 
 __all__ = ["AGENT_OPTIONS", "AgentFactory", "AgentSettings", "resolve_name"]
 
-# The constructor options that are plain values, and so may travel in ``agent_options``.
+# The constructor options that are plain values, and so may travel in ``agent_options``: the
+# flat names of the settings ToolOptions and QueueOptions group stay the plain data here.
 AGENT_OPTIONS = frozenset(
     {
         "tool_execution",
@@ -91,7 +93,8 @@ class AgentSettings:
     folder) and ``tool_imports`` (importable names of an ``AgentTool``, a list of them, or a
     function returning either); ``tool_names`` keeps only the tools it names. Hooks and
     formatters are importable names; ``agent_options`` holds plain ``YiemAgent`` options
-    (``tool_execution``, ``max_turns``, ``tool_timeout_s``, ...). A value that cannot be pickled
+    (``tool_execution``, ``max_turns``, ``tool_timeout_s``, ...; the agent gets those of
+    ``ToolOptions`` and ``QueueOptions`` grouped into them). A value that cannot be pickled
     is refused here rather than on the way to an actor.
     """
 
@@ -186,8 +189,11 @@ class AgentFactory:
         system prompt, model, history and the batch waiting for approval, if any, as
         ``YiemAgent.load`` does); ``listener`` is its first event listener."""
         settings = self.settings
+        plain = {k: v for k, v in settings.agent_options.items() if k not in AGENT_KEYWORDS}
+        flat = {k: v for k, v in settings.agent_options.items() if k in AGENT_KEYWORDS}
         kwargs: dict[str, Any] = {
-            **settings.agent_options,
+            **plain,
+            **group(flat),
             **self.hooks,
             "llm_call": self._shared_llm_call or self.make_llm_call(),
             "system_prompt": settings.system_prompt,

@@ -22,6 +22,7 @@ from typing import Any
 import attrs
 
 from yiemagent.agent._agent import YiemAgent
+from yiemagent.agent._options import ContextOptions, OutputOptions, QueueOptions, ToolOptions
 from yiemagent.core._approval import Approve, Deny, Edit
 from yiemagent.core._content import AgentToolCall, ContentBlock, TextContent
 from yiemagent.core._events import AgentEvent
@@ -219,11 +220,11 @@ def _agent(
         agent_event_sink=sink,
         before_tool_call=before,
         after_tool_call=after,
-        tool_execution=scenario.setting("execution"),
         max_turns=scenario.setting("max_turns"),
-        steering_mode=scenario.setting("steering_mode"),
-        follow_up_mode=scenario.setting("follow_up_mode"),
-        skip_tools_on_steer=scenario.setting("skip_tools_on_steer"),
+        queues=QueueOptions(
+            steering=scenario.setting("steering_mode"), follow_up=scenario.setting("follow_up_mode")
+        ),
+        tool_options=_tool_options(scenario),
         **_output_settings(scenario.data.get("output")),
         **_budget_settings(scenario.data.get("budgets")),
     )
@@ -249,24 +250,34 @@ def _output_settings(output: Mapping[str, Any] | None) -> dict[str, Any]:
     if output is None:
         return {}
     return {
-        "output_schema": dict(output["schema"]),
-        "output_mode": output.get("mode", "tool"),
-        "output_retries": output.get("retries", 2),
+        "output": OutputOptions(
+            dict(output["schema"]), mode=output.get("mode", "tool"), retries=output.get("retries", 2)
+        )
     }
+
+
+def _tool_options(scenario: Scenario) -> ToolOptions:
+    """The agent's tool options: the scenario's settings, and the agent's cap on tool results
+    from its ``budgets``."""
+    budgets = scenario.data.get("budgets") or {}
+    return ToolOptions(
+        execution=scenario.setting("execution"),
+        skip_on_steer=scenario.setting("skip_tools_on_steer"),
+        max_result_chars=budgets.get("max_tool_result_chars"),
+    )
 
 
 def _budget_settings(budgets: Mapping[str, Any] | None) -> dict[str, Any]:
     """The agent's budget settings from a scenario's ``budgets`` (none without one): its usage
-    limits, context window and strategy, and the agent's cap on tool results."""
+    limits, context window and strategy."""
     if budgets is None:
         return {}
-    settings: dict[str, Any] = {"context_strategy": budgets.get("context_strategy", "error")}
+    context = ContextOptions(
+        window=budgets.get("context_window"), strategy=budgets.get("context_strategy", "error")
+    )
+    settings: dict[str, Any] = {"context": context}
     if "usage_limits" in budgets:
         settings["usage_limits"] = UsageLimits(**budgets["usage_limits"])
-    if "context_window" in budgets:
-        settings["context_window"] = budgets["context_window"]
-    if "max_tool_result_chars" in budgets:
-        settings["max_tool_result_chars"] = budgets["max_tool_result_chars"]
     return settings
 
 
