@@ -83,11 +83,16 @@ def _installed(module: str) -> bool:
         return False
 
 
+def has(extra: str) -> bool:
+    """Whether every module of ``extra`` (see ``EXTRAS``) is installed; nothing is imported."""
+    return all(_installed(module) for module in EXTRAS[extra][0])
+
+
 def require(extra: str) -> None:
     """Skip the calling test (or module) unless every module of ``extra`` (see ``EXTRAS``) is
     installed; nothing is imported, so checking for the model costs no load of llama.cpp. The
     ``needs(extra)`` marker of ``conftest.py`` runs this before a test."""
-    if not all(_installed(module) for module in EXTRAS[extra][0]):
+    if not has(extra):
         _skip(absent(extra))
 
 
