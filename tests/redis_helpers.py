@@ -4,14 +4,13 @@ stopped (and waited for) at the end. ``scripts/setup_cluster.sh`` installs it.""
 from __future__ import annotations
 
 import contextlib
-import shutil
 import socket
 import subprocess
 import tempfile
 import time
 from collections.abc import Iterator
 
-import pytest
+from tiers import need_program
 
 START_TIMEOUT_S = 60.0
 
@@ -37,10 +36,9 @@ def _answers(port: int) -> bool:
 @contextlib.contextmanager
 def running_redis() -> Iterator[str]:
     """Start ``redis-server`` on a free port and yield its ``redis://`` URL; skip the test when
-    the server is not installed (``bash scripts/setup_cluster.sh`` installs it)."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        pytest.skip("redis-server is not installed (run: bash scripts/setup_cluster.sh)")
+    the server is not installed (``bash scripts/setup_cluster.sh`` installs it), or fail it in
+    CI (``tiers.py``)."""
+    binary = need_program("redis-server", "bash scripts/setup_cluster.sh")
     port = free_port()
     with tempfile.TemporaryDirectory(prefix="yiemagent-redis-") as folder:
         process = subprocess.Popen(

@@ -125,6 +125,7 @@ def test_every_root_name_resolves(name: str) -> None:
     assert getattr(yiemagent, name) is not None
 
 
+@pytest.mark.needs("mcp")
 def test_mcp_is_importable_from_the_root_without_import_star_loading_it() -> None:
     assert "load_mcp_tools" not in yiemagent.__all__
     assert callable(yiemagent.load_mcp_tools)
@@ -209,6 +210,7 @@ def _keywords(signature: inspect.Signature) -> set[str]:
     return {p.name for p in signature.parameters.values() if p.kind is p.KEYWORD_ONLY}
 
 
+@pytest.mark.needs("mcp")
 def test_no_list_of_more_than_five_keywords_is_repeated_across_signatures() -> None:
     signatures = _signatures()
     walls = []
@@ -219,6 +221,7 @@ def test_no_list_of_more_than_five_keywords_is_repeated_across_signatures() -> N
     assert walls == []
 
 
+@pytest.mark.needs("mcp")
 def test_no_wall_hides_in_positional_parameters() -> None:
     for name, signature in _signatures().items():
         positional = [
@@ -229,6 +232,7 @@ def test_no_wall_hides_in_positional_parameters() -> None:
         assert len(positional) <= MAX_POSITIONAL, f"{name}: {positional}"
 
 
+@pytest.mark.needs("mcp")
 def test_an_option_objects_fields_are_set_only_through_it() -> None:
     signatures = _signatures()
     for package, names in WALLS.items():

@@ -62,6 +62,8 @@ EXPECTED: dict[str, list[str]] = {
     ],
 }
 
+NEEDS = {"tracing.py": "otel"}  # script -> the extra it needs beyond the package
+
 
 def test_every_example_script_is_tested() -> None:
     # bench.py, bench_ab.py, bench_loop.py and parity_mutants.py have their own smoke tests,
@@ -76,7 +78,10 @@ def test_every_example_script_is_tested() -> None:
     assert found == set(EXPECTED)
 
 
-@pytest.mark.parametrize("name", sorted(EXPECTED))
+@pytest.mark.parametrize(
+    "name",
+    [pytest.param(n, marks=pytest.mark.needs(NEEDS[n])) if n in NEEDS else n for n in sorted(EXPECTED)],
+)
 def test_the_script_runs_offline_and_tells_its_story(name: str, tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "ANTHROPIC_API_KEY")}
     done = subprocess.run(

@@ -3,7 +3,8 @@ decisions and is killed with SIGKILL somewhere between the pause and the end of 
 times, each time restarted from the session until the run ends. A tool with a side effect (a
 line appended to a file) never runs twice for one call and never runs unapproved, and every
 call ends with exactly one result (one that had started when the process died says its outcome
-is unknown, and is not run again)."""
+is unknown, and is not run again). A developer's default run (``YIEMAGENT_TEST_SIZE=quick``)
+kills 10 resumes instead of 60: see ``tests/tiers.py``."""
 
 from __future__ import annotations
 
@@ -16,12 +17,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from tiers import sized
 
 CHILD = Path(__file__).with_name("approval_crash_child.py")
 # Where the parent kills the resuming child: after it announces one of these (the child goes on
 # meanwhile, so the exact point varies: before, during or after a checkpoint or a call).
 MARKS = ["loaded", "resumed", "start c1", "end c1", "start c3", "end c3", "done"]
-RUNS = 60
+RUNS = sized(quick=10, full=60)
 
 
 def child(mode: str, session: Path, effects: Path, kill_after: str | None = None) -> list[str]:

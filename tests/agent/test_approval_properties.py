@@ -3,20 +3,21 @@
 executed call receives equal the ones shown for it (or its edit), every call has exactly one
 result, in call order, and a denied call never executes.
 
-The CI profile runs 10,000 examples; ``YIEMAGENT_SLOW=1`` runs 50,000. The loop is driven
+CI (``YIEMAGENT_TEST_SIZE=full``) runs 10,000 examples, ``long`` 50,000 and a developer's
+default run (``quick``) 1,000: see ``tests/tiers.py``. The loop is driven
 directly (``run_loop`` twice: the pause, then the decisions, checked as ``resume`` checks them),
 so each example costs a fraction of a millisecond.
 """
 
 from __future__ import annotations
 
-import os
 import threading
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tiers import sized
 
 from yiemagent import AgentTool, AgentToolResult, Approve, AssistantMessage, Deny, Edit, UserMessage
 from yiemagent.agent._approvals import check_decisions
@@ -24,7 +25,7 @@ from yiemagent.core._content import AgentToolCall
 from yiemagent.core._loop import RunConfig, run_loop
 from yiemagent.core._tools import AgentState
 
-EXAMPLES = 50_000 if os.environ.get("YIEMAGENT_SLOW") == "1" else 10_000
+EXAMPLES = sized(quick=1_000, full=10_000, long=50_000)
 REWRITES = {
     "none": None,
     "add_default": lambda a: {"mode": "safe", **a},

@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 from agent_helpers import WAIT, ScriptedLLM, last_user_text, reply, text
+from tiers import absent
 
 from yiemagent import (
     AgentToolCall,
@@ -187,7 +188,9 @@ def _redis(action: str) -> Any:
 
 
 def _pool_slot(sid: str) -> None:
-    pool = pytest.importorskip("yiemagent.integrations.ray._pool")
+    pytest.importorskip("ray", reason=absent("ray"))
+    from yiemagent.integrations.ray import _pool as pool
+
     # slot_of reads only the pool's size; a real pool would start Ray actors for nothing here.
     pool.AgentPool.slot_of(SimpleNamespace(size=4), sid)
 

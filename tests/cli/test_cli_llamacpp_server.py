@@ -11,7 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from cli_helpers import clean_env, run_cli
+
+pytestmark = pytest.mark.needs("local")
 
 
 def run_against(server_url: str, tmp_path: Path, *options: str, prompt: str = "Say hello.") -> Any:

@@ -8,8 +8,11 @@ import sys
 import unicodedata
 from pathlib import Path
 
+import pytest
 from cli_helpers import run_cli, script_file
 from paths import TESTS
+
+pytestmark = pytest.mark.needs("mcp")
 
 TIME_SERVER = f"{sys.executable} -m mcp_server_time --local-timezone UTC"
 

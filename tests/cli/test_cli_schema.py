@@ -96,6 +96,7 @@ def test_an_output_mode_without_a_schema_is_refused(tmp_path: Path) -> None:
 
 
 @pytest.mark.timeout(300)
+@pytest.mark.needs("local")
 def test_the_embedded_model_answers_a_schema_in_the_grammar_mode_by_default(tmp_path: Path) -> None:
     city = {
         "type": "object",

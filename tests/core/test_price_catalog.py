@@ -15,9 +15,11 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from tiers import absent
 
 if sys.version_info < (3, 11):  # genai-prices 0.2 needs 3.11: the extra installs nothing on 3.10
     pytest.skip("the prices extra needs Python 3.11 or later", allow_module_level=True)
+pytest.importorskip("genai_prices", reason=absent("prices"))
 
 from genai_prices import Usage, calc_price, update_prices
 

@@ -4,7 +4,6 @@ shadow the ``ray`` package."""
 
 from __future__ import annotations
 
-import importlib.util
 import subprocess
 import sys
 
@@ -28,7 +27,7 @@ def test_import_yiemagent_does_not_import_ray_or_redis() -> None:
     assert "ray" not in loaded and "redis" not in loaded
 
 
-@pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="the ray extra is not installed")
+@pytest.mark.needs("ray")
 def test_ray_cluster_does_not_shadow_ray() -> None:
     code = (
         "import yiemagent.integrations.ray, ray, os\n"

@@ -18,8 +18,9 @@ from typing import Any
 
 import pytest
 from paths import TESTS
+from tiers import absent
 
-ray = pytest.importorskip("ray")
+ray = pytest.importorskip("ray", reason=absent("ray"))
 
 import ray_helpers as helpers  # noqa: E402
 

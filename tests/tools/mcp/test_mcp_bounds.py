@@ -9,8 +9,9 @@ import json
 from typing import Any
 
 import pytest
+from tiers import absent
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp.types", reason=absent("mcp"))  # not "mcp": tests/tools/mcp is one too
 
 from yiemagent.tools.mcp._bounds import EDGE_BYTES, answer_id, is_answer
 from yiemagent.tools.mcp._http import _Dropped, _Events

@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 from paths import TESTS
+from tiers import absent
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp.types", reason=absent("mcp"))  # not "mcp": tests/tools/mcp is one too
 
 from agent_helpers import WAIT, ScriptedLLM, call, reply
 from mcp_edge_server import CLASH, ODD_NAMES

@@ -8,8 +8,9 @@ import threading
 
 import pytest
 from paths import ROOT
+from tiers import absent
 
-pytest.importorskip("mcp_server_time")
+pytest.importorskip("mcp_server_time", reason=absent("mcp"))
 
 SCRIPT = ROOT / "scripts" / "mcp_example.py"
 

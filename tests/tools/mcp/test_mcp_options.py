@@ -17,8 +17,9 @@ from typing import Any
 
 import attrs
 import pytest
+from tiers import absent
 
-pytest.importorskip("mcp")
+pytest.importorskip("mcp.types", reason=absent("mcp"))  # not "mcp": tests/tools/mcp is one too
 
 from agent_helpers import WAIT
 from mcp_helpers import nothing_left_behind

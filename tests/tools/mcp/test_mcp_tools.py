@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from tiers import absent
 
-pytest.importorskip("mcp")
-pytest.importorskip("mcp_server_time")
+pytest.importorskip("mcp.types", reason=absent("mcp"))  # not "mcp": tests/tools/mcp is one too
+pytest.importorskip("mcp_server_time", reason=absent("mcp"))
 
 import mcp.types as mcp_types
 from agent_helpers import WAIT, ScriptedLLM, call, echo_tool, reply, text
