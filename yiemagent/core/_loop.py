@@ -63,6 +63,7 @@ from yiemagent.core._repeated_calls import RepeatedCalls, check_max_repeated_cal
 from yiemagent.core._request import LlmRequest, SpecFormatter
 from yiemagent.core._result_caps import cap_result, check_cap
 from yiemagent.core._session_id import check_whole_session_id
+from yiemagent.core._spec_format import response_format_view
 from yiemagent.core._tool_calls import (
     distinct_from,
     extract_tool_calls,
@@ -687,7 +688,7 @@ def _ask_for_output(request: Any, output: OutputSpec) -> None:
     if isinstance(request, LlmRequest):
         request.output = output.request
     elif isinstance(request, dict):
-        request.setdefault("response_format", output.request.response_format())
+        request.setdefault("response_format", response_format_view(output.request))
 
 
 def _output_response(run: _Run, reply: AssistantMessage, value: Any) -> AssistantMessage:

@@ -81,19 +81,13 @@ def _is_object_schema(schema: Mapping[str, Any]) -> bool:
 @attrs.frozen
 class OutputRequest:
     """What a provider client reads from ``LlmRequest.output`` in the ``native`` and
-    ``grammar`` modes: the schema the reply's text must match (always an object) and its name."""
+    ``grammar`` modes: the schema the reply's text must match (always an object) and its name.
+    Provider-neutral: each client builds its own wire form of it (OpenAI's ``json_schema``,
+    llama-cpp-python's ``json_object``); the spec view's is ``response_format_view``."""
 
     name: str
     schema: dict[str, Any]
     mode: str
-
-    def response_format(self, kind: str = "json_schema") -> dict[str, Any]:
-        """The ``response_format`` for this output: OpenAI's ``json_schema`` form (llama.cpp's
-        own server and vLLM take it too), or with ``kind="json_object"`` the form
-        llama-cpp-python's server takes (``{"type": "json_object", "schema": ...}``)."""
-        if kind == "json_object":
-            return {"type": "json_object", "schema": self.schema}
-        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}}
 
 
 @attrs.frozen(kw_only=True)

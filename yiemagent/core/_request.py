@@ -15,7 +15,7 @@ from typing import Any
 
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._output import OutputRequest
-from yiemagent.core._spec_format import SpecViews, spec_view
+from yiemagent.core._spec_format import SpecViews, response_format_view, spec_view
 from yiemagent.core._tools import AgentContext, ToolMapping, shared_tool_mapping
 
 __all__ = ["LlmRequest", "SpecFormatter", "format_msg_for_llm"]
@@ -110,7 +110,7 @@ class LlmRequest(dict[str, Any]):
         if view is None:
             view = spec_view(self.system_prompt, self.messages, self.tools, self._views)
             if self._output is not None:
-                view = {**view, "response_format": self._output.response_format()}
+                view = {**view, "response_format": response_format_view(self._output)}
             self._view = view
         return view
 

@@ -16,10 +16,11 @@ from typing import Any
 from yiemagent.core._content import AgentToolCall, ContentBlock, ImageContent, TextContent
 from yiemagent.core._json_text import to_json
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._output import OutputRequest
 from yiemagent.core._tool_calls import extract_tool_calls
 from yiemagent.core._tools import ToolMapping
 
-__all__ = ["SpecViews", "message_to_openai", "spec_view", "tools_to_openai"]
+__all__ = ["SpecViews", "message_to_openai", "response_format_view", "spec_view", "tools_to_openai"]
 
 WireMessage = dict[str, Any]
 
@@ -202,3 +203,11 @@ def spec_view(
         if tools:
             view["tools"] = cache.tools(tools)
     return view
+
+
+def response_format_view(output: OutputRequest) -> dict[str, Any]:
+    """The spec view's ``response_format`` for a run's output (``LlmRequest``'s view, and a
+    request dict of a custom ``format_msg_for_llm``): ``{"type": "json_schema", "json_schema":
+    {"name", "schema"}}``, the spec's own form. A provider client builds its wire form from the
+    ``OutputRequest`` itself."""
+    return {"type": "json_schema", "json_schema": {"name": output.name, "schema": output.schema}}

@@ -20,7 +20,7 @@ from yiemagent.core._events import MessageUpdateEvent
 from yiemagent.core._json_safety import argument_problem, json_ready
 from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._request import LlmRequest
-from yiemagent.core._spec_format import _arguments_json
+from yiemagent.core._spec_format import _arguments_json, response_format_view
 from yiemagent.testing.parity._normalise import (
     UNUSABLE,
     Normaliser,
@@ -187,7 +187,7 @@ class CassetteForm:
         if type(request) is LlmRequest:
             direct = self._direct(request)
             if direct is not None:
-                return _with_output(direct, request.output.response_format() if request.output else None)
+                return _with_output(direct, response_format_view(request.output) if request.output else None)
         spec = request if isinstance(request, Mapping) else {}
         raws = spec.get("messages") or []
         if not isinstance(raws, list):
