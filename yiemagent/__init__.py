@@ -85,7 +85,7 @@ _EXPORTS = Exports(
         ),
         "yiemagent.core._loop": ("RunConfig", "run_loop"),
         "yiemagent.core._usage": ("Prices", "RunUsage", "UsageLimits"),
-        "yiemagent.core._price_catalog": ("PriceCatalog",),
+        "yiemagent.integrations._price_catalog": ("PriceCatalog",),
         "yiemagent.core._context": ("LlmRequest", "format_msg_for_llm", "prepare_context"),
         "yiemagent.core._user_input": ("openai_to_user_message",),
         "yiemagent.agent._agent": ("YiemAgent", "follow_up", "resume", "run_agent", "take_response"),
@@ -173,7 +173,6 @@ if TYPE_CHECKING:
     from yiemagent.core._pipeline import finalize_executed_tool_call as finalize_executed_tool_call
     from yiemagent.core._pipeline import prepare_tool_call as prepare_tool_call
     from yiemagent.core._pipeline import should_terminate as should_terminate
-    from yiemagent.core._price_catalog import PriceCatalog as PriceCatalog
     from yiemagent.core._tool_calls import extract_tool_calls as extract_tool_calls
     from yiemagent.core._tools import AbortSignal as AbortSignal
     from yiemagent.core._tools import AfterToolCallContext as AfterToolCallContext
@@ -196,6 +195,7 @@ if TYPE_CHECKING:
     from yiemagent.core._user_input import openai_to_user_message as openai_to_user_message
     from yiemagent.errors import OutputRejected as OutputRejected
     from yiemagent.errors import YiemAgentError as YiemAgentError
+    from yiemagent.integrations._price_catalog import PriceCatalog as PriceCatalog
     from yiemagent.llm._factory import create_llm_call as create_llm_call
     from yiemagent.tools._function_tool import function_tool as function_tool
     from yiemagent.tools._store import ToolStore as ToolStore

@@ -23,7 +23,7 @@ from yiemagent import (
     YiemAgent,
     format_msg_for_llm,
 )
-from yiemagent.core._output import OutputRequest
+from yiemagent.core._output_request import OutputRequest
 
 
 def test_spec_shaped_dicts_are_refused_naming_what_to_do_instead() -> None:

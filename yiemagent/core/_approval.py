@@ -12,7 +12,7 @@ process stopped, and has no outcome, ends as ``interrupted`` and is never run tw
 from __future__ import annotations
 
 import copy
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import MappingProxyType
 from typing import Any
 
@@ -22,7 +22,7 @@ from yiemagent.core._content import AgentToolCall, content_from_dict
 from yiemagent.core._json_safety import MAX_JSON_DEPTH, argument_problem, nested_too_deep
 from yiemagent.core._messages import AgentMessage, AssistantMessage, LlmUsage, ToolResultMessage
 from yiemagent.core._tool_calls import extract_tool_calls
-from yiemagent.core._tools import AgentToolResult, NeedsApproval
+from yiemagent.core._tool_result import AgentToolResult
 from yiemagent.errors import ApprovalError
 
 __all__ = [
@@ -81,6 +81,9 @@ class Edit:
 
 
 Decision = Approve | Deny | Edit
+
+# A tool's ``needs_approval``: a flag, or a function of the call's arguments and the context.
+NeedsApproval = bool | Callable[[dict[str, Any], Any], bool]
 
 
 @attrs.frozen

@@ -245,8 +245,9 @@ class AssistantMessage(AgentMessage):
     timestamp: int = attrs.field(factory=now_ms, validator=_check_timestamp)
     role: str = attrs.field(default="assistant", kw_only=True, validator=_check_role("assistant"))
     # A run's structured answer (docs/output.md): set on the run's response only, never on the
-    # reply kept in the history, so sessions hold plain data.
-    output: Any = attrs.field(default=None, kw_only=True)
+    # reply kept in the history, so sessions hold plain data. ``object``, not ``Any``: it is
+    # whatever the run's output_schema converts to, so a reader narrows it (isinstance, cast).
+    output: object = attrs.field(default=None, kw_only=True)
     # A run's totals (a ``usage.RunUsage``), set on the run's response when the run ends; not
     # compared and not in ``to_dict`` (the agent_end event and the CLI's --json carry it).
     run_usage: Any = attrs.field(default=None, kw_only=True, eq=False, repr=False)

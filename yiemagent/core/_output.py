@@ -24,9 +24,11 @@ from yiemagent.core._content import TextContent, content_text
 from yiemagent.core._json_safety import clip
 from yiemagent.core._messages import AssistantMessage, UserMessage
 from yiemagent.core._output_json import output_json
-from yiemagent.core._request import LlmRequest, OutputRequest
+from yiemagent.core._output_request import OutputRequest
+from yiemagent.core._request import LlmRequest
 from yiemagent.core._responses import build_terminated_response
 from yiemagent.core._run_points import RunFeature, RunView
+from yiemagent.core._spec_format import response_format_view
 from yiemagent.core._tools import (
     AgentContext,
     AgentTool,
@@ -323,7 +325,7 @@ class OutputRun(RunFeature):
         if isinstance(request, LlmRequest):
             request.output = self.spec.request
         elif isinstance(request, dict):
-            request.setdefault("response_format", self.spec.request.response_format())
+            request.setdefault("response_format", response_format_view(self.spec.request))
 
     def verdict(
         self, run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch

@@ -13,31 +13,12 @@ from __future__ import annotations
 from collections.abc import ItemsView, Iterator, Mapping, Sequence, ValuesView
 from typing import Any
 
-import attrs
-
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
-from yiemagent.core._spec_format import SpecViews, spec_view
+from yiemagent.core._output_request import OutputRequest
+from yiemagent.core._spec_format import SpecViews, response_format_view, spec_view
 from yiemagent.core._tools import AgentContext, ToolMapping, shared_tool_mapping
 
 __all__ = ["LlmRequest", "OutputRequest", "SpecFormatter", "format_msg_for_llm"]
-
-
-@attrs.frozen
-class OutputRequest:
-    """What a provider client reads from ``LlmRequest.output`` in the ``native`` and
-    ``grammar`` modes: the schema the reply's text must match (always an object) and its name."""
-
-    name: str
-    schema: dict[str, Any]
-    mode: str
-
-    def response_format(self, kind: str = "json_schema") -> dict[str, Any]:
-        """The ``response_format`` for this output: OpenAI's ``json_schema`` form (llama.cpp's
-        own server and vLLM take it too), or with ``kind="json_object"`` the form
-        llama-cpp-python's server takes (``{"type": "json_object", "schema": ...}``)."""
-        if kind == "json_object":
-            return {"type": "json_object", "schema": self.schema}
-        return {"type": "json_schema", "json_schema": {"name": self.name, "schema": self.schema}}
 
 
 _MESSAGE_TYPES = (UserMessage, AssistantMessage, ToolResultMessage)
@@ -130,7 +111,7 @@ class LlmRequest(dict[str, Any]):
         if view is None:
             view = spec_view(self.system_prompt, self.messages, self.tools, self._views)
             if self._output is not None:
-                view = {**view, "response_format": self._output.response_format()}
+                view = {**view, "response_format": response_format_view(self._output)}
             self._view = view
         return view
 

@@ -13,28 +13,29 @@ import threading
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from yiemagent.core._chat_turns import (
+    arguments_json,
+    image_part,
+    result_placeholder,
+    tool_images_turn,
+    with_image_turns_after_results,
+)
 from yiemagent.core._content import AgentToolCall, ContentBlock, ImageContent, TextContent
-from yiemagent.core._json_text import to_json
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
+from yiemagent.core._output_request import OutputRequest
 from yiemagent.core._tool_calls import extract_tool_calls
 from yiemagent.core._tools import ToolMapping
 
-__all__ = ["SpecViews", "message_to_openai", "spec_view", "tools_to_openai"]
+__all__ = ["SpecViews", "message_to_openai", "response_format_view", "spec_view", "tools_to_openai"]
 
 WireMessage = dict[str, Any]
-
-
-def _image_url(block: ImageContent) -> str:
-    if block.data.startswith(("data:", "http://", "https://")):
-        return block.data
-    return f"data:{block.mime_type};base64,{block.data}"
 
 
 def _part(block: ContentBlock) -> dict[str, Any] | None:
     if isinstance(block, TextContent):
         return {"type": "text", "text": block.text}
     if isinstance(block, ImageContent):
-        return {"type": "image_url", "image_url": {"url": _image_url(block)}}
+        return image_part(block)
     if isinstance(block, Mapping) and isinstance(block.get("text"), str):
         return {"type": "text", "text": block["text"]}
     return None
@@ -42,12 +43,6 @@ def _part(block: ContentBlock) -> dict[str, Any] | None:
 
 def _parts(content: list[ContentBlock]) -> list[dict[str, Any]]:
     return [p for p in map(_part, content) if p is not None]
-
-
-def _arguments_json(arguments: Any) -> str:
-    if isinstance(arguments, str):  # invalid JSON from the model: send back exactly what it sent
-        return arguments
-    return to_json(arguments)
 
 
 def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:
@@ -70,7 +65,7 @@ def _assistant_to_openai(msg: AssistantMessage) -> WireMessage:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {"name": c.name, "arguments": _arguments_json(c.arguments)},
+                "function": {"name": c.name, "arguments": arguments_json(c.arguments)},
             }
             for c in calls
         ]
@@ -86,11 +81,10 @@ def _tool_result_to_openai(msg: ToolResultMessage) -> list[WireMessage]:
         elif (part := _part(block)) is not None:
             (texts if part["type"] == "text" else images).append(part)
     if not texts:
-        texts = [{"type": "text", "text": "(see attached image)" if images else "(no output)"}]
+        texts = [{"type": "text", "text": result_placeholder(bool(images))}]
     out = [{"role": "tool", "tool_call_id": msg.tool_call_id, "content": texts}]
-    if images:  # OpenAI tool messages cannot carry images: attach them in a user turn
-        intro = {"type": "text", "text": f"Image(s) returned by tool {msg.tool_name}:"}
-        out.append({"role": "user", "content": [intro, *images]})
+    if images:
+        out.append(tool_images_turn(msg.tool_name, images))
     return out
 
 
@@ -106,22 +100,9 @@ def message_to_openai(msg: AgentMessage) -> list[WireMessage]:
 
 
 def _wire_messages(messages: Sequence[AgentMessage]) -> list[WireMessage]:
-    """The OpenAI messages for ``messages``. Images that tool results return travel in a user
-    message placed after the whole run of ``tool`` messages: a user message between the tool
-    messages answering one assistant message is a request providers reject."""
-    out: list[WireMessage] = []
-    held: list[WireMessage] = []
-    for msg in messages:
-        wire = message_to_openai(msg)
-        if isinstance(msg, ToolResultMessage):
-            out.append(wire[0])
-            held.extend(wire[1:])
-        else:
-            out.extend(held)
-            held.clear()
-            out.extend(wire)
-    out.extend(held)
-    return out
+    """The OpenAI messages for ``messages``, the images of tool results in user turns after
+    the run of ``tool`` messages (``with_image_turns_after_results``)."""
+    return with_image_turns_after_results(messages, message_to_openai)
 
 
 class SpecViews:
@@ -202,3 +183,11 @@ def spec_view(
         if tools:
             view["tools"] = cache.tools(tools)
     return view
+
+
+def response_format_view(output: OutputRequest) -> dict[str, Any]:
+    """The spec view's ``response_format`` for a run's output (``LlmRequest``'s view, and a
+    request dict of a custom ``format_msg_for_llm``): ``{"type": "json_schema", "json_schema":
+    {"name", "schema"}}``, the spec's own form. A provider client builds its wire form from the
+    ``OutputRequest`` itself."""
+    return {"type": "json_schema", "json_schema": {"name": output.name, "schema": output.schema}}

@@ -6,7 +6,6 @@ batches are frozen; contexts, state and config are plain mutable records.
 
 from __future__ import annotations
 
-import copy
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -17,8 +16,9 @@ import jsonschema
 import jsonschema.exceptions
 import jsonschema.validators
 
-from yiemagent.core._content import AgentToolCall, ContentBlock, content_list, content_to_dict
-from yiemagent.core._json_safety import clip, json_ready
+from yiemagent.core._approval import NeedsApproval, PausedBatch
+from yiemagent.core._content import AgentToolCall, ContentBlock
+from yiemagent.core._json_safety import clip
 from yiemagent.core._messages import (
     AgentMessage,
     AssistantMessage,
@@ -27,10 +27,10 @@ from yiemagent.core._messages import (
     ToolResultMessage,
     now_ms,
 )
-from yiemagent.core._output_json import output_json
 from yiemagent.core._repeated_calls import RepeatedCalls
 from yiemagent.core._schema_fast import compile_fast_check
 from yiemagent.core._schema_safety import NO_FETCH_REGISTRY, safe_validator_class, schema_problem
+from yiemagent.core._tool_result import AgentToolResult
 
 if TYPE_CHECKING:
     from jsonschema.protocols import Validator
@@ -50,6 +50,7 @@ __all__ = [
     "ExecutedOutcome",
     "FinalizedOutcome",
     "ImmediateOutcome",
+    "NeedsApproval",
     "PreparedToolCall",
     "ToolMapping",
     "shared_tool_mapping",
@@ -58,37 +59,6 @@ __all__ = [
 
 ToolExecution = Literal["sequential", "parallel"]
 logger = logging.getLogger("yiemagent")
-
-
-@attrs.define(frozen=True)
-class AgentToolResult:
-    """What a tool returns (spec ``agentToolResult``); a string ``content`` becomes one text block.
-
-    ``details["addedToolNames"]`` names tools the call registered; it reaches the result
-    message's ``added_tool_names``. ``output`` (beyond the spec), when not ``None``, is the
-    run's final output: the run ends after the batch without another LLM call, with that output
-    (checked against the run's output schema when it has one; docs/output.md).
-    """
-
-    content: list[ContentBlock] = attrs.field(converter=content_list)
-    details: dict[str, Any] = attrs.field(factory=dict)
-    usage: LlmUsage | None = None
-    terminate: bool = False
-    output: Any = attrs.field(default=None, kw_only=True)
-
-    def to_dict(self) -> dict[str, Any]:
-        """Return ``{"content", "details", "usage", "terminate"}`` as JSON-ready data (details
-        that are not JSON are converted, as when a result enters the history), with
-        ``"output"`` when the result gives one."""
-        data = {
-            "content": [content_to_dict(b) for b in self.content],
-            "details": copy.deepcopy(json_ready(self.details)),
-            "usage": None if self.usage is None else self.usage.to_dict(),
-            "terminate": bool(self.terminate),
-        }
-        if self.output is not None:
-            data["output"] = output_json(self.output)
-        return data
 
 
 def compile_schema_validator(name: str | None, schema: Any, *, untrusted: bool = False) -> Validator:
@@ -126,9 +96,6 @@ def _check_name(_inst: Any, _attr: Any, value: Any) -> None:
 def _check_callable(inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
     if value is not None and not callable(value):
         raise TypeError(f'Tool "{inst.name}": {attr.name} must be callable, got {value!r}')
-
-
-NeedsApproval = bool | Callable[[dict[str, Any], Any], bool]
 
 
 def check_needs_approval(_inst: Any, _attr: Any, value: Any) -> None:
@@ -294,7 +261,7 @@ class AgentState:
     pending_tool_calls: set[str] = attrs.field(factory=set)
     active_run: bool = False
     error_message: str | None = None
-    paused_batch: Any = None  # the PausedBatch waiting for approval decisions (core._approval)
+    paused_batch: PausedBatch | None = None  # the batch waiting for approval decisions
 
 
 @attrs.define(frozen=True)

@@ -15,12 +15,13 @@ import operator
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from yiemagent.core._chat_turns import NO_OUTPUT_RESULT, arguments_json
 from yiemagent.core._content import AgentToolCall, TextContent
 from yiemagent.core._events import MessageUpdateEvent
 from yiemagent.core._json_safety import argument_problem, json_ready
 from yiemagent.core._messages import AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._request import LlmRequest
-from yiemagent.core._spec_format import _arguments_json
+from yiemagent.core._spec_format import response_format_view
 from yiemagent.testing.parity._normalise import (
     UNUSABLE,
     Normaliser,
@@ -119,7 +120,7 @@ def _typed_message(message: Any, ids: _StableIds) -> dict[str, Any] | None:
             if isinstance(block, TextContent):
                 text.append(block.text)
             elif isinstance(block, AgentToolCall):
-                arguments = _spec_arguments(_arguments_json(block.arguments))
+                arguments = _spec_arguments(arguments_json(block.arguments))
                 calls.append({"id": ids.call_id(block.id), "name": block.name, "arguments": arguments})
             else:
                 return None
@@ -130,7 +131,7 @@ def _typed_message(message: Any, ids: _StableIds) -> dict[str, Any] | None:
             return None
         kind = message.details.get("error_kind")
         shown, _ = builtin_result(
-            message.tool_name, message.is_error, "\n".join(texts) if texts else "(no output)", {}
+            message.tool_name, message.is_error, "\n".join(texts) if texts else NO_OUTPUT_RESULT, {}
         )
         return {
             "role": "toolResult",
@@ -187,7 +188,7 @@ class CassetteForm:
         if type(request) is LlmRequest:
             direct = self._direct(request)
             if direct is not None:
-                return _with_output(direct, request.output.response_format() if request.output else None)
+                return _with_output(direct, response_format_view(request.output) if request.output else None)
         spec = request if isinstance(request, Mapping) else {}
         raws = spec.get("messages") or []
         if not isinstance(raws, list):

@@ -17,7 +17,7 @@ from typing import Any, Literal
 import requests
 
 from yiemagent.core._messages import AssistantMessage
-from yiemagent.core._output import OutputRequest
+from yiemagent.core._output_request import OutputRequest
 from yiemagent.core._request import LlmRequest
 from yiemagent.core._tools import AbortSignal
 from yiemagent.llm._base import KEY_FROM_ENV, LlmClient
@@ -53,14 +53,18 @@ def _empty_stream_error(label: str) -> LlmError:
 
 
 def _response_format(output: OutputRequest, kind: str) -> dict[str, Any]:
-    """The ``response_format`` of a run's output; ``LlmError`` for the ``grammar`` mode, which
-    only the embedded model has."""
+    """The ``response_format`` of a run's output: OpenAI's ``json_schema`` form (llama.cpp's own
+    server and vLLM take it too), or with ``kind="json_object"`` the form llama-cpp-python's
+    server takes (``{"type": "json_object", "schema": ...}``); ``LlmError`` for the ``grammar``
+    mode, which only the embedded model has."""
     if output.mode == "grammar":
         raise LlmError(
             "output_mode='grammar' constrains decoding on the embedded model (LlamaCppClient); "
             "an OpenAI-compatible server takes output_mode='native' (response_format) or 'tool'"
         )
-    return output.response_format(kind)
+    if kind == "json_object":
+        return {"type": "json_object", "schema": output.schema}
+    return {"type": "json_schema", "json_schema": {"name": output.name, "schema": output.schema}}
 
 
 def not_found_hint(base_url: str, model: str) -> str:

@@ -22,6 +22,13 @@ import weakref
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from yiemagent.core._chat_turns import (
+    arguments_json,
+    image_part,
+    result_placeholder,
+    tool_images_turn,
+    with_image_turns_after_results,
+)
 from yiemagent.core._content import AgentToolCall, ContentBlock, ImageContent, TextContent
 from yiemagent.core._messages import AgentMessage, AssistantMessage, ToolResultMessage, UserMessage
 from yiemagent.core._tool_calls import extract_tool_calls
@@ -109,16 +116,6 @@ def wire_messages(messages: Sequence[Any]) -> list[Any]:
 # -- typed messages, straight to the wire ----------------------------------------------------------
 
 
-def _image_part(block: ImageContent) -> Wire:
-    data = block.data
-    url = (
-        data
-        if data.startswith(("data:", "http://", "https://"))
-        else (f"data:{block.mime_type};base64,{data}")
-    )
-    return {"type": "image_url", "image_url": {"url": url}}
-
-
 def _text_of(block: ContentBlock) -> str | None:
     if isinstance(block, TextContent):
         return block.text
@@ -137,7 +134,7 @@ def _content(blocks: Sequence[ContentBlock]) -> str | list[Wire]:
             texts.append(text)
             parts.append({"type": "text", "text": text})
         elif isinstance(block, ImageContent):
-            parts.append(_image_part(block))
+            parts.append(image_part(block))
     return "\n".join(texts) if len(parts) == len(texts) else parts
 
 
@@ -157,11 +154,7 @@ def _assistant(msg: AssistantMessage) -> Wire:
             {
                 "id": c.id,
                 "type": "function",
-                "function": {
-                    "name": c.name,
-                    # invalid JSON from the model goes back exactly as it came
-                    "arguments": c.arguments if isinstance(c.arguments, str) else to_json(c.arguments),
-                },
+                "function": {"name": c.name, "arguments": arguments_json(c.arguments)},
             }
             for c in calls
         ]
@@ -172,12 +165,11 @@ def _tool_result(msg: ToolResultMessage) -> list[Wire]:
     """The ``tool`` message, then (OpenAI tool messages carry no images) a user message with the
     images the tool returned, which the assembly moves after the whole run of tool messages."""
     texts = [t for t in map(_text_of, msg.content) if t is not None]
-    images = [_image_part(b) for b in msg.content if isinstance(b, ImageContent)]
-    text = "\n".join(texts) if texts else ("(see attached image)" if images else "(no output)")
+    images = [image_part(b) for b in msg.content if isinstance(b, ImageContent)]
+    text = "\n".join(texts) if texts else result_placeholder(bool(images))
     out: list[Wire] = [{"role": "tool", "tool_call_id": msg.tool_call_id, "content": text}]
     if images:
-        intro = {"type": "text", "text": f"Image(s) returned by tool {msg.tool_name}:"}
-        out.append({"role": "user", "content": [intro, *images]})
+        out.append(tool_images_turn(msg.tool_name, images))
     return out
 
 
@@ -211,19 +203,8 @@ class WireForm:
         wire form; images a tool returned follow the run of ``tool`` messages they belong to (a
         user message between the results of one batch is a request providers reject)."""
         out: list[Wire] = [{"role": "system", "content": system_prompt}] if system_prompt else []
-        held: list[Wire] = []
         with self._lock:
-            for msg in history:
-                wire = self._converted(msg)
-                if isinstance(msg, ToolResultMessage):
-                    out.append(wire[0])
-                    held.extend(wire[1:])
-                    continue
-                if held:
-                    out.extend(held)
-                    held.clear()
-                out.extend(wire)
-        out.extend(held)
+            out.extend(with_image_turns_after_results(history, self._converted))
         return out
 
     def _converted(self, msg: AgentMessage) -> list[Wire]:
