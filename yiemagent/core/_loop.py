@@ -67,7 +67,7 @@ from yiemagent.core._tools import (
     BeforeHook,
     positive_int,
 )
-from yiemagent.core._usage import LimitedRunBudget, Prices, RunBudget, RunUsage, UsageLimits, price_table
+from yiemagent.core._usage import Prices, RunUsage, UsageLimits, price_table, run_budget
 from yiemagent.errors import RunError, describe_error, reraise_interrupt
 
 __all__ = [
@@ -268,6 +268,7 @@ def run_features(
     """The run-time objects of one run's features, in the order the loop calls them at each
     point: the output, the context window, approval, usage and limits, then the config's own
     (``RunConfig.features``). A feature the config does not use is left out."""
+    extra = [make(state, config) for make in config.features]  # first: one may fail
     features: list[RunFeature] = []
     if config.output is not None:
         features.append(output_run(config.output))
@@ -275,18 +276,9 @@ def run_features(
     if context is not None:
         features.append(context)
     features.append(ApprovalRun(approvals))
-    limits = config.usage_limits
-    if limits is None:
-        features.append(RunBudget(config.prices))
-    else:
-        assert context is not None
-        paused = state.paused_batch
-        verdicts = {}
-        if paused is not None and not paused.settled:
-            verdicts = {c.tool_call.id: c.limit for c in paused.calls if c.limit is not None}
-        features.append(LimitedRunBudget(config.prices, limits, context.next_call_tokens, verdicts))
-    features.extend(make(state, config) for make in config.features)
-    return features
+    estimate = context.next_call_tokens if context is not None else None
+    features.append(run_budget(config.prices, config.usage_limits, estimate, state.paused_batch))
+    return features + extra
 
 
 def _context_run(config: RunConfig) -> ContextRun | None:

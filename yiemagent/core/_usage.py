@@ -26,12 +26,22 @@ from yiemagent.core._messages import AssistantMessage, LlmUsage
 from yiemagent.core._run_points import RunFeature, RunView
 
 if TYPE_CHECKING:
+    from yiemagent.core._approval import PausedBatch
     from yiemagent.core._tools import AgentToolCallBatch, AgentToolResult
     from yiemagent.errors import RunError
 
 logger = logging.getLogger("yiemagent")
 
-__all__ = ["LimitedRunBudget", "PriceLookup", "Prices", "RunBudget", "RunUsage", "UsageLimits", "price_table"]
+__all__ = [
+    "LimitedRunBudget",
+    "PriceLookup",
+    "Prices",
+    "RunBudget",
+    "RunUsage",
+    "UsageLimits",
+    "price_table",
+    "run_budget",
+]
 
 
 def _non_negative(_inst: Any, attr: attrs.Attribute[Any], value: Any) -> None:
@@ -436,3 +446,22 @@ class LimitedRunBudget(RunBudget):
         if self.limit_hit is None or batch.terminate or batch.output is not None:
             return None
         return run.made_up("usage_limit", f"Stopped: {self.limit_hit}.")
+
+
+def run_budget(
+    prices: Mapping[str, Prices],
+    limits: UsageLimits | None,
+    estimate: Callable[[RunView], int] | None,
+    paused: PausedBatch | None,
+) -> RunBudget:
+    """The budget of one run: ``RunBudget`` without limits, else ``LimitedRunBudget`` (which
+    needs ``estimate``), told the verdicts of the calls of ``paused`` (a batch an earlier run
+    paused, settled first) that a tool-call limit refused."""
+    if limits is None:
+        return RunBudget(prices)
+    if estimate is None:
+        raise ValueError("usage limits need an estimate of the next call's tokens")
+    verdicts: dict[str, str] = {}
+    if paused is not None and not paused.settled:
+        verdicts = {c.tool_call.id: c.limit for c in paused.calls if c.limit is not None}
+    return LimitedRunBudget(prices, limits, estimate, verdicts)
