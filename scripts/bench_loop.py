@@ -10,7 +10,8 @@ the result, with the same messages and tool. Each figure is CPU microseconds per
 (``time.process_time``), the median of ``--runs`` runs after a warm-up, and the ratio is the
 loop's median over the bare loop's.
 
-The loop is measured plain and with each feature configured (usage limits, an output, an
+The loop is measured plain (also with no listener, when it makes no events) and with each
+feature configured (usage limits, an output, an
 approval policy that lets every call run, all three), so a run that uses no feature can be seen
 to pay nothing for them; and after 2,000 messages of history, against an empty one.
 
@@ -83,15 +84,18 @@ def history(size: int) -> list[AgentMessage]:
     return out
 
 
-def loop_run(turns: int, options: dict[str, Any], earlier: int = 0) -> float:
-    """CPU µs per turn of one ``run_loop`` run."""
+def loop_run(turns: int, options: dict[str, Any], earlier: int = 0, listener: bool = True) -> float:
+    """CPU µs per turn of one ``run_loop`` run (its events kept by a listener, or, without
+    ``listener``, not made at all)."""
     script = iter(replies(turns))
     events: list[Any] = []
     state = AgentState(tools={"noop": noop_tool()}, messages=history(earlier))
     config = RunConfig(llm_call=lambda _request: next(script), max_turns=turns + 5, **options)
     gc.collect()
     start = time.process_time()
-    response = run_loop([UserMessage([TextContent("go")])], state, config, events.append)
+    response = run_loop(
+        [UserMessage([TextContent("go")])], state, config, events.append if listener else None
+    )
     spent = time.process_time() - start
     if response.stop_reason != "stop":
         raise SystemExit(f"the run ended with {response.stop_reason}: {response.error_message}")
@@ -148,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, options in variants().items():
         us = median_of(lambda o=options: loop_run(args.turns, o), args.runs)  # type: ignore[misc]
         figures[name] = {"us_per_turn": us, "ratio_to_bare": us / bare}
+    quiet = median_of(lambda: loop_run(args.turns, {}, listener=False), args.runs)
+    figures["plain_no_listener"] = {"us_per_turn": quiet, "ratio_to_bare": quiet / bare}
     empty = figures["plain"]["us_per_turn"]
     long = median_of(lambda: loop_run(args.turns, {}, earlier=2000), args.runs)
     figures["history_2000"] = {"us_per_turn": long, "ratio_to_empty": long / empty}
@@ -159,6 +165,8 @@ def main(argv: list[str] | None = None) -> int:
     for name in variants():
         f = figures[name]
         print(f"  run_loop, {name:<14} {f['us_per_turn']:8.2f}   {f['ratio_to_bare']:5.2f}x bare")
+    q = figures["plain_no_listener"]
+    print(f"  run_loop, no listener    {q['us_per_turn']:8.2f}   {q['ratio_to_bare']:5.2f}x bare")
     h = figures["history_2000"]
     print(
         f"  run_loop, 2,000 earlier  {h['us_per_turn']:8.2f}   {h['ratio_to_empty']:5.2f}x an empty history"

@@ -22,6 +22,6 @@ def test_bench_loop_reports_every_variant() -> None:
     )
     figures = json.loads(done.stdout)
     assert figures["bare_us"] > 0
-    for name in ("plain", "budgets", "output", "approval", "all"):
+    for name in ("plain", "budgets", "output", "approval", "all", "plain_no_listener"):
         assert figures[name]["us_per_turn"] > 0 and figures[name]["ratio_to_bare"] > 0
     assert figures["history_2000"]["ratio_to_empty"] > 0
