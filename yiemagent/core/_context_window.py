@@ -46,6 +46,7 @@ __all__ = [
     "CHARS_PER_TOKEN",
     "MARGIN",
     "TRIM_GOAL",
+    "ContextCount",
     "ContextMeter",
     "ContextOverflow",
     "ContextRun",
@@ -415,16 +416,53 @@ class ContextOverflow(Exception):
     ``stop_reason="context_overflow"`` and this message, before anything is sent."""
 
 
-class ContextRun(RunFeature):
+class ContextCount(RunFeature):
+    """What a run's next LLM call will take, for a budget: it holds the config's ``meter`` for
+    the run (given back at the end) and the provider's count of the last reply's context
+    (``next_call_tokens``). A run with a window uses ``ContextRun``, which also fits it."""
+
+    __slots__ = ("count_tokens", "mark", "meter", "sent_estimate")
+
+    def __init__(self, meter: ContextMeter, count_tokens: TokenCounter | None) -> None:
+        self.meter = meter.for_run()
+        self.count_tokens = count_tokens
+        self.sent_estimate = 0  # the last request as the meter measured it, before scaling
+        # (tokens the provider counted in the last reply's context, history length then)
+        self.mark: tuple[int, int] | None = None
+
+    def after_reply(self, run: RunView, reply: AssistantMessage) -> AssistantMessage:
+        usage = reply.usage
+        if usage is not None:
+            # The reply joins the history next: counted up to and with it.
+            self.mark = (usage.input + usage.output, len(run.state.messages) + 1)
+            # Not where the meter counts with the model's own tokenizer: that count needs no
+            # correcting (and the embedded model's usage sums the several prompts of its steps).
+            if self.sent_estimate > 0 and self.count_tokens is None:
+                self.meter.learn(self.sent_estimate, usage.input + usage.cache_read + usage.cache_write)
+        return reply
+
+    def next_call_tokens(self, run: RunView) -> int:
+        """About how many input tokens the next LLM call takes: what the provider counted for the
+        last reply's context and the reply, and the meter's estimate of what was added since;
+        before the run's first reply, the meter's estimate of the whole request."""
+        state = run.state
+        if self.mark is not None:
+            counted, upto = self.mark
+            return counted + self.meter.tokens(state.messages, upto)
+        return self.meter.fixed(state.system_prompt, state.tools) + self.meter.tokens(state.messages)
+
+    def end(self, run: RunView, response: AssistantMessage | None) -> None:
+        self.meter.release()
+
+
+class ContextRun(ContextCount):
     """The context window for one run, at the loop's points: before each LLM call the request
     is measured and, when it would not fit the window (or what a provider accepted, after it
     refused a request as too long), ``strategy`` is applied (``ContextOverflow`` when it cannot
     be made to fit); each reply's counts teach the meter; a provider's refusal of a context as
-    too long is answered once by fitting 70 % of what was sent (``call_failed``). It also tells
-    a budget about how many input tokens the next call takes (``next_call_tokens``). It holds
-    the config's ``meter`` for the run and gives it back at the end."""
+    too long is answered once by fitting 70 % of what was sent (``call_failed``)."""
 
-    __slots__ = ("count_tokens", "mark", "measured", "meter", "sent_estimate", "shrink", "strategy", "window")
+    __slots__ = ("measured", "shrink", "strategy", "window")
 
     def __init__(
         self,
@@ -433,15 +471,11 @@ class ContextRun(RunFeature):
         strategy: Any,
         count_tokens: TokenCounter | None,
     ) -> None:
-        self.meter = meter.for_run()
+        super().__init__(meter, count_tokens)
         self.window = window
         self.strategy = strategy
-        self.count_tokens = count_tokens
         self.shrink: int | None = None  # the budget after a provider refused the context
         self.measured = 0  # the tokens of the last request, as measured (and scaled) before it went
-        self.sent_estimate = 0  # the last request as the meter measured it, before scaling
-        # (tokens the provider counted in the last reply's context, history length then)
-        self.mark: tuple[int, int] | None = None
 
     def prepare(self, run: RunView, context: AgentContext) -> AgentContext:
         from yiemagent.core._tools import AgentContext
@@ -512,30 +546,6 @@ class ContextRun(RunFeature):
         sent = self.measured or meter.fixed(state.system_prompt, state.tools) + meter.tokens(state.messages)
         self.shrink = max(1, int(sent * 0.7))
         return True
-
-    def after_reply(self, run: RunView, reply: AssistantMessage) -> AssistantMessage:
-        usage = reply.usage
-        if usage is not None:
-            # The reply joins the history next: counted up to and with it.
-            self.mark = (usage.input + usage.output, len(run.state.messages) + 1)
-            # Not where the meter counts with the model's own tokenizer: that count needs no
-            # correcting (and the embedded model's usage sums the several prompts of its steps).
-            if self.sent_estimate > 0 and self.count_tokens is None:
-                self.meter.learn(self.sent_estimate, usage.input + usage.cache_read + usage.cache_write)
-        return reply
-
-    def next_call_tokens(self, run: RunView) -> int:
-        """About how many input tokens the next LLM call takes: what the provider counted for the
-        last reply's context and the reply, and the meter's estimate of what was added since;
-        before the run's first reply, the meter's estimate of the whole request."""
-        state = run.state
-        if self.mark is not None:
-            counted, upto = self.mark
-            return counted + self.meter.tokens(state.messages, upto)
-        return self.meter.fixed(state.system_prompt, state.tools) + self.meter.tokens(state.messages)
-
-    def end(self, run: RunView, response: AssistantMessage | None) -> None:
-        self.meter.release()
 
 
 def trimmed(

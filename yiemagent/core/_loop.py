@@ -24,6 +24,7 @@ from yiemagent.core._content import AgentToolCall
 from yiemagent.core._context import prepare_context as default_prepare_context
 from yiemagent.core._context_overflow import with_overflow_hint
 from yiemagent.core._context_window import (
+    ContextCount,
     ContextMeter,
     ContextOverflow,
     ContextRun,
@@ -281,15 +282,15 @@ def run_features(
     return features + extra
 
 
-def _context_run(config: RunConfig) -> ContextRun | None:
+def _context_run(config: RunConfig) -> ContextCount | None:
     """The context window's run-time object, when the run has a window (given, or read from
-    ``window_source``), a strategy other than ``"error"`` or limits (which estimate the next
-    call by it); else ``None``."""
+    ``window_source``) or a strategy other than ``"error"``; its count alone for a run with
+    limits (which estimate the next call by it); else ``None``."""
     window = config.context_window
     if window is None and config.window_source is not None:
         window = listed_window(config.window_source)
-    if window is None and config.context_strategy == "error" and config.usage_limits is None:
-        return None
+    if window is None and config.context_strategy == "error":
+        return None if config.usage_limits is None else ContextCount(config.meter, config.count_tokens)
     return ContextRun(config.meter, window, config.context_strategy, config.count_tokens)
 
 

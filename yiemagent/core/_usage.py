@@ -402,8 +402,10 @@ class LimitedRunBudget(RunBudget):
         self.paused_verdicts = dict(paused_verdicts)
 
     def before_turn(self, run: RunView) -> AssistantMessage | None:
-        model = self.last_model or (run.state.model.name if run.state.model is not None else "")
-        price = self.prices.get(model) if self.prices else None
+        price = None
+        if self.prices:
+            model = self.last_model or (run.state.model.name if run.state.model is not None else "")
+            price = self.prices.get(model)
         problem = self.limits.check_before_call(self.usage, self.estimate(run), price)
         if problem is None:
             return None
