@@ -9,11 +9,13 @@ import ast
 from pathlib import Path
 from typing import Any
 
+import pytest
 from agent_helpers import ScriptedLLM, call, echo_tool, reply
 
 from yiemagent import AgentState, Approve, AssistantMessage, RunConfig, UsageLimits, UserMessage, run_loop
 from yiemagent.core._approval import paused_batch_from_dict
 from yiemagent.core._loop import _Run
+from yiemagent.core._output import OutputSpec, output_run
 from yiemagent.core._run_points import POINTS, RunFeature, RunPoints
 
 LOOP = Path(__file__).resolve().parents[2] / "yiemagent" / "core" / "_loop.py"
@@ -181,3 +183,27 @@ def _complexity(function: ast.AST) -> int:
         elif isinstance(node, ast.comprehension):
             count += 1 + len(node.ifs)
     return count
+
+
+def test_a_file_cannot_give_a_limit_to_a_call_that_is_still_to_run() -> None:
+    """A verdict keeps a call out of the run's count: a hand-edited file may not put one on a
+    call that has not ended (it would run uncounted)."""
+    llm = ScriptedLLM(call("echo", {"text": "a"}, "c1"))
+    config = RunConfig(llm_call=llm, needs_approval=lambda _tool, _args, _context: True)
+    state = AgentState("system", None, [echo_tool()], [])
+    assert run_loop([UserMessage("go")], state, config).stop_reason == "awaiting_approval"
+    assert state.paused_batch is not None
+    saved = state.paused_batch.to_dict()
+    saved["calls"][0]["limit"] = "max_tool_calls=1 reached"
+    with pytest.raises(ValueError, match="limit must be null, or a text on a call with an outcome"):
+        paused_batch_from_dict(saved)
+
+
+def test_only_the_output_modes_that_use_a_point_are_called_there() -> None:
+    """The tool mode offers a tool and puts nothing on the request; the native mode the
+    opposite: neither pays for the other's point on every turn."""
+    schema = {"type": "object", "properties": {"a": {"type": "integer"}}}
+    tool_mode = RunPoints([output_run(OutputSpec(schema=schema, mode="tool"))])
+    native = RunPoints([output_run(OutputSpec(schema=schema, mode="native"))])
+    assert tool_mode.request == () and len(tool_mode.tools) == 1 and len(tool_mode.prepare) == 1
+    assert len(native.request) == 1 and native.tools == () and native.prepare == ()

@@ -159,9 +159,11 @@ class PausedCall:
             if problem is not None:
                 raise ValueError(f"paused call {call_id}: {problem}")
         limit = data.get("limit")
-        if limit is not None and not isinstance(limit, str):
-            raise TypeError(
-                f"paused call {call_id}: limit must be a text or null, not {type(limit).__name__}"
+        if limit is not None and (outcome is None or not isinstance(limit, str)):
+            # Only a call refused when its batch paused carries a verdict: one on a call still
+            # to run would keep it out of the run's count.
+            raise ValueError(
+                f"paused call {call_id}: limit must be null, or a text on a call with an outcome"
             )
         return cls(
             AgentToolCall(call_id, name, raw.get("arguments")),

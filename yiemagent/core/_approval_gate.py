@@ -16,29 +16,28 @@ from yiemagent.core._messages import AssistantMessage
 from yiemagent.core._pipeline import execute_tool_calls
 from yiemagent.core._run_points import RunFeature, RunView
 from yiemagent.core._tool_calls import distinct_from, extract_tool_calls, used_tool_call_ids
-from yiemagent.core._tools import AgentContext, AgentLoopConfig, AgentState, AgentToolCallBatch
+from yiemagent.core._tools import AgentContext, AgentLoopConfig, AgentToolCallBatch
 
 __all__ = ["ApprovalRun", "distinct_ids", "run_batch"]
 
 
 def run_batch(
-    state: AgentState,
+    run: RunView,
     context: AgentContext,
     reply: AssistantMessage,
     calls: list[AgentToolCall],
     config: AgentLoopConfig,
-    run: RunView,
     gated: bool,
 ) -> AgentToolCallBatch:
     """Step 6: execute the calls; or, when one may need approval (``gated``:
     ``may_need_approval``), prepare them and pause the batch if one does (kept in
-    ``state.paused_batch`` and announced by an ``ApprovalRequestedEvent``). Never raises."""
+    the run's ``state.paused_batch`` and announced by an ``ApprovalRequestedEvent``). Never raises."""
     emit = run.emit
     if not gated:
         return execute_tool_calls(context, reply, calls, config, run.signal, emit)
     batch = prepare_or_pause(context, reply, calls, config, run.signal, emit)
     if batch.paused is not None:
-        state.paused_batch = batch.paused
+        run.state.paused_batch = batch.paused
         if emit.active:
             emit.send(ApprovalRequestedEvent(batch.paused.pending()))
     return batch

@@ -461,7 +461,7 @@ class _Run:
             point(self, calls)
         state.pending_tool_calls = {call.id for call in calls}
         try:
-            return run_batch(state, self.hooks_context(), reply, calls, self.tool_config(), self, gated)
+            return run_batch(self, self.hooks_context(), reply, calls, self.tool_config(), gated)
         finally:
             state.pending_tool_calls = set()
 

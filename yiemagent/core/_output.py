@@ -308,8 +308,8 @@ def _refuse_constant(name: str) -> Any:
 
 
 class OutputRun(RunFeature):
-    """A run's output, at the loop's points: the schema is put on each request (the ``native``
-    and ``grammar`` modes; ``ToolOutputRun`` offers the output tool instead), and after each
+    """A run's output, at the loop's points: the schema is put on each request
+    (``FormatOutputRun``) or the output tool offered (``ToolOutputRun``), and after each
     reply the run ends in the output that fits, or the problem goes back to the model until
     ``retries`` refusals are spent (then the run ends in an error)."""
 
@@ -318,14 +318,6 @@ class OutputRun(RunFeature):
     def __init__(self, spec: OutputSpec) -> None:
         self.spec = spec
         self.failures = 0  # outputs refused so far
-
-    def request(self, run: RunView, request: Any) -> None:
-        # As ``LlmRequest.output`` (its spec view shows it as ``response_format``), or as a
-        # ``response_format`` key of a request dict a custom ``format_msg_for_llm`` made.
-        if isinstance(request, LlmRequest):
-            request.output = self.spec.request
-        elif isinstance(request, dict):
-            request.setdefault("response_format", response_format_view(self.spec.request))
 
     def verdict(
         self, run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch
@@ -394,9 +386,6 @@ class ToolOutputRun(OutputRun):
         tools = {**context.tools, self.spec.name: self.spec.tool}
         return AgentContext(context.system_prompt, context.messages, tools)
 
-    def request(self, run: RunView, request: Any) -> None:
-        return None
-
     def tools(self, run: RunView, tools: Any) -> Any:
         cached = self.with_tool
         if cached is None or cached[0] is not tools:
@@ -404,9 +393,23 @@ class ToolOutputRun(OutputRun):
         return cached[1]
 
 
+class FormatOutputRun(OutputRun):
+    """``OutputRun`` in the ``native`` and ``grammar`` modes: the schema goes on each request."""
+
+    __slots__ = ()
+
+    def request(self, run: RunView, request: Any) -> None:
+        # As ``LlmRequest.output`` (its spec view shows it as ``response_format``), or as a
+        # ``response_format`` key of a request dict a custom ``format_msg_for_llm`` made.
+        if isinstance(request, LlmRequest):
+            request.output = self.spec.request
+        elif isinstance(request, dict):
+            request.setdefault("response_format", response_format_view(self.spec.request))
+
+
 def output_run(spec: OutputSpec) -> OutputRun:
     """The run-time object of a run with the output ``spec``."""
-    return ToolOutputRun(spec) if spec.mode == "tool" else OutputRun(spec)
+    return ToolOutputRun(spec) if spec.mode == "tool" else FormatOutputRun(spec)
 
 
 def batch_output_response(

@@ -390,7 +390,7 @@ class LimitedRunBudget(RunBudget):
         prices: Mapping[str, Prices],
         limits: UsageLimits,
         estimate: Callable[[RunView], int],
-        paused_verdicts: Mapping[str, str],
+        paused_verdicts: Sequence[str | None],
     ) -> None:
         super().__init__(prices)
         self.limits = limits
@@ -399,7 +399,7 @@ class LimitedRunBudget(RunBudget):
         self.calls: Sequence[AgentToolCall] | None = None  # the batch being run
         self.refused: dict[int, str] = {}  # by the identity of the call: the limit it reached
         # A batch a previous run paused: its refused calls, by id (settled before any turn).
-        self.paused_verdicts = dict(paused_verdicts)
+        self.paused_verdicts = list(paused_verdicts)
 
     def before_turn(self, run: RunView) -> AssistantMessage | None:
         price = None
@@ -436,10 +436,12 @@ class LimitedRunBudget(RunBudget):
     def settled(self, batch: AgentToolCallBatch) -> None:
         """Count a batch an earlier run paused: a call a limit refused then does not count, and
         the limit ends this run after the batch, as it would have ended that one."""
-        verdicts, self.paused_verdicts = self.paused_verdicts, {}
-        self.usage.add_tool_calls(m.tool_name for m in batch.messages if m.tool_call_id not in verdicts)
-        hit = next((verdicts[m.tool_call_id] for m in batch.messages if m.tool_call_id in verdicts), None)
-        self.limit_hit = self.limit_hit or hit
+        verdicts, self.paused_verdicts = self.paused_verdicts, []
+        # One result per paused call, in call order: matched by place, not by id (ids may repeat).
+        padded = verdicts + [None] * (len(batch.messages) - len(verdicts))
+        pairs = list(zip(batch.messages, padded, strict=False))
+        self.usage.add_tool_calls(m.tool_name for m, verdict in pairs if verdict is None)
+        self.limit_hit = self.limit_hit or next((v for _m, v in pairs if v is not None), None)
 
     def verdict(
         self, run: RunView, reply: AssistantMessage, batch: AgentToolCallBatch
@@ -463,7 +465,5 @@ def run_budget(
         return RunBudget(prices)
     if estimate is None:
         raise ValueError("usage limits need an estimate of the next call's tokens")
-    verdicts: dict[str, str] = {}
-    if paused is not None and not paused.settled:
-        verdicts = {c.tool_call.id: c.limit for c in paused.calls if c.limit is not None}
+    verdicts = [c.limit for c in paused.calls] if paused is not None and not paused.settled else []
     return LimitedRunBudget(prices, limits, estimate, verdicts)
